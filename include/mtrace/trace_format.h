@@ -1,0 +1,234 @@
+/* mtrace trace format, version 1: constants, on-disk layouts and the varint codec.
+ *
+ * doc/trace-format.md is the normative description; this header is its single implementation in
+ * code. Everything here is malloc-free and header-only so the preload shim can use it on its hot path.
+ */
+#ifndef MTRACE_TRACE_FORMAT_H
+#define MTRACE_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PNG-style magic: the high byte catches 7-bit transfers, CR LF and ^Z catch text-mode mangling. */
+#define MT_TRACE_MAGIC "\x89MTR\r\n\x1a\n"
+#define MT_TRACE_MAGIC_LEN 8
+#define MT_TRACE_VERSION 1u
+
+#define MT_CHUNK_SIZE 65536u       /* every chunk, the header chunk included */
+#define MT_CHUNK_HEADER_SIZE 32u   /* at the start of each record chunk */
+#define MT_CHUNK_MAGIC 0x4b43544du /* "MTCK" read as a little-endian u32 */
+#define MT_CHUNK_TAIL_RESERVE 64u  /* room kept at a chunk's end for its thread's final events */
+#define MT_HEADER_STRINGS_OFFSET 256u
+
+/* Packed (zstd) traces: the header chunk as in a raw trace with MT_HDR_PACKED set, then frames. */
+#define MT_PACK_FRAME_MAGIC 0x5a43544du /* "MTCZ" */
+#define MT_PACK_FRAME_HEADER_SIZE 16u
+
+/* Header flags (mt_file_header_t.flags). */
+enum {
+    MT_HDR_COMPLETE = 1u << 0,    /* the process finished tracing normally and wrote the end fields */
+    MT_HDR_TRUNCATED = 1u << 1,   /* tracing stopped early; truncated_errno says why */
+    MT_HDR_STACKS = 1u << 2,      /* call records may carry stack ids */
+    MT_HDR_TIME_TSC = 1u << 3,    /* time unit is the CPU's time-stamp counter, else nanoseconds */
+    MT_HDR_GLIBC_FLAGS = 1u << 4, /* MMAPPED and HEAP_GREW are observed (the allocator is glibc's) */
+    MT_HDR_PACKED = 1u << 5,      /* chunks follow as zstd frames (written by mtrace pack) */
+};
+
+/* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */
+enum {
+    MT_STR_END = 0,
+    MT_STR_CMDLINE = 1,   /* /proc/self/cmdline: arguments separated by NUL */
+    MT_STR_EXE = 2,       /* /proc/self/exe target */
+    MT_STR_GLIBC = 3,     /* gnu_get_libc_version() */
+    MT_STR_ALLOCATOR = 4, /* file name of the object that defines the malloc the shim calls */
+    MT_STR_ENV = 5,       /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
+    MT_STR_HOST = 6,      /* uname nodename */
+    MT_STR_PATH = 7,      /* the trace file's own path as opened */
+};
+
+/* File header: the first bytes of chunk 0, little-endian, fixed offsets (see the spec's table). */
+typedef struct mt_file_header {
+    uint8_t magic[8];
+    uint32_t version;
+    uint32_t header_size; /* sizeof(mt_file_header_t) as written */
+    uint32_t chunk_size;
+    uint8_t ptr_size;
+    uint8_t little_endian;
+    uint8_t time_shift; /* recorded time = counter >> time_shift */
+    uint8_t max_frames; /* MTRACE_STACKS in force (0: no stacks) */
+    uint32_t page_size;
+    uint32_t pid;
+    uint32_t ppid;
+    uint32_t flags;
+    uint64_t start_realtime_ns; /* CLOCK_REALTIME at start */
+    uint64_t start_time;        /* recorded time at start */
+    uint64_t start_mono_ns;     /* CLOCK_MONOTONIC at start */
+    uint64_t end_time;          /* recorded time at finish (0: not finished) */
+    uint64_t end_mono_ns;
+    uint64_t ticks_per_sec; /* rate of recorded time (0: unknown, estimate from RSS samples) */
+    int32_t truncated_errno;
+    uint32_t threads;     /* threads seen, at finish */
+    uint64_t chunks_used; /* chunks claimed (header chunk included), at finish */
+    uint64_t lost_calls;  /* calls not recorded (nested in the shim, or after truncation), at finish */
+    uint8_t reserved[144];
+} mt_file_header_t;
+
+_Static_assert(sizeof(mt_file_header_t) == 256, "file header is 256 bytes");
+_Static_assert(sizeof(mt_file_header_t) <= MT_HEADER_STRINGS_OFFSET, "strings follow the header");
+
+/* Chunk header: the first 32 bytes of every record chunk. */
+typedef struct mt_chunk_header {
+    uint32_t magic;   /* MT_CHUNK_MAGIC, stored last by the writer */
+    uint16_t kind;    /* MT_CHUNK_THREAD */
+    uint16_t flags;   /* MT_CHUNK_SEALED */
+    uint32_t thread;  /* sequential thread number, 1 = the first thread seen */
+    uint32_t tid;     /* OS thread id */
+    uint32_t seq;     /* chunk number within its thread, from 0 */
+    uint32_t used;    /* record bytes, valid when sealed */
+    uint64_t base_time; /* time base of the first record's delta */
+} mt_chunk_header_t;
+
+_Static_assert(sizeof(mt_chunk_header_t) == MT_CHUNK_HEADER_SIZE, "chunk header is 32 bytes");
+
+enum { MT_CHUNK_THREAD = 1 };
+enum { MT_CHUNK_SEALED = 1 };
+
+/* Record opcodes: low 5 bits of a record's first byte. 0 ends a chunk's records. */
+typedef enum mt_op {
+    MT_OP_NONE = 0,
+    MT_OP_MALLOC = 1,
+    MT_OP_FREE = 2,
+    MT_OP_CALLOC = 3,
+    MT_OP_REALLOC = 4,
+    MT_OP_REALLOCARRAY = 5,
+    MT_OP_MEMALIGN = 6,
+    MT_OP_POSIX_MEMALIGN = 7,
+    MT_OP_ALIGNED_ALLOC = 8,
+    MT_OP_VALLOC = 9,
+    MT_OP_PVALLOC = 10,
+    MT_OP_USABLE_SIZE = 11,
+    MT_OP_MALLOPT = 12,
+    MT_OP_LAST_CALL = 12,
+    /* events: op, time delta, payload length, payload */
+    MT_EV_THREAD_START = 16,
+    MT_EV_THREAD_EXIT = 17,
+    MT_EV_THREAD_CREATE = 18,
+    MT_EV_FORK = 19,
+    MT_EV_EXEC = 20,
+    MT_EV_RSS = 21,
+    MT_EV_MARK = 22,
+    MT_EV_TRUNCATED = 23,
+    MT_EV_STACK = 24,
+    MT_EV_MODULE = 25,
+    MT_EV_CONTROL = 26,
+    MT_EV_LOST = 27,
+    MT_OP_MAX = 31,
+} mt_op_t;
+
+#define MT_FIRST_EVENT MT_EV_THREAD_START
+
+/* Flag bits in a record's first byte (calls only). */
+enum {
+    MT_RF_OPMASK = 0x1f,
+    MT_RF_NULL = 0x20,    /* the call returned NULL (or posix_memalign an error): no result field */
+    MT_RF_MMAPPED = 0x40, /* the block is an mmapped chunk (glibc) */
+    MT_RF_EXT = 0x80,     /* an extension flags byte follows */
+};
+
+/* Extension flag bits (second byte when MT_RF_EXT). */
+enum {
+    MT_XF_HEAP_GREW = 0x01, /* the heap top (brk) moved during the call (glibc) */
+    MT_XF_STACK = 0x02,     /* a stack id follows the call's fields */
+};
+
+/* Decoded flags as reported by the reader (mt_record_t.flags). */
+enum {
+    MT_FLAG_NULL = 1u << 0,
+    MT_FLAG_MMAPPED = 1u << 1,
+    MT_FLAG_HEAP_GREW = 1u << 2,
+    MT_FLAG_STACK = 1u << 3,
+};
+
+/* Control commands (MT_EV_CONTROL payload, and mtrace_control()). */
+enum {
+    MT_CTL_START = 1,
+    MT_CTL_STOP = 2,
+    MT_CTL_PAUSE = 3,
+    MT_CTL_RESUME = 4,
+    MT_CTL_SYNC = 5,
+    MT_CTL_MARK = 6,
+};
+
+/* Longest encoded call record: op, ext, time, and five 10-byte varints, plus a stack id. */
+#define MT_MAX_CALL_RECORD 72u
+
+static inline uint8_t *mt_put_uvarint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint64_t mt_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t mt_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline uint8_t *mt_put_svarint(uint8_t *p, int64_t v)
+{
+    return mt_put_uvarint(p, mt_zigzag(v));
+}
+
+/* Decodes one varint from [*pp, end). Returns 0, or -1 when the input ends or runs past 10 bytes. */
+static inline int mt_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return -1;
+        const uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline uint64_t mt_load_u64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline uint32_t mt_load_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Name of an opcode as used by every tool ("malloc", "thread_start", ...); NULL if unknown. */
+const char *mt_op_name(unsigned op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

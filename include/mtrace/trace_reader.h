@@ -1,0 +1,135 @@
+/* mtrace trace reader: the one streaming reader of raw and packed (zstd) traces.
+ *
+ * Open a trace, then walk its chunks with a cursor (file order) or one thread's records in order with
+ * a thread cursor. Memory is one 64 KiB buffer per cursor plus a small index per chunk, whatever the
+ * trace's length. Errors come back as a negative errno with a one-line message that names the file,
+ * the byte offset and what was expected.
+ */
+#ifndef MTRACE_TRACE_READER_H
+#define MTRACE_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtrace/trace_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_error {
+    char msg[1024];
+} mt_error_t;
+
+/* One decoded record. Which fields are set depends on the op (doc/trace-format.md, "Records"):
+ *   malloc, valloc, pvalloc       size, result, usable
+ *   calloc                        count, size (per element), result, usable
+ *   realloc                       ptr, size, result, usable
+ *   reallocarray                  ptr, count, size, result, usable
+ *   memalign, aligned_alloc,
+ *   posix_memalign                align, size, result, usable; posix_memalign's error in arg[0]
+ *   free                          ptr
+ *   malloc_usable_size            ptr, size (the value returned)
+ *   mallopt                       arg[0] param, arg[1] value, arg[2] return value
+ *   events                        data/len (payload); the varint fields of known events in arg[]
+ * usable is the usable size of the returned block; result is 0 when MT_FLAG_NULL is set. */
+typedef struct mt_record {
+    uint8_t op;
+    uint32_t flags;   /* MT_FLAG_* */
+    uint64_t time;    /* absolute, in the trace's time unit */
+    uint64_t ptr;
+    uint64_t result;
+    uint64_t size;
+    uint64_t count;
+    uint64_t align;
+    uint64_t usable;
+    uint32_t stack;   /* stack id when MT_FLAG_STACK */
+    uint32_t nargs;
+    int64_t arg[4];
+    const uint8_t *data; /* event payload, valid until the cursor moves on */
+    uint32_t len;
+    uint64_t offset;  /* byte offset of the record in the raw trace (in the chunk image when packed) */
+} mt_record_t;
+
+typedef struct mt_chunk_ref {
+    uint64_t offset;   /* raw: the chunk's offset; packed: its frame's offset */
+    uint32_t stored;   /* bytes stored after the chunk header (compressed size when packed) */
+    mt_chunk_header_t h;
+} mt_chunk_ref_t;
+
+typedef struct mt_thread_info {
+    uint32_t thread;  /* sequential number */
+    uint32_t tid;
+    uint32_t nchunks;
+    uint32_t first;   /* index into mt_trace_thread_chunks() of its first chunk */
+} mt_thread_info_t;
+
+typedef struct mt_trace mt_trace_t;
+
+int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err);
+void mt_trace_close(mt_trace_t *t);
+
+const char *mt_trace_path(const mt_trace_t *t);
+const mt_file_header_t *mt_trace_header(const mt_trace_t *t);
+int mt_trace_is_packed(const mt_trace_t *t);
+uint64_t mt_trace_file_size(const mt_trace_t *t);
+
+/* Header strings: returns the n-th string with `tag` (0-based) or NULL. */
+const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len);
+
+size_t mt_trace_chunk_count(const mt_trace_t *t);
+const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i);
+
+/* Threads in order of their numbers; each thread's chunk indices in order of seq. */
+size_t mt_trace_thread_count(const mt_trace_t *t);
+const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i);
+const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t);
+
+/* Chunk cursor: decodes the records of one chunk. */
+typedef struct mt_cursor {
+    const mt_trace_t *trace;
+    size_t chunk;
+    uint8_t *buf;          /* MT_CHUNK_SIZE bytes, owned by the cursor */
+    const uint8_t *p;
+    const uint8_t *end;    /* end of the bytes present (a cut file ends early) */
+    uint64_t prev_time;
+    uint64_t prev_ptr;
+    uint64_t base_offset;  /* file offset of buf[0] (raw traces) */
+    int sealed;
+    int complete;          /* all of the chunk's bytes are present */
+} mt_cursor_t;
+
+int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t);
+void mt_cursor_fini(mt_cursor_t *c);
+int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err);
+/* 1: a record; 0: the chunk has no more; negative: a damaged record (message in err). */
+int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err);
+/* Bytes of records decoded so far in the loaded chunk. */
+size_t mt_cursor_used(const mt_cursor_t *c);
+
+/* Thread cursor: one thread's records across its chunks, in order. */
+typedef struct mt_thread_cursor {
+    mt_cursor_t c;
+    const mt_thread_info_t *info;
+    uint32_t next;  /* next chunk of the thread to load */
+    int loaded;
+} mt_thread_cursor_t;
+
+int mt_thread_cursor_init(mt_thread_cursor_t *tc, const mt_trace_t *t, size_t thread_index);
+int mt_thread_cursor_next(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *err);
+void mt_thread_cursor_fini(mt_thread_cursor_t *tc);
+
+/* Rate of the trace's time unit in ticks per second: the header's, else an estimate from the
+ * (time, CLOCK_MONOTONIC) pairs that RSS samples carry; 0 when nothing tells. */
+double mt_trace_ticks_per_sec(const mt_trace_t *t);
+/* Feed an RSS record to the estimate (readers that walk the trace do this as they go). */
+void mt_trace_note_rss(mt_trace_t *t, const mt_record_t *r);
+
+/* Compresses a trace into a packed trace (zstd frames, one per chunk); never leaves a partial output.
+ * `level` is a zstd level. */
+int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

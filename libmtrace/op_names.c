@@ -1,0 +1,34 @@
+/* The names every tool prints for opcodes; JSON keys use the same strings. */
+#include "mtrace/trace_format.h"
+
+static const char *const op_names[MT_OP_MAX + 1] = {
+    [MT_OP_MALLOC] = "malloc",
+    [MT_OP_FREE] = "free",
+    [MT_OP_CALLOC] = "calloc",
+    [MT_OP_REALLOC] = "realloc",
+    [MT_OP_REALLOCARRAY] = "reallocarray",
+    [MT_OP_MEMALIGN] = "memalign",
+    [MT_OP_POSIX_MEMALIGN] = "posix_memalign",
+    [MT_OP_ALIGNED_ALLOC] = "aligned_alloc",
+    [MT_OP_VALLOC] = "valloc",
+    [MT_OP_PVALLOC] = "pvalloc",
+    [MT_OP_USABLE_SIZE] = "malloc_usable_size",
+    [MT_OP_MALLOPT] = "mallopt",
+    [MT_EV_THREAD_START] = "thread_start",
+    [MT_EV_THREAD_EXIT] = "thread_exit",
+    [MT_EV_THREAD_CREATE] = "thread_create",
+    [MT_EV_FORK] = "fork",
+    [MT_EV_EXEC] = "exec",
+    [MT_EV_RSS] = "rss",
+    [MT_EV_MARK] = "mark",
+    [MT_EV_TRUNCATED] = "truncated",
+    [MT_EV_STACK] = "stack",
+    [MT_EV_MODULE] = "module",
+    [MT_EV_CONTROL] = "control",
+    [MT_EV_LOST] = "lost",
+};
+
+const char *mt_op_name(unsigned op)
+{
+    return op <= MT_OP_MAX ? op_names[op] : NULL;
+}

@@ -1,0 +1,134 @@
+/* Internal state of the preload shim (libmtrace.so). Not a public header.
+ *
+ * Everything the hot path touches is either thread-local (initial-exec TLS, so access is one
+ * %fs-relative load) or a global that is written once at start-up and then only read.
+ */
+#ifndef MTRACE_SHIM_H
+#define MTRACE_SHIM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "mtrace/trace_format.h"
+
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MT_EXPORT __attribute__((visibility("default")))
+#define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
+
+/* The allocator the shim forwards to, resolved with dlsym(RTLD_NEXT). */
+typedef struct mt_real_api {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
+    int (*mallopt)(int, int);
+} mt_real_api_t;
+
+/* Options, read once from the environment (shim_options.c holds the one table). */
+typedef struct mt_options {
+    char out[4096];     /* MTRACE_OUT, '%p' expanded at open */
+    char index[4096];   /* MTRACE_INDEX: file that gets one line per trace written */
+    unsigned stacks;    /* MTRACE_STACKS: frames per call record */
+    unsigned rss_ms;    /* MTRACE_RSS_MS: RSS sampling period, 0 = off */
+    unsigned paused;    /* MTRACE_PAUSED: start with recording paused */
+    unsigned follow_fork; /* MTRACE_FOLLOW_FORK: trace forked children into their own files */
+    uint64_t max_bytes; /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
+    unsigned quiet;     /* MTRACE_QUIET: no diagnostics on stderr */
+} mt_options_t;
+
+/* Per-thread writer state. */
+typedef struct mt_thread {
+    uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
+    uint8_t *end;       /* end of the space for call records (the tail reserve lies beyond) */
+    uint8_t *chunk;     /* start of the current chunk */
+    uint64_t prev_time; /* delta bases, reset at every chunk */
+    uint64_t prev_ptr;
+    uint32_t thread_no; /* sequential thread number, 0 until assigned */
+    uint32_t tid;
+    uint32_t seq;       /* next chunk number of this thread */
+    uint32_t creator;   /* thread number of the pthread_create caller, if known */
+    uint64_t lost;      /* calls not recorded by this thread */
+    uint8_t busy;       /* inside the shim: nested calls (signal handlers, our own libc calls) pass through */
+    uint8_t exited;     /* THREAD_EXIT written */
+    uint8_t started;    /* THREAD_START written */
+} mt_thread_t;
+
+typedef struct mt_global {
+    mt_real_api_t real;
+    mt_options_t opt;
+    int fd;                 /* the trace file */
+    uint8_t *base;          /* reserved address range; chunk i lives at base + i * MT_CHUNK_SIZE */
+    uint64_t reserved_chunks;
+    _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
+    _Atomic uint64_t mapped_chunks;
+    _Atomic uint32_t next_thread;
+    _Atomic uint64_t next_rss_time;
+    _Atomic uint64_t lost;
+    uint64_t rss_period;    /* in recorded time units */
+    uint64_t last_brk;      /* heap top after the latest call that observed it */
+    int statm_fd;
+    int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
+    atomic_int grow_lock;
+    atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
+    atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
+    int paused;
+    int truncated;          /* stopped by a write failure: later calls count as lost */
+    pid_t pid;
+    pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
+    int exit_key_ok;
+    char path[4096];        /* the trace file's path */
+} mt_global_t;
+
+extern mt_global_t mt_g;
+extern MT_TLS mt_thread_t mt_self;
+
+/* shim_options.c */
+void mt_options_read(mt_options_t *opt);
+
+/* shim_file.c */
+int mt_file_open(void);
+void mt_file_finish(void);
+void mt_file_after_fork_child(void);
+uint8_t *mt_thread_reserve(mt_thread_t *t, uint64_t now);
+void mt_thread_exit(mt_thread_t *t);
+void mt_emit_event(mt_thread_t *t, unsigned op, const uint8_t *payload, size_t len);
+void mt_emit_event_at(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len);
+void mt_file_note_exec(const char *path);
+uint32_t mt_next_thread_no(void);
+void mt_stop_tracing(int err, const char *why);
+void mt_sample_rss(mt_thread_t *t, uint64_t now);
+void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline uint64_t mt_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+static inline uint64_t mt_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

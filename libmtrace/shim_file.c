@@ -1,0 +1,569 @@
+/* The shim's trace file: creation, the header, chunk claiming, growth, events, finish and fork.
+ *
+ * Nothing here is on the per-call hot path except through mt_thread_reserve(), which runs once per
+ * chunk (tens of thousands of records). Code here may make syscalls but never calls malloc: the
+ * callers hold mt_self.busy, so any allocation made by libc on our behalf passes through untraced.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+extern char **environ;
+
+/* A reservation this large costs nothing until chunks are mapped into it; it bounds one trace. */
+#define RESERVE_BYTES (64ull << 30)
+#define FIRST_SEGMENT (1ull << 20)
+#define MAX_SEGMENT (64ull << 20)
+
+static mt_file_header_t *header(void)
+{
+    return (mt_file_header_t *)mt_g.base;
+}
+
+void mt_say(const char *fmt, ...)
+{
+    if (mt_g.opt.quiet)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof line - 2)
+        n = sizeof line - 2;
+    line[n++] = '\n';
+    const int saved = errno;
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    (void)w;
+    errno = saved;
+}
+
+static void lock_grow(void)
+{
+    int expected = 0;
+    while (!atomic_compare_exchange_weak(&mt_g.grow_lock, &expected, 1)) {
+        expected = 0;
+        sched_yield();
+    }
+}
+
+static void unlock_grow(void)
+{
+    atomic_store(&mt_g.grow_lock, 0);
+}
+
+/* Expands '%p' to the pid; a literal '%%' is '%'. */
+static void expand_path(char *dst, size_t cap, const char *pattern, pid_t pid)
+{
+    size_t n = 0;
+    for (const char *s = pattern; *s && n + 1 < cap; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            n += (size_t)snprintf(dst + n, cap - n, "%d", (int)pid);
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            dst[n++] = '%';
+            s++;
+        } else {
+            dst[n++] = *s;
+        }
+        if (n >= cap)
+            n = cap - 1;
+    }
+    dst[n] = 0;
+}
+
+/* O_EXCL|O_NOFOLLOW: a file or a symlink planted at the path is never opened or followed. When the
+ * path is taken (a forked child or an exec'd image inheriting MTRACE_OUT), the pid is appended. */
+static int create_file(char *path, size_t cap)
+{
+    char base[sizeof mt_g.path - 32]; /* room for the ".PID.N" suffix */
+    expand_path(base, sizeof base, mt_g.opt.out, mt_g.pid);
+    const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if (attempt == 0)
+            snprintf(path, cap, "%s", base);
+        else if (attempt == 1)
+            snprintf(path, cap, "%s.%d", base, (int)mt_g.pid);
+        else
+            snprintf(path, cap, "%s.%d.%d", base, (int)mt_g.pid, attempt - 1);
+        const int fd = open(path, flags, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            return -1; /* errno stays EEXIST: refuse a planted symlink instead of going around it */
+    }
+    return -1;
+}
+
+/* Maps more of the file into the reservation so that chunk `want` exists. Caller holds grow_lock. */
+static int grow(uint64_t want)
+{
+    uint64_t mapped = atomic_load(&mt_g.mapped_chunks);
+    while (want >= mapped) {
+        uint64_t bytes = mapped * MT_CHUNK_SIZE;
+        uint64_t step = bytes < FIRST_SEGMENT ? FIRST_SEGMENT : bytes;
+        if (step > MAX_SEGMENT)
+            step = MAX_SEGMENT;
+        if (bytes + step > mt_g.reserved_chunks * MT_CHUNK_SIZE)
+            step = mt_g.reserved_chunks * MT_CHUNK_SIZE - bytes;
+        if (step < MT_CHUNK_SIZE || bytes + step > mt_g.opt.max_bytes)
+            return -EFBIG;
+        /* Growing past RLIMIT_FSIZE would raise SIGXFSZ in the host; check instead of trying. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+            if (rl.rlim_cur < bytes + MT_CHUNK_SIZE)
+                return -EFBIG;
+            if (bytes + step > rl.rlim_cur)
+                step = (rl.rlim_cur - bytes) / MT_CHUNK_SIZE * MT_CHUNK_SIZE;
+        }
+        /* Real blocks, not a sparse hole: a full disk must show up here, not as SIGBUS later. */
+        const int rc = posix_fallocate(mt_g.fd, (off_t)bytes, (off_t)step);
+        if (rc != 0)
+            return -rc;
+        void *at = mmap(mt_g.base + bytes, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                        mt_g.fd, (off_t)bytes);
+        if (at == MAP_FAILED)
+            return -errno;
+        mapped += step / MT_CHUNK_SIZE;
+        atomic_store(&mt_g.mapped_chunks, mapped);
+    }
+    return 0;
+}
+
+static uint8_t *put_str(uint8_t *p, uint8_t *end, unsigned tag, const char *s, size_t len)
+{
+    if (p + 4 + len + 4 > end) /* keep room for the terminating tag */
+        return p;
+    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
+    memcpy(p, &t, 2);
+    memcpy(p + 2, &l, 2);
+    memcpy(p + 4, s, len);
+    return p + 4 + len;
+}
+
+static size_t read_small_file(const char *path, char *buf, size_t cap)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    while (n < cap) {
+        const ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+static void write_header(void)
+{
+    mt_file_header_t *h = header();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h->version = MT_TRACE_VERSION;
+    h->header_size = sizeof *h;
+    h->chunk_size = MT_CHUNK_SIZE;
+    h->ptr_size = sizeof(void *);
+    h->little_endian = 1;
+    h->time_shift = 0;
+    h->max_frames = (uint8_t)mt_g.opt.stacks;
+    h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    h->pid = (uint32_t)mt_g.pid;
+    h->ppid = (uint32_t)getppid();
+    h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    h->start_mono_ns = mt_mono_ns();
+    h->start_time = mt_now();
+#if defined(__x86_64__) || defined(__i386__)
+    h->flags |= MT_HDR_TIME_TSC;
+#else
+    h->ticks_per_sec = 1000000000u;
+#endif
+    if (mt_g.glibc)
+        h->flags |= MT_HDR_GLIBC_FLAGS;
+    if (mt_g.opt.stacks)
+        h->flags |= MT_HDR_STACKS;
+
+    uint8_t *p = mt_g.base + MT_HEADER_STRINGS_OFFSET;
+    uint8_t *const end = mt_g.base + MT_CHUNK_SIZE;
+    static char buf[16384];
+    size_t n = read_small_file("/proc/self/cmdline", buf, sizeof buf);
+    p = put_str(p, end, MT_STR_CMDLINE, buf, n && !buf[n - 1] ? n - 1 : n);
+    const ssize_t e = readlink("/proc/self/exe", buf, sizeof buf);
+    if (e > 0)
+        p = put_str(p, end, MT_STR_EXE, buf, (size_t)e);
+    const char *v = gnu_get_libc_version();
+    p = put_str(p, end, MT_STR_GLIBC, v, strlen(v));
+    Dl_info info;
+    if (dladdr((void *)mt_g.real.malloc, &info) && info.dli_fname)
+        p = put_str(p, end, MT_STR_ALLOCATOR, info.dli_fname, strlen(info.dli_fname));
+    for (char **env = environ; env && *env; env++) {
+        if (!strncmp(*env, "MALLOC_", 7) || !strncmp(*env, "GLIBC_TUNABLES=", 15) ||
+            !strncmp(*env, "MTRACE_", 7))
+            p = put_str(p, end, MT_STR_ENV, *env, strnlen(*env, 4000));
+    }
+    struct utsname u;
+    if (uname(&u) == 0)
+        p = put_str(p, end, MT_STR_HOST, u.nodename, strlen(u.nodename));
+    p = put_str(p, end, MT_STR_PATH, mt_g.path, strlen(mt_g.path));
+    memset(p, 0, 4);
+    /* The magic goes last so that a reader never sees a half-written header as valid. */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(h->magic, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN);
+}
+
+static void append_index(void)
+{
+    if (!mt_g.opt.index[0])
+        return;
+    const int fd = open(mt_g.opt.index, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    char line[sizeof mt_g.path + 2];
+    const int n = snprintf(line, sizeof line, "%s\n", mt_g.path);
+    ssize_t w = write(fd, line, (size_t)n); /* one write with O_APPEND: lines never interleave */
+    (void)w;
+    close(fd);
+}
+
+int mt_file_open(void)
+{
+    const int saved = errno;
+    mt_g.pid = getpid();
+    mt_g.fd = create_file(mt_g.path, sizeof mt_g.path);
+    if (mt_g.fd < 0) {
+        mt_say("mtrace: cannot create trace file %s: %s; tracing is off", mt_g.path, strerror(errno));
+        goto fail;
+    }
+    uint64_t reserve = RESERVE_BYTES;
+    if (reserve > mt_g.opt.max_bytes)
+        reserve = (mt_g.opt.max_bytes + MT_CHUNK_SIZE - 1) / MT_CHUNK_SIZE * MT_CHUNK_SIZE;
+    void *base = MAP_FAILED;
+    for (; reserve >= (2u * MT_CHUNK_SIZE); reserve /= 2) {
+        base = mmap(NULL, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base != MAP_FAILED)
+            break;
+    }
+    if (base == MAP_FAILED) {
+        mt_say("mtrace: cannot reserve address space for %s: %s; tracing is off", mt_g.path,
+               strerror(errno));
+        goto fail_unlink;
+    }
+    mt_g.base = base;
+    mt_g.reserved_chunks = reserve / MT_CHUNK_SIZE;
+    atomic_store(&mt_g.next_chunk, 1);
+    atomic_store(&mt_g.mapped_chunks, 0);
+    const int rc = grow(1);
+    if (rc < 0) {
+        mt_say("mtrace: cannot write trace file %s: %s; tracing is off", mt_g.path, strerror(-rc));
+        munmap(mt_g.base, reserve);
+        mt_g.base = NULL;
+        goto fail_unlink;
+    }
+    write_header();
+    append_index();
+    if (mt_g.opt.rss_ms) {
+        mt_g.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        const mt_file_header_t *h = header();
+        /* The TSC rate is not known yet; 3 GHz is close enough to space the samples. */
+        const uint64_t per_ms = (h->flags & MT_HDR_TIME_TSC) ? 3000000u : 1000000u;
+        mt_g.rss_period = per_ms * mt_g.opt.rss_ms;
+        atomic_store(&mt_g.next_rss_time, h->start_time);
+    } else {
+        mt_g.statm_fd = -1;
+        atomic_store(&mt_g.next_rss_time, UINT64_MAX);
+    }
+    errno = saved;
+    return 0;
+
+fail_unlink:
+    unlink(mt_g.path);
+    close(mt_g.fd);
+    mt_g.fd = -1;
+fail:
+    atomic_store(&mt_g.stopped, 1);
+    atomic_store(&mt_g.off, 1);
+    errno = saved;
+    return -1;
+}
+
+static void seal_chunk(mt_thread_t *t)
+{
+    mt_chunk_header_t *ch = (mt_chunk_header_t *)t->chunk;
+    ch->used = (uint32_t)(t->pos - t->chunk - MT_CHUNK_HEADER_SIZE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ch->flags |= MT_CHUNK_SEALED;
+    /* The page cache keeps the data; dropping our mapping keeps the trace out of the host's RSS. */
+    madvise(t->chunk, MT_CHUNK_SIZE, MADV_DONTNEED);
+    t->chunk = t->pos = t->end = NULL;
+}
+
+static int claim_chunk(mt_thread_t *t, uint64_t now)
+{
+    const uint64_t idx = atomic_fetch_add(&mt_g.next_chunk, 1);
+    if (idx >= mt_g.reserved_chunks)
+        return -EFBIG;
+    if (idx >= atomic_load(&mt_g.mapped_chunks)) {
+        lock_grow();
+        const int rc = grow(idx);
+        unlock_grow();
+        if (rc < 0)
+            return rc;
+    }
+    uint8_t *c = mt_g.base + idx * MT_CHUNK_SIZE;
+    mt_chunk_header_t *ch = (mt_chunk_header_t *)c;
+    ch->kind = MT_CHUNK_THREAD;
+    ch->flags = 0;
+    ch->thread = t->thread_no;
+    ch->tid = t->tid;
+    ch->seq = t->seq++;
+    ch->used = 0;
+    ch->base_time = now;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    ch->magic = MT_CHUNK_MAGIC;
+    t->chunk = c;
+    t->pos = c + MT_CHUNK_HEADER_SIZE;
+    t->end = c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
+    t->prev_time = now;
+    t->prev_ptr = 0;
+    return 0;
+}
+
+static void put_event(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len)
+{
+    uint8_t *p = t->pos;
+    uint8_t *q = mt_put_svarint(p + 1, (int64_t)(now - t->prev_time));
+    q = mt_put_uvarint(q, len);
+    memcpy(q, payload, len);
+    t->prev_time = now;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *p = (uint8_t)op;
+    t->pos = q + len;
+}
+
+/* Space for events: an event must fit in a chunk's record area; larger payloads are split by callers. */
+#define MT_MAX_EVENT_PAYLOAD (MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE - MT_CHUNK_TAIL_RESERVE - 32)
+
+uint32_t mt_next_thread_no(void)
+{
+    return atomic_fetch_add(&mt_g.next_thread, 1) + 1;
+}
+
+static void start_thread(mt_thread_t *t)
+{
+    if (!t->thread_no) /* threads made by our pthread_create wrapper have theirs already */
+        t->thread_no = mt_next_thread_no();
+    t->tid = (uint32_t)syscall(SYS_gettid);
+    t->started = 1;
+    if (mt_g.exit_key_ok)
+        pthread_setspecific(mt_g.exit_key, t);
+}
+
+uint8_t *mt_thread_reserve(mt_thread_t *t, uint64_t now)
+{
+    if (t->chunk)
+        seal_chunk(t);
+    if (atomic_load(&mt_g.stopped))
+        return NULL;
+    const int first = !t->started;
+    if (first)
+        start_thread(t);
+    const int rc = claim_chunk(t, now);
+    if (rc < 0) {
+        mt_stop_tracing(-rc, "cannot grow the trace file");
+        return NULL;
+    }
+    if (first) {
+        uint8_t payload[24], *q = payload;
+        q = mt_put_uvarint(q, t->creator);
+        put_event(t, MT_EV_THREAD_START, now, payload, (size_t)(q - payload));
+    }
+    return t->pos;
+}
+
+void mt_emit_event_at(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len)
+{
+    if (len > MT_MAX_EVENT_PAYLOAD)
+        len = MT_MAX_EVENT_PAYLOAD;
+    if (!t->pos || t->pos + 1 + 10 + 5 + len > t->chunk + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE) {
+        if (!mt_thread_reserve(t, now))
+            return;
+    }
+    put_event(t, op, now, payload, len);
+}
+
+void mt_emit_event(mt_thread_t *t, unsigned op, const uint8_t *payload, size_t len)
+{
+    mt_emit_event_at(t, op, mt_now(), payload, len);
+}
+
+/* Final events use the tail reserve, so they land even when no new chunk can be had. */
+static void emit_final(mt_thread_t *t, unsigned op, const uint8_t *payload, size_t len)
+{
+    const uint64_t now = mt_now();
+    if (!t->pos)
+        return;
+    if (t->pos + 1 + 10 + 5 + len > t->chunk + MT_CHUNK_SIZE)
+        return;
+    put_event(t, op, now, payload, len);
+}
+
+void mt_thread_exit(mt_thread_t *t)
+{
+    if (t->exited || !t->chunk)
+        return;
+    uint8_t payload[16], *q = mt_put_uvarint(payload, t->lost);
+    emit_final(t, MT_EV_THREAD_EXIT, payload, (size_t)(q - payload));
+    t->exited = 1;
+    seal_chunk(t);
+}
+
+void mt_stop_tracing(int err, const char *why)
+{
+    if (atomic_exchange(&mt_g.stopped, 1))
+        return;
+    atomic_store(&mt_g.off, 1);
+    mt_g.truncated = 1;
+    mt_file_header_t *h = header();
+    h->truncated_errno = err;
+    __atomic_fetch_or(&h->flags, MT_HDR_TRUNCATED, __ATOMIC_RELAXED);
+    mt_say("mtrace: %s %s: %s; tracing stopped, the program goes on", why, mt_g.path, strerror(err));
+    mt_thread_t *t = &mt_self;
+    uint8_t payload[16], *q = mt_put_uvarint(payload, (uint64_t)err);
+    emit_final(t, MT_EV_TRUNCATED, payload, (size_t)(q - payload));
+}
+
+/* Parses "size resident shared ..." from /proc/self/statm. */
+static int read_statm(uint64_t v[3])
+{
+    char buf[128];
+    const ssize_t n = pread(mt_g.statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *s = buf;
+    for (int i = 0; i < 3; i++) {
+        uint64_t x = 0;
+        while (*s == ' ')
+            s++;
+        if (*s < '0' || *s > '9')
+            return -1;
+        while (*s >= '0' && *s <= '9')
+            x = x * 10 + (uint64_t)(*s++ - '0');
+        v[i] = x;
+    }
+    return 0;
+}
+
+void mt_sample_rss(mt_thread_t *t, uint64_t now)
+{
+    uint64_t due = atomic_load(&mt_g.next_rss_time);
+    /* One thread wins each period; the others see the new due time and go on. */
+    if (now < due || !atomic_compare_exchange_strong(&mt_g.next_rss_time, &due, now + mt_g.rss_period))
+        return;
+    uint64_t v[3];
+    const int saved = errno;
+    if (mt_g.statm_fd >= 0 && read_statm(v) == 0) {
+        uint8_t payload[48], *q = payload;
+        q = mt_put_uvarint(q, v[0]);
+        q = mt_put_uvarint(q, v[1]);
+        q = mt_put_uvarint(q, v[2]);
+        q = mt_put_uvarint(q, mt_mono_ns());
+        mt_emit_event(t, MT_EV_RSS, payload, (size_t)(q - payload));
+    }
+    errno = saved;
+}
+
+static void write_end_fields(void)
+{
+    mt_file_header_t *h = header();
+    h->end_time = mt_now();
+    h->end_mono_ns = mt_mono_ns();
+    if (h->flags & MT_HDR_TIME_TSC) {
+        const uint64_t dns = h->end_mono_ns - h->start_mono_ns;
+        if (dns > 0)
+            h->ticks_per_sec = (uint64_t)((double)(h->end_time - h->start_time) * 1e9 / (double)dns);
+    }
+    h->threads = atomic_load(&mt_g.next_thread);
+}
+
+void mt_file_finish(void)
+{
+    if (!mt_g.base || mt_g.fd < 0)
+        return;
+    mt_thread_t *t = &mt_self;
+    mt_thread_exit(t);
+    const int was_stopped = atomic_exchange(&mt_g.stopped, 1);
+    atomic_store(&mt_g.off, 1);
+    /* No chunk can be claimed after this exchange, so none lies past the size we truncate to. */
+    uint64_t used = atomic_exchange(&mt_g.next_chunk, UINT64_MAX / 2);
+    if (used > atomic_load(&mt_g.mapped_chunks))
+        used = atomic_load(&mt_g.mapped_chunks);
+    write_end_fields();
+    mt_file_header_t *h = header();
+    h->chunks_used = used;
+    h->lost_calls = atomic_load(&mt_g.lost);
+    (void)was_stopped;
+    __atomic_fetch_or(&h->flags, MT_HDR_COMPLETE, __ATOMIC_RELAXED);
+    if (ftruncate(mt_g.fd, (off_t)(used * MT_CHUNK_SIZE)) != 0) {
+        /* The preallocated tail stays; readers skip chunks that were never claimed. */
+    }
+}
+
+/* Called on exec: the image is about to go, so record how far time got. Tracing stays on in case
+ * the exec fails. */
+void mt_file_note_exec(const char *path)
+{
+    if (!mt_g.base)
+        return;
+    mt_emit_event(&mt_self, MT_EV_EXEC, (const uint8_t *)path, strnlen(path, 4000));
+    write_end_fields();
+    header()->chunks_used = atomic_load(&mt_g.next_chunk);
+}
+
+void mt_file_after_fork_child(void)
+{
+    /* The mapping is shared with the parent's file: drop it, never write to it from here. */
+    if (mt_g.base)
+        munmap(mt_g.base, mt_g.reserved_chunks * MT_CHUNK_SIZE);
+    if (mt_g.fd >= 0)
+        close(mt_g.fd);
+    if (mt_g.statm_fd >= 0)
+        close(mt_g.statm_fd);
+    mt_g.base = NULL;
+    mt_g.fd = -1;
+    mt_g.statm_fd = -1;
+    atomic_store(&mt_g.grow_lock, 0);
+    atomic_store(&mt_g.next_thread, 0);
+    atomic_store(&mt_g.lost, 0);
+    memset(&mt_self, 0, sizeof mt_self);
+    if (!mt_g.opt.follow_fork) {
+        atomic_store(&mt_g.stopped, 1);
+        atomic_store(&mt_g.off, 1);
+        return;
+    }
+    atomic_store(&mt_g.stopped, 0);
+    mt_file_open();
+    if (!atomic_load(&mt_g.stopped))
+        atomic_store(&mt_g.off, mt_g.paused);
+}

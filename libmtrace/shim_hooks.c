@@ -1,0 +1,697 @@
+/* The interposed functions of libmtrace.so and the shim's start-up.
+ *
+ * Hot path of every call: one TLS load for the thread's state, one read of a global flag, the
+ * timestamp, the real call, and the record written into the thread's own chunk. No lock, no syscall,
+ * no malloc, no write to memory another thread writes.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mtrace.h"
+#include "shim.h"
+
+mt_global_t mt_g = { .fd = -1, .statm_fd = -1, .off = 1 };
+MT_TLS mt_thread_t mt_self;
+
+/* ---- start-up ---------------------------------------------------------------------------------- */
+
+/* dlsym may allocate before the real allocator is known: those requests are served from here and
+ * never freed. Each block carries its size so that realloc can move it out. */
+static _Alignas(64) uint8_t boot_pool[64 * 1024];
+static _Atomic size_t boot_used;
+
+static void *boot_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    for (;;) {
+        size_t used = atomic_load(&boot_used);
+        size_t start = (used + 16 + align - 1) & ~(align - 1);
+        if (start + size > sizeof boot_pool || size > sizeof boot_pool)
+            return NULL;
+        if (atomic_compare_exchange_weak(&boot_used, &used, start + size)) {
+            memcpy(boot_pool + start - sizeof size, &size, sizeof size);
+            return boot_pool + start; /* static storage: already zeroed */
+        }
+    }
+}
+
+static inline int is_boot(const void *p)
+{
+    return (const uint8_t *)p >= boot_pool && (const uint8_t *)p < boot_pool + sizeof boot_pool;
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const uint8_t *)p - sizeof n, sizeof n);
+    return n;
+}
+
+static void *(*real_fork_fn)(void);
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* Emulations used when the next allocator lacks an entry point that libc provides: calling libc's
+ * version would hand a foreign block to glibc's allocator. */
+static void *emu_memalign(size_t align, size_t size)
+{
+    void *p = NULL;
+    return mt_g.real.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) ? NULL : p;
+}
+
+static void *emu_aligned_alloc(size_t align, size_t size)
+{
+    return mt_g.real.memalign(align, size);
+}
+
+static void *emu_valloc(size_t size)
+{
+    return mt_g.real.memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+static void *emu_pvalloc(size_t size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return mt_g.real.memalign(page, (size + page - 1) & ~(page - 1));
+}
+
+static void *emu_reallocarray(void *p, size_t n, size_t size)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return mt_g.real.realloc(p, bytes);
+}
+
+static size_t emu_usable_size(void *p)
+{
+    (void)p;
+    return 0;
+}
+
+/* Resolves `name` in the objects after ours; NULL unless it comes from the same object as malloc. */
+static void *resolve_same(const char *name, const void *malloc_base)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    Dl_info info;
+    if (!f || !dladdr(f, &info) || info.dli_fbase != malloc_base)
+        return NULL;
+    return f;
+}
+
+static _Atomic int resolve_state; /* 0 not started, 1 in progress, 2 done */
+static MT_TLS int resolving_here;
+
+static void resolve_real(void)
+{
+    mt_real_api_t *r = &mt_g.real;
+    void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    Dl_info info;
+    const void *base = (m && dladdr((void *)m, &info)) ? info.dli_fbase : NULL;
+    r->free = (void (*)(void *))resolve_same("free", base);
+    r->calloc = (void *(*)(size_t, size_t))resolve_same("calloc", base);
+    r->realloc = (void *(*)(void *, size_t))resolve_same("realloc", base);
+    r->posix_memalign = (int (*)(void **, size_t, size_t))resolve_same("posix_memalign", base);
+    r->memalign = (void *(*)(size_t, size_t))resolve_same("memalign", base);
+    r->aligned_alloc = (void *(*)(size_t, size_t))resolve_same("aligned_alloc", base);
+    r->valloc = (void *(*)(size_t))resolve_same("valloc", base);
+    r->pvalloc = (void *(*)(size_t))resolve_same("pvalloc", base);
+    r->reallocarray = (void *(*)(void *, size_t, size_t))resolve_same("reallocarray", base);
+    r->malloc_usable_size = (size_t(*)(void *))resolve_same("malloc_usable_size", base);
+    r->mallopt = (int (*)(int, int))dlsym(RTLD_NEXT, "mallopt");
+    if (!m || !r->free || !r->calloc || !r->realloc)
+        abort(); /* no allocator to forward to: the program could not run without us either */
+    if (!r->memalign)
+        r->memalign = emu_memalign;
+    if (!r->aligned_alloc)
+        r->aligned_alloc = emu_aligned_alloc;
+    if (!r->valloc)
+        r->valloc = emu_valloc;
+    if (!r->pvalloc)
+        r->pvalloc = emu_pvalloc;
+    if (!r->reallocarray)
+        r->reallocarray = emu_reallocarray;
+    if (!r->malloc_usable_size)
+        r->malloc_usable_size = emu_usable_size;
+    /* glibc's chunk headers and brk are only ours to read when glibc's malloc answers. */
+    void *libc_malloc = dlsym(RTLD_DEFAULT, "__libc_malloc");
+    Dl_info li;
+    mt_g.glibc = libc_malloc && dladdr(libc_malloc, &li) && li.dli_fbase == base &&
+                 !dlsym(RTLD_DEFAULT, "__malloc_debug_enable_mcheck");
+    real_fork_fn = (void *(*)(void))dlsym(RTLD_NEXT, "fork");
+    real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
+    real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");
+    real_execvp = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execvp");
+    real_execvpe = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
+    real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+        RTLD_NEXT, "pthread_create");
+    /* Published last: a thread that sees malloc set sees everything else. */
+    atomic_store((_Atomic(void *) *)&r->malloc, (void *)m);
+}
+
+static void thread_key_destructor(void *arg)
+{
+    mt_thread_t *t = &mt_self;
+    (void)arg;
+    t->busy = 1;
+    mt_thread_exit(t);
+    t->busy = 0;
+}
+
+static void fork_child(void)
+{
+    mt_self.busy = 1;
+    mt_file_after_fork_child();
+    mt_self.busy = 0;
+}
+
+static void start_tracing(void)
+{
+    mt_thread_t *t = &mt_self;
+    t->busy = 1;
+    mt_options_read(&mt_g.opt);
+    mt_g.paused = mt_g.opt.paused != 0;
+    if (pthread_key_create(&mt_g.exit_key, thread_key_destructor) == 0)
+        mt_g.exit_key_ok = 1;
+    pthread_atfork(NULL, NULL, fork_child);
+    if (mt_g.glibc)
+        mt_g.last_brk = (uint64_t)(uintptr_t)sbrk(0);
+    if (mt_file_open() == 0)
+        atomic_store(&mt_g.off, mt_g.paused);
+    t->busy = 0;
+}
+
+/* Returns nonzero once the real allocator is known. Zero means this thread is inside dlsym and must
+ * be served from the boot pool. */
+static int init(void)
+{
+    if (MT_LIKELY(atomic_load(&resolve_state) == 2))
+        return 1;
+    if (resolving_here)
+        return 0;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&resolve_state, &expected, 1)) {
+        resolving_here = 1;
+        resolve_real();
+        resolving_here = 0;
+        start_tracing();
+        atomic_store(&resolve_state, 2);
+        return 1;
+    }
+    while (atomic_load(&resolve_state) != 2)
+        sched_yield();
+    return 1;
+}
+
+__attribute__((constructor(101))) static void mt_constructor(void)
+{
+    init();
+}
+
+__attribute__((destructor(101))) static void mt_destructor(void)
+{
+    mt_thread_t *t = &mt_self;
+    t->busy = 1;
+    mt_file_finish();
+    t->busy = 0;
+}
+
+/* ---- the record writer ------------------------------------------------------------------------- */
+
+/* Calls that are not recorded: before start-up, while paused or stopped, or nested in the shim. */
+static inline int pass_through(const mt_thread_t *t)
+{
+    return t->busy | atomic_load_explicit(&mt_g.off, memory_order_relaxed);
+}
+
+static void count_lost(mt_thread_t *t)
+{
+    /* Nested calls and calls after truncation are losses; pauses and stops are the user's choice. */
+    if (t->busy || mt_g.truncated)
+        t->lost++;
+}
+
+/* Begins a record: returns where its first byte goes, or NULL if the call goes unrecorded. */
+static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now)
+{
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint8_t *p = t->pos;
+    if (MT_UNLIKELY(p >= t->end)) {
+        p = mt_thread_reserve(t, now);
+        if (!p) {
+            t->lost++;
+            t->busy = 0;
+        }
+    }
+    return p;
+}
+
+/* Publishes a record: its first byte is stored last, so a process killed at any instruction leaves
+ * either the whole record or a zero byte that ends the chunk. */
+static inline void rec_commit(mt_thread_t *t, uint8_t *p, uint8_t *end, uint8_t b0, uint64_t now)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *p = b0;
+    t->pos = end;
+    if (MT_UNLIKELY(now >= atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed)))
+        mt_sample_rss(t, now);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+static inline uint8_t *put_time(mt_thread_t *t, uint8_t *q, uint64_t now)
+{
+    q = mt_put_svarint(q, (int64_t)(now - t->prev_time));
+    t->prev_time = now;
+    return q;
+}
+
+static inline uint8_t *put_ptr(mt_thread_t *t, uint8_t *q, const void *ptr)
+{
+    const uint64_t v = (uint64_t)(uintptr_t)ptr;
+    q = mt_put_svarint(q, (int64_t)(v - t->prev_ptr));
+    t->prev_ptr = v;
+    return q;
+}
+
+/* glibc's observable path flags: mmapped chunk and heap-top movement. */
+static inline unsigned glibc_flags(const void *r, uint8_t *ext)
+{
+    unsigned b = 0;
+    if (r && (((const size_t *)r)[-1] & 2))
+        b |= MT_RF_MMAPPED;
+    const uint64_t top = (uint64_t)(uintptr_t)sbrk(0);
+    if (MT_UNLIKELY(top != mt_g.last_brk)) {
+        mt_g.last_brk = top;
+        *ext |= MT_XF_HEAP_GREW;
+        b |= MT_RF_EXT;
+    }
+    return b;
+}
+
+static inline size_t usable_size(void *r)
+{
+    if (mt_g.glibc) {
+        const size_t h = ((const size_t *)r)[-1];
+        return (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+    }
+    return mt_g.real.malloc_usable_size(r);
+}
+
+/* One writer for every call that returns a block. `arg` is realloc's input pointer (0 otherwise);
+ * n1/n2 are the size fields in the order the spec gives for the op. */
+static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const void *arg, uint64_t n1,
+                             uint64_t n2, int two, uint64_t requested, void *r)
+{
+    uint8_t *p = rec_begin(t, now);
+    if (!p)
+        return;
+    uint8_t ext = 0;
+    unsigned b0 = op;
+    if (mt_g.glibc)
+        b0 |= glibc_flags(r, &ext);
+    if (!r)
+        b0 |= MT_RF_NULL;
+    uint8_t *q = p + 1;
+    if (b0 & MT_RF_EXT)
+        *q++ = ext;
+    q = put_time(t, q, now);
+    if (op == MT_OP_REALLOC || op == MT_OP_REALLOCARRAY)
+        q = put_ptr(t, q, arg);
+    q = mt_put_uvarint(q, n1);
+    if (two)
+        q = mt_put_uvarint(q, n2);
+    if (r) {
+        q = put_ptr(t, q, r);
+        q = mt_put_svarint(q, (int64_t)(usable_size(r) - requested));
+    }
+    rec_commit(t, p, q, (uint8_t)b0, now);
+}
+
+/* ---- the interposed API ------------------------------------------------------------------------ */
+
+MT_EXPORT void *malloc(size_t size)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init()))
+            return boot_alloc(size, 16);
+        count_lost(t);
+        return mt_g.real.malloc(size);
+    }
+    const uint64_t now = mt_now();
+    void *r = mt_g.real.malloc(size);
+    rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, 0, size, r);
+    return r;
+}
+
+MT_EXPORT void free(void *ptr)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(is_boot(ptr)))
+        return;
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init()))
+            return;
+        count_lost(t);
+        mt_g.real.free(ptr);
+        return;
+    }
+    const uint64_t now = mt_now();
+    /* Recorded before the real free: once free returns, another thread may get the same address,
+     * and its record must not be able to precede ours in the file of this thread's events. */
+    uint8_t *p = rec_begin(t, now);
+    if (p) {
+        uint8_t *q = put_time(t, p + 1, now);
+        q = put_ptr(t, q, ptr);
+        rec_commit(t, p, q, MT_OP_FREE, now);
+    }
+    mt_g.real.free(ptr);
+}
+
+MT_EXPORT void *calloc(size_t n, size_t size)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init())) {
+            size_t bytes;
+            return __builtin_mul_overflow(n, size, &bytes) ? NULL : boot_alloc(bytes, 16);
+        }
+        count_lost(t);
+        return mt_g.real.calloc(n, size);
+    }
+    const uint64_t now = mt_now();
+    void *r = mt_g.real.calloc(n, size);
+    rec_block(t, MT_OP_CALLOC, now, NULL, n, size, 1, (uint64_t)n * size, r);
+    return r;
+}
+
+MT_EXPORT void *realloc(void *ptr, size_t size)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(is_boot(ptr))) {
+        void *r = malloc(size);
+        if (r)
+            memcpy(r, ptr, boot_size(ptr) < size ? boot_size(ptr) : size);
+        return r;
+    }
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init()))
+            return ptr ? NULL : boot_alloc(size, 16);
+        count_lost(t);
+        return mt_g.real.realloc(ptr, size);
+    }
+    const uint64_t now = mt_now();
+    void *r = mt_g.real.realloc(ptr, size);
+    rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, 0, size, r);
+    return r;
+}
+
+MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(is_boot(ptr) || pass_through(t))) {
+        size_t bytes;
+        if (__builtin_mul_overflow(n, size, &bytes)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        if (is_boot(ptr) || !init())
+            return realloc(ptr, bytes);
+        count_lost(t);
+        return mt_g.real.reallocarray(ptr, n, size);
+    }
+    const uint64_t now = mt_now();
+    void *r = mt_g.real.reallocarray(ptr, n, size);
+    rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, 1, (uint64_t)n * size, r);
+    return r;
+}
+
+/* The aligned family: memalign, aligned_alloc, valloc, pvalloc share one shape. */
+#define ALIGNED_HOOK(name, op, boot_align, args, call_args, n1, n2, two)                           \
+    MT_EXPORT void *name args                                                                    \
+    {                                                                                            \
+        mt_thread_t *t = &mt_self;                                                               \
+        if (MT_UNLIKELY(pass_through(t))) {                                                      \
+            if (MT_UNLIKELY(!init()))                                                            \
+                return boot_alloc(size, boot_align);                                             \
+            count_lost(t);                                                                       \
+            return mt_g.real.name call_args;                                                     \
+        }                                                                                        \
+        const uint64_t now = mt_now();                                                           \
+        void *r = mt_g.real.name call_args;                                                      \
+        rec_block(t, op, now, NULL, n1, n2, two, size, r);                                       \
+        return r;                                                                                \
+    }
+
+ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size, 1)
+ALIGNED_HOOK(aligned_alloc, MT_OP_ALIGNED_ALLOC, align, (size_t align, size_t size), (align, size), align,
+             size, 1)
+ALIGNED_HOOK(valloc, MT_OP_VALLOC, 4096, (size_t size), (size), size, 0, 0)
+ALIGNED_HOOK(pvalloc, MT_OP_PVALLOC, 4096, (size_t size), (size), size, 0, 0)
+
+MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init())) {
+            *out = boot_alloc(size, align);
+            return *out ? 0 : ENOMEM;
+        }
+        count_lost(t);
+        return mt_g.real.posix_memalign(out, align, size);
+    }
+    const uint64_t now = mt_now();
+    const int rc = mt_g.real.posix_memalign(out, align, size);
+    uint8_t *p = rec_begin(t, now);
+    if (!p)
+        return rc;
+    void *r = rc == 0 ? *out : NULL;
+    uint8_t ext = 0;
+    unsigned b0 = MT_OP_POSIX_MEMALIGN;
+    if (mt_g.glibc)
+        b0 |= glibc_flags(r, &ext);
+    uint8_t *q = p + 1;
+    if (b0 & MT_RF_EXT)
+        *q++ = ext;
+    q = put_time(t, q, now);
+    q = mt_put_uvarint(q, align);
+    q = mt_put_uvarint(q, size);
+    if (rc == 0) {
+        q = put_ptr(t, q, r);
+        q = mt_put_svarint(q, (int64_t)(usable_size(r) - size));
+    } else {
+        b0 |= MT_RF_NULL;
+        q = mt_put_uvarint(q, (uint64_t)rc);
+    }
+    rec_commit(t, p, q, (uint8_t)b0, now);
+    return rc;
+}
+
+MT_EXPORT size_t malloc_usable_size(void *ptr)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(is_boot(ptr)))
+        return boot_size(ptr);
+    if (MT_UNLIKELY(pass_through(t))) {
+        if (MT_UNLIKELY(!init()))
+            return 0;
+        return mt_g.real.malloc_usable_size(ptr);
+    }
+    const uint64_t now = mt_now();
+    const size_t n = mt_g.real.malloc_usable_size(ptr);
+    uint8_t *p = rec_begin(t, now);
+    if (p) {
+        uint8_t *q = put_time(t, p + 1, now);
+        q = put_ptr(t, q, ptr);
+        q = mt_put_uvarint(q, n);
+        rec_commit(t, p, q, MT_OP_USABLE_SIZE, now);
+    }
+    return n;
+}
+
+MT_EXPORT int mallopt(int param, int value)
+{
+    mt_thread_t *t = &mt_self;
+    if (!init() || !mt_g.real.mallopt)
+        return 0;
+    const uint64_t now = mt_now();
+    const int rc = mt_g.real.mallopt(param, value);
+    if (pass_through(t))
+        return rc;
+    uint8_t *p = rec_begin(t, now);
+    if (p) {
+        uint8_t *q = put_time(t, p + 1, now);
+        q = mt_put_svarint(q, param);
+        q = mt_put_svarint(q, value);
+        q = mt_put_svarint(q, rc);
+        rec_commit(t, p, q, MT_OP_MALLOPT, now);
+    }
+    return rc;
+}
+
+/* ---- processes and threads --------------------------------------------------------------------- */
+
+static void emit_u64_event(unsigned op, uint64_t now, uint64_t v)
+{
+    mt_thread_t *t = &mt_self;
+    if (pass_through(t))
+        return;
+    t->busy = 1;
+    uint8_t payload[16], *q = mt_put_uvarint(payload, v);
+    mt_emit_event_at(t, op, now, payload, (size_t)(q - payload));
+    t->busy = 0;
+}
+
+MT_EXPORT pid_t fork(void)
+{
+    init();
+    const uint64_t now = mt_now();
+    const pid_t pid = (pid_t)(intptr_t)real_fork_fn();
+    if (pid > 0)
+        emit_u64_event(MT_EV_FORK, now, (uint64_t)pid);
+    return pid;
+}
+
+static void note_exec(const char *path)
+{
+    mt_thread_t *t = &mt_self;
+    if (pass_through(t))
+        return;
+    t->busy = 1;
+    mt_file_note_exec(path);
+    t->busy = 0;
+}
+
+MT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    init();
+    note_exec(path);
+    return real_execve(path, argv, envp);
+}
+
+MT_EXPORT int execv(const char *path, char *const argv[])
+{
+    init();
+    note_exec(path);
+    return real_execv(path, argv);
+}
+
+MT_EXPORT int execvp(const char *file, char *const argv[])
+{
+    init();
+    note_exec(file);
+    return real_execvp(file, argv);
+}
+
+MT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    init();
+    note_exec(file);
+    return real_execvpe(file, argv, envp);
+}
+
+typedef struct thread_start {
+    void *(*fn)(void *);
+    void *arg;
+    uint32_t thread_no;
+    uint32_t creator;
+} thread_start_t;
+
+static void *thread_trampoline(void *arg)
+{
+    thread_start_t s = *(thread_start_t *)arg;
+    mt_g.real.free(arg);
+    mt_thread_t *t = &mt_self;
+    t->thread_no = s.thread_no;
+    t->creator = s.creator;
+    /* Claim the chunk now, so the thread's start is on record even if it never allocates. */
+    if (!pass_through(t)) {
+        t->busy = 1;
+        mt_thread_reserve(t, mt_now());
+        t->busy = 0;
+    }
+    return s.fn(s.arg);
+}
+
+MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    init();
+    mt_thread_t *t = &mt_self;
+    if (pass_through(t) || !real_pthread_create)
+        return real_pthread_create(th, attr, fn, arg);
+    thread_start_t *s = mt_g.real.malloc(sizeof *s);
+    if (!s)
+        return real_pthread_create(th, attr, fn, arg);
+    const uint64_t now = mt_now();
+    if (!t->started) { /* the creator needs a number before it can be named as one */
+        t->busy = 1;
+        mt_thread_reserve(t, now);
+        t->busy = 0;
+    }
+    s->fn = fn;
+    s->arg = arg;
+    s->thread_no = mt_next_thread_no();
+    s->creator = t->thread_no;
+    const int rc = real_pthread_create(th, attr, thread_trampoline, s);
+    if (rc != 0) {
+        mt_g.real.free(s);
+        return rc;
+    }
+    emit_u64_event(MT_EV_THREAD_CREATE, now, s->thread_no);
+    return rc;
+}
+
+/* ---- the control API (include/mtrace.h) -------------------------------------------------------- */
+
+MT_EXPORT int mtrace_control(int cmd, const char *label)
+{
+    init();
+    mt_thread_t *t = &mt_self;
+    if (mt_g.fd < 0 || !mt_g.base || atomic_load(&mt_g.stopped))
+        return -ENODEV;
+    const int was_busy = t->busy;
+    t->busy = 1;
+    int rc = 0;
+    uint8_t payload[8], *q = mt_put_uvarint(payload, (uint64_t)cmd);
+    switch (cmd) {
+    case MT_CTL_START:
+    case MT_CTL_RESUME:
+        mt_g.paused = 0;
+        atomic_store(&mt_g.off, 0);
+        mt_emit_event(t, MT_EV_CONTROL, payload, (size_t)(q - payload));
+        break;
+    case MT_CTL_PAUSE:
+        mt_emit_event(t, MT_EV_CONTROL, payload, (size_t)(q - payload));
+        mt_g.paused = 1;
+        atomic_store(&mt_g.off, 1);
+        break;
+    case MT_CTL_STOP:
+        mt_emit_event(t, MT_EV_CONTROL, payload, (size_t)(q - payload));
+        mt_file_finish();
+        break;
+    case MT_CTL_SYNC:
+        rc = msync(mt_g.base, atomic_load(&mt_g.mapped_chunks) * MT_CHUNK_SIZE, MS_SYNC) ? -errno : 0;
+        break;
+    case MT_CTL_MARK:
+        mt_emit_event(t, MT_EV_MARK, (const uint8_t *)(label ? label : ""), label ? strnlen(label, 1024) : 0);
+        break;
+    default:
+        rc = -EINVAL;
+    }
+    t->busy = (uint8_t)was_busy;
+    return rc;
+}

@@ -1,0 +1,68 @@
+/* Every MTRACE_* environment option, in one table. README.md documents the same table. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+typedef enum { OPT_PATH, OPT_UINT, OPT_MIB } opt_kind_t;
+
+typedef struct opt_desc {
+    const char *name;
+    opt_kind_t kind;
+    size_t offset;
+    const char *dflt;
+} opt_desc_t;
+
+#define OPT(name, kind, field, dflt) { name, kind, offsetof(mt_options_t, field), dflt }
+
+static const opt_desc_t opt_table[] = {
+    OPT("MTRACE_OUT", OPT_PATH, out, "mtrace.%p.mtr"),
+    OPT("MTRACE_INDEX", OPT_PATH, index, ""),
+    OPT("MTRACE_STACKS", OPT_UINT, stacks, "0"),
+    OPT("MTRACE_RSS_MS", OPT_UINT, rss_ms, "10"),
+    OPT("MTRACE_PAUSED", OPT_UINT, paused, "0"),
+    OPT("MTRACE_FOLLOW_FORK", OPT_UINT, follow_fork, "1"),
+    OPT("MTRACE_MAX_SIZE", OPT_MIB, max_bytes, "65536"),
+    OPT("MTRACE_QUIET", OPT_UINT, quiet, "0"),
+};
+
+/* strtoul without locale or errno side effects: the shim may run before the program's main. */
+static unsigned long long parse_uint(const char *s, unsigned long long dflt)
+{
+    unsigned long long v = 0;
+    if (!*s)
+        return dflt;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return dflt;
+        v = v * 10 + (unsigned)(*s - '0');
+    }
+    return v;
+}
+
+void mt_options_read(mt_options_t *opt)
+{
+    for (size_t i = 0; i < sizeof opt_table / sizeof opt_table[0]; i++) {
+        const opt_desc_t *d = &opt_table[i];
+        /* secure_getenv: a setuid program must not write files where its caller points it. */
+        const char *v = secure_getenv(d->name);
+        if (!v)
+            v = d->dflt;
+        char *field = (char *)opt + d->offset;
+        if (d->kind == OPT_PATH) {
+            const size_t cap = sizeof opt->out;
+            size_t n = strlen(v);
+            if (n >= cap)
+                n = cap - 1;
+            memcpy(field, v, n);
+            field[n] = 0;
+        } else if (d->kind == OPT_MIB) {
+            *(uint64_t *)field = parse_uint(v, parse_uint(d->dflt, 0)) << 20;
+        } else {
+            *(unsigned *)field = (unsigned)parse_uint(v, parse_uint(d->dflt, 0));
+        }
+    }
+    if (opt->stacks > 64)
+        opt->stacks = 64;
+}

@@ -1,0 +1,134 @@
+/* mtrace pack: a raw trace into a packed one, one zstd frame per chunk (doc/trace-format.md,
+ * "Packed traces"). Frames are independent so a reader can fetch any chunk on its own. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "mtrace/trace_reader.h"
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        const ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
+{
+    mt_trace_t *t = NULL;
+    int rc = mt_trace_open(&t, in, err);
+    if (rc < 0)
+        return rc;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.partial.XXXXXX", out);
+    int fd = mkstemp(tmp);
+    mt_cursor_t c = { 0 };
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    uint8_t *zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
+    uint8_t *head = calloc(1, MT_CHUNK_SIZE);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", out, strerror(errno));
+        goto done;
+    }
+    if (!cctx || !zbuf || !head || mt_cursor_init(&c, t) < 0) {
+        rc = -ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", in);
+        goto done;
+    }
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    if (mt_trace_is_packed(t)) {
+        rc = -EINVAL;
+        snprintf(err->msg, sizeof err->msg, "%s: offset 36: already packed", in);
+        goto done;
+    }
+    /* The header chunk, as read, with the packed flag. */
+    {
+        const int hfd = open(in, O_RDONLY | O_CLOEXEC);
+        const ssize_t n = hfd >= 0 ? pread(hfd, head, MT_CHUNK_SIZE, 0) : -1;
+        if (hfd >= 0)
+            close(hfd);
+        if (n < (ssize_t)sizeof(mt_file_header_t)) {
+            rc = -EIO;
+            snprintf(err->msg, sizeof err->msg, "%s: offset 0: cannot read the header again", in);
+            goto done;
+        }
+        mt_file_header_t h;
+        memcpy(&h, head, sizeof h);
+        h.flags |= MT_HDR_PACKED;
+        memcpy(head, &h, sizeof h);
+        if ((rc = write_all(fd, head, MT_CHUNK_SIZE)) < 0)
+            goto write_failed;
+    }
+    for (size_t i = 0; i < mt_trace_chunk_count(t); i++) {
+        if ((rc = mt_cursor_load(&c, i, err)) < 0)
+            goto done;
+        mt_record_t r;
+        while ((rc = mt_cursor_next(&c, &r, err)) > 0) {
+        }
+        if (rc < 0)
+            goto done;
+        /* Only the records are kept: a chunk cut short or never sealed is sealed here at its end. */
+        mt_chunk_header_t h = mt_trace_chunk(t, i)->h;
+        h.used = (uint32_t)mt_cursor_used(&c);
+        h.flags |= MT_CHUNK_SEALED;
+        const size_t z = ZSTD_compress2(cctx, zbuf, ZSTD_compressBound(MT_CHUNK_SIZE), c.buf + MT_CHUNK_HEADER_SIZE, h.used);
+        if (ZSTD_isError(z)) {
+            rc = -EIO;
+            snprintf(err->msg, sizeof err->msg, "%s: zstd: %s", out, ZSTD_getErrorName(z));
+            goto done;
+        }
+        uint8_t fh[8 + MT_CHUNK_HEADER_SIZE];
+        const uint32_t magic = MT_PACK_FRAME_MAGIC, zs = (uint32_t)z;
+        memcpy(fh, &magic, 4);
+        memcpy(fh + 4, &zs, 4);
+        memcpy(fh + 8, &h, sizeof h);
+        if ((rc = write_all(fd, fh, sizeof fh)) < 0 || (rc = write_all(fd, zbuf, z)) < 0)
+            goto write_failed;
+    }
+    if (fsync(fd) < 0 && errno != EINVAL) {
+        rc = -errno;
+        goto write_failed;
+    }
+    if (close(fd) < 0) {
+        fd = -1;
+        rc = -errno;
+        goto write_failed;
+    }
+    fd = -1;
+    if (rename(tmp, out) < 0) {
+        rc = -errno;
+        snprintf(err->msg, sizeof err->msg, "%s: cannot rename into place: %s", out, strerror(errno));
+        goto done;
+    }
+    tmp[0] = 0;
+    rc = 0;
+    goto done;
+write_failed:
+    snprintf(err->msg, sizeof err->msg, "%s: write failed: %s", out, strerror(-rc));
+done:
+    if (fd >= 0)
+        close(fd);
+    if (tmp[0] && rc < 0)
+        unlink(tmp);
+    free(head);
+    free(zbuf);
+    ZSTD_freeCCtx(cctx);
+    mt_cursor_fini(&c);
+    mt_trace_close(t);
+    return rc;
+}

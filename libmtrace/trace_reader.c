@@ -1,0 +1,593 @@
+/* The trace reader (doc/trace-format.md): header validation, the chunk index, record decoding.
+ * Raw and packed traces differ only in how a chunk's bytes are fetched (mt_cursor_load). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "mtrace/trace_reader.h"
+
+struct mt_trace {
+    char *path;
+    int fd;
+    int packed;
+    uint64_t size;
+    uint8_t *head; /* the header chunk (as much of it as the file holds), zero-padded */
+    mt_file_header_t hdr;
+    mt_chunk_ref_t *chunks;
+    size_t nchunks;
+    mt_thread_info_t *threads;
+    size_t nthreads;
+    uint32_t *thread_chunks;
+    ZSTD_DCtx *dctx;
+    uint8_t *zbuf; /* compressed frame staging (packed traces) */
+    /* rate estimate from RSS samples */
+    uint64_t est_time, est_mono;
+};
+
+static int fail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int fail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
+{
+    if (err) {
+        int n = snprintf(err->msg, sizeof err->msg, "%s: offset %llu: ", path, (unsigned long long)offset);
+        if (n < 0 || (size_t)n >= sizeof err->msg)
+            n = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static int read_at(int fd, void *buf, size_t len, uint64_t off, size_t *got)
+{
+    size_t n = 0;
+    while (n < len) {
+        const ssize_t r = pread(fd, (uint8_t *)buf + n, len - n, (off_t)(off + n));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    *got = n;
+    return 0;
+}
+
+static int check_header(mt_trace_t *t, size_t got, mt_error_t *err)
+{
+    const mt_file_header_t *h = &t->hdr;
+    if (got < MT_TRACE_MAGIC_LEN || memcmp(h->magic, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN) != 0)
+        return fail(err, -EINVAL, t->path, 0, "expected the mtrace trace magic 89 4d 54 52 0d 0a 1a 0a: not a trace");
+    if (got < sizeof *h)
+        return fail(err, -EINVAL, t->path, got, "expected a %zu-byte trace header, the file ends", sizeof *h);
+    if (h->version > MT_TRACE_VERSION || h->version == 0)
+        return fail(err, -ENOTSUP, t->path, 8,
+                    "trace format version %u, this mtrace reads versions 1 to %u", h->version, MT_TRACE_VERSION);
+    if (h->chunk_size != MT_CHUNK_SIZE)
+        return fail(err, -EINVAL, t->path, 16, "expected chunk size %u, found %u", MT_CHUNK_SIZE, h->chunk_size);
+    if (!h->little_endian || h->ptr_size != sizeof(void *))
+        return fail(err, -ENOTSUP, t->path, 20, "trace written by a %u-byte-pointer %s-endian process; this reader needs %zu-byte little-endian",
+                    h->ptr_size, h->little_endian ? "little" : "big", sizeof(void *));
+    if (h->header_size < sizeof *h || h->header_size > MT_HEADER_STRINGS_OFFSET)
+        return fail(err, -EINVAL, t->path, 12, "expected a header size of %zu to %u bytes, found %u", sizeof *h,
+                    MT_HEADER_STRINGS_OFFSET, h->header_size);
+    return 0;
+}
+
+static int add_chunk(mt_trace_t *t, size_t *cap, uint64_t offset, uint32_t stored, const mt_chunk_header_t *h)
+{
+    if (t->nchunks == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        mt_chunk_ref_t *n = realloc(t->chunks, *cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        t->chunks = n;
+    }
+    mt_chunk_ref_t *c = &t->chunks[t->nchunks++];
+    c->offset = offset;
+    c->stored = stored;
+    c->h = *h;
+    return 0;
+}
+
+static int check_chunk_header(const mt_trace_t *t, const mt_chunk_header_t *h, uint64_t off, mt_error_t *err)
+{
+    if (h->magic != MT_CHUNK_MAGIC)
+        return fail(err, -EINVAL, t->path, off, "expected a chunk header (magic \"MTCK\"), found 0x%08x", h->magic);
+    if (h->kind != MT_CHUNK_THREAD)
+        return fail(err, -EINVAL, t->path, off + 4, "expected chunk kind 1 (thread records), found %u", h->kind);
+    if (h->thread == 0)
+        return fail(err, -EINVAL, t->path, off + 8, "expected a thread number of 1 or more, found 0");
+    if (h->used > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
+        return fail(err, -EINVAL, t->path, off + 20, "chunk claims %u bytes of records, at most %u fit", h->used,
+                    MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE);
+    return 0;
+}
+
+static int index_raw(mt_trace_t *t, mt_error_t *err)
+{
+    size_t cap = 0;
+    for (uint64_t off = MT_CHUNK_SIZE; off + MT_CHUNK_HEADER_SIZE <= t->size; off += MT_CHUNK_SIZE) {
+        mt_chunk_header_t h;
+        size_t got;
+        const int rc = read_at(t->fd, &h, sizeof h, off, &got);
+        if (rc < 0)
+            return fail(err, rc, t->path, off, "read failed: %s", strerror(-rc));
+        if (got < sizeof h)
+            break;
+        static const mt_chunk_header_t zero;
+        if (h.magic == 0 && !memcmp(&h, &zero, sizeof h))
+            continue; /* claimed by a process that died before writing it, or preallocated */
+        const int bad = check_chunk_header(t, &h, off, err);
+        if (bad < 0)
+            return bad;
+        uint64_t stored = t->size - off - MT_CHUNK_HEADER_SIZE;
+        if (stored > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
+            stored = MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
+        if (add_chunk(t, &cap, off, (uint32_t)stored, &h) < 0)
+            return fail(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
+    }
+    return 0;
+}
+
+static int index_packed(mt_trace_t *t, mt_error_t *err)
+{
+    size_t cap = 0;
+    uint64_t off = MT_CHUNK_SIZE;
+    while (off < t->size) {
+        uint8_t fh[8 + MT_CHUNK_HEADER_SIZE];
+        size_t got;
+        const int rc = read_at(t->fd, fh, sizeof fh, off, &got);
+        if (rc < 0)
+            return fail(err, rc, t->path, off, "read failed: %s", strerror(-rc));
+        if (got < sizeof fh)
+            return fail(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends", sizeof fh);
+        if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC)
+            return fail(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\"), found 0x%08x",
+                        mt_load_u32(fh));
+        const uint32_t csize = mt_load_u32(fh + 4);
+        mt_chunk_header_t h;
+        memcpy(&h, fh + 8, sizeof h);
+        const int bad = check_chunk_header(t, &h, off + 8, err);
+        if (bad < 0)
+            return bad;
+        if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
+            return fail(err, -EINVAL, t->path, off + 4, "packed frame of %u bytes runs past the end of the file (%llu bytes)",
+                        csize, (unsigned long long)t->size);
+        if (add_chunk(t, &cap, off, csize, &h) < 0)
+            return fail(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
+        off += sizeof fh + csize;
+    }
+    return 0;
+}
+
+static int cmp_thread_chunk(const void *a, const void *b, void *arg)
+{
+    const mt_trace_t *t = arg;
+    const mt_chunk_header_t *x = &t->chunks[*(const uint32_t *)a].h, *y = &t->chunks[*(const uint32_t *)b].h;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return 0;
+}
+
+static int index_threads(mt_trace_t *t, mt_error_t *err)
+{
+    t->thread_chunks = malloc((t->nchunks + 1) * sizeof *t->thread_chunks);
+    if (!t->thread_chunks)
+        return fail(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
+    for (size_t i = 0; i < t->nchunks; i++)
+        t->thread_chunks[i] = (uint32_t)i;
+    qsort_r(t->thread_chunks, t->nchunks, sizeof *t->thread_chunks, cmp_thread_chunk, t);
+    size_t cap = 0;
+    for (size_t i = 0; i < t->nchunks; i++) {
+        const mt_chunk_ref_t *c = &t->chunks[t->thread_chunks[i]];
+        if (t->nthreads && t->threads[t->nthreads - 1].thread == c->h.thread) {
+            mt_thread_info_t *ti = &t->threads[t->nthreads - 1];
+            if (c->h.seq == t->chunks[t->thread_chunks[i - 1]].h.seq)
+                return fail(err, -EINVAL, t->path, c->offset + 16, "thread %u has two chunks numbered %u", c->h.thread,
+                            c->h.seq);
+            ti->nchunks++;
+            continue;
+        }
+        if (t->nthreads == cap) {
+            cap = cap ? cap * 2 : 16;
+            mt_thread_info_t *n = realloc(t->threads, cap * sizeof *n);
+            if (!n)
+                return fail(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
+            t->threads = n;
+        }
+        t->threads[t->nthreads++] = (mt_thread_info_t){
+            .thread = c->h.thread, .tid = c->h.tid, .nchunks = 1, .first = (uint32_t)i};
+    }
+    return 0;
+}
+
+int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
+{
+    *out = NULL;
+    mt_trace_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return fail(err, -ENOMEM, path, 0, "out of memory");
+    t->fd = -1;
+    t->path = strdup(path);
+    t->head = calloc(1, MT_CHUNK_SIZE);
+    int rc = -ENOMEM;
+    if (!t->path || !t->head) {
+        fail(err, rc, path, 0, "out of memory");
+        goto out;
+    }
+    t->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (t->fd < 0 || fstat(t->fd, &st) < 0) {
+        rc = fail(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = fail(err, -EINVAL, path, 0, "expected a regular file");
+        goto out;
+    }
+    t->size = (uint64_t)st.st_size;
+    size_t got;
+    rc = read_at(t->fd, t->head, MT_CHUNK_SIZE, 0, &got);
+    if (rc < 0) {
+        fail(err, rc, path, 0, "read failed: %s", strerror(-rc));
+        goto out;
+    }
+    memcpy(&t->hdr, t->head, sizeof t->hdr);
+    rc = check_header(t, got, err);
+    if (rc < 0)
+        goto out;
+    t->packed = (t->hdr.flags & MT_HDR_PACKED) != 0;
+    if (t->packed) {
+        t->dctx = ZSTD_createDCtx();
+        t->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
+        if (!t->dctx || !t->zbuf) {
+            rc = fail(err, -ENOMEM, path, 0, "out of memory");
+            goto out;
+        }
+        rc = index_packed(t, err);
+    } else {
+        rc = index_raw(t, err);
+    }
+    if (rc < 0)
+        goto out;
+    rc = index_threads(t, err);
+    if (rc < 0)
+        goto out;
+    *out = t;
+    return 0;
+out:
+    mt_trace_close(t);
+    return rc;
+}
+
+void mt_trace_close(mt_trace_t *t)
+{
+    if (!t)
+        return;
+    if (t->fd >= 0)
+        close(t->fd);
+    ZSTD_freeDCtx(t->dctx);
+    free(t->zbuf);
+    free(t->path);
+    free(t->head);
+    free(t->chunks);
+    free(t->threads);
+    free(t->thread_chunks);
+    free(t);
+}
+
+const char *mt_trace_path(const mt_trace_t *t) { return t->path; }
+const mt_file_header_t *mt_trace_header(const mt_trace_t *t) { return &t->hdr; }
+int mt_trace_is_packed(const mt_trace_t *t) { return t->packed; }
+uint64_t mt_trace_file_size(const mt_trace_t *t) { return t->size; }
+size_t mt_trace_chunk_count(const mt_trace_t *t) { return t->nchunks; }
+const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i) { return i < t->nchunks ? &t->chunks[i] : NULL; }
+size_t mt_trace_thread_count(const mt_trace_t *t) { return t->nthreads; }
+const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i) { return i < t->nthreads ? &t->threads[i] : NULL; }
+const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t) { return t->thread_chunks; }
+
+const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len)
+{
+    const uint8_t *p = t->head + MT_HEADER_STRINGS_OFFSET, *end = t->head + MT_CHUNK_SIZE;
+    while (p + 4 <= end) {
+        uint16_t tg, l;
+        memcpy(&tg, p, 2);
+        memcpy(&l, p + 2, 2);
+        if (tg == MT_STR_END || p + 4 + l > end)
+            break;
+        if (tg == tag && n-- == 0) {
+            if (len)
+                *len = l;
+            return (const char *)p + 4;
+        }
+        p += 4 + l;
+    }
+    return NULL;
+}
+
+int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t)
+{
+    memset(c, 0, sizeof *c);
+    c->trace = t;
+    c->buf = malloc(MT_CHUNK_SIZE);
+    return c->buf ? 0 : -ENOMEM;
+}
+
+void mt_cursor_fini(mt_cursor_t *c)
+{
+    free(c->buf);
+    c->buf = NULL;
+}
+
+int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
+{
+    mt_trace_t *t = (mt_trace_t *)c->trace;
+    if (chunk >= t->nchunks)
+        return fail(err, -EINVAL, t->path, 0, "no chunk %zu (the trace has %zu)", chunk, t->nchunks);
+    const mt_chunk_ref_t *ref = &t->chunks[chunk];
+    memcpy(c->buf, &ref->h, sizeof ref->h);
+    size_t have;
+    if (t->packed) {
+        size_t got;
+        const uint64_t zoff = ref->offset + 8 + MT_CHUNK_HEADER_SIZE;
+        int rc = read_at(t->fd, t->zbuf, ref->stored, zoff, &got);
+        if (rc < 0 || got < ref->stored)
+            return fail(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
+        const size_t n = ZSTD_decompressDCtx(t->dctx, c->buf + MT_CHUNK_HEADER_SIZE,
+                                             MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, t->zbuf, ref->stored);
+        if (ZSTD_isError(n))
+            return fail(err, -EINVAL, t->path, zoff, "expected a zstd frame: %s", ZSTD_getErrorName(n));
+        if (n != ref->h.used)
+            return fail(err, -EINVAL, t->path, zoff, "frame holds %zu bytes, its header says %u", n, ref->h.used);
+        have = n;
+        c->base_offset = 0;
+        c->complete = 1;
+    } else {
+        size_t got;
+        const int rc = read_at(t->fd, c->buf + MT_CHUNK_HEADER_SIZE, ref->stored, ref->offset + MT_CHUNK_HEADER_SIZE, &got);
+        if (rc < 0)
+            return fail(err, rc, t->path, ref->offset, "read failed: %s", strerror(-rc));
+        have = got;
+        c->base_offset = ref->offset;
+        c->complete = got == MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
+    }
+    c->chunk = chunk;
+    c->sealed = (ref->h.flags & MT_CHUNK_SEALED) != 0;
+    c->p = c->buf + MT_CHUNK_HEADER_SIZE;
+    c->end = c->p + have;
+    if (c->sealed && ref->h.used <= have) {
+        c->end = c->p + ref->h.used;
+        c->complete = 1;
+    }
+    c->prev_time = ref->h.base_time;
+    c->prev_ptr = 0;
+    return 0;
+}
+
+size_t mt_cursor_used(const mt_cursor_t *c)
+{
+    return (size_t)(c->p - (c->buf + MT_CHUNK_HEADER_SIZE));
+}
+
+/* Decoding stops at a record that runs past the bytes present: in a cut file or a chunk being
+ * written that is the end, not damage. Inside a sealed, complete chunk it is damage. */
+#define GET_U(dst)                                                                                 \
+    do {                                                                                           \
+        uint64_t v_;                                                                               \
+        if (mt_get_uvarint(&q, c->end, &v_) < 0)                                                   \
+            goto short_record;                                                                     \
+        (dst) = v_;                                                                                \
+    } while (0)
+#define GET_S(dst)                                                                                 \
+    do {                                                                                           \
+        uint64_t v_;                                                                               \
+        if (mt_get_uvarint(&q, c->end, &v_) < 0)                                                   \
+            goto short_record;                                                                     \
+        (dst) = mt_unzigzag(v_);                                                                   \
+    } while (0)
+#define GET_PTR(dst)                                                                               \
+    do {                                                                                           \
+        int64_t d_;                                                                                \
+        GET_S(d_);                                                                                 \
+        c->prev_ptr += (uint64_t)d_;                                                               \
+        (dst) = c->prev_ptr;                                                                       \
+    } while (0)
+
+int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+{
+    const mt_trace_t *t = c->trace;
+    if (c->p >= c->end || *c->p == 0)
+        return 0;
+    const uint8_t *q = c->p;
+    const uint64_t off = c->base_offset + (uint64_t)(q - c->buf);
+    const uint64_t saved_ptr = c->prev_ptr;
+    memset(r, 0, sizeof *r);
+    r->offset = off;
+    const uint8_t b0 = *q++;
+    const unsigned op = b0 & MT_RF_OPMASK;
+    r->op = (uint8_t)op;
+    if (!mt_op_name(op))
+        return fail(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
+    int64_t dt;
+    if (op >= MT_FIRST_EVENT) {
+        if (b0 & ~MT_RF_OPMASK)
+            return fail(err, -EINVAL, t->path, off, "event record 0x%02x carries call flags", b0);
+        GET_S(dt);
+        uint64_t len;
+        GET_U(len);
+        if (len > (uint64_t)(c->end - q))
+            goto short_record;
+        r->time = c->prev_time + (uint64_t)dt;
+        r->data = q;
+        r->len = (uint32_t)len;
+        const uint8_t *pq = q, *pend = q + len;
+        q += len;
+        if (op != MT_EV_MARK && op != MT_EV_EXEC && op != MT_EV_STACK && op != MT_EV_MODULE) {
+            while (pq < pend && r->nargs < 4) {
+                uint64_t v;
+                if (mt_get_uvarint(&pq, pend, &v) < 0)
+                    return fail(err, -EINVAL, t->path, off, "bad varint in %s event payload", mt_op_name(op));
+                r->arg[r->nargs++] = (int64_t)v;
+            }
+        }
+    } else {
+        if (b0 & MT_RF_EXT) {
+            if (q >= c->end)
+                goto short_record;
+            const uint8_t ext = *q++;
+            if (ext & ~(MT_XF_HEAP_GREW | MT_XF_STACK))
+                return fail(err, -EINVAL, t->path, off + 1, "unknown extension flags 0x%02x", ext);
+            if (ext & MT_XF_HEAP_GREW)
+                r->flags |= MT_FLAG_HEAP_GREW;
+            if (ext & MT_XF_STACK)
+                r->flags |= MT_FLAG_STACK;
+        }
+        if (b0 & MT_RF_NULL)
+            r->flags |= MT_FLAG_NULL;
+        if (b0 & MT_RF_MMAPPED)
+            r->flags |= MT_FLAG_MMAPPED;
+        GET_S(dt);
+        r->time = c->prev_time + (uint64_t)dt;
+        int block = 1;
+        switch (op) {
+        case MT_OP_MALLOC:
+        case MT_OP_VALLOC:
+        case MT_OP_PVALLOC:
+            GET_U(r->size);
+            break;
+        case MT_OP_CALLOC:
+            GET_U(r->count);
+            GET_U(r->size);
+            break;
+        case MT_OP_REALLOC:
+            GET_PTR(r->ptr);
+            GET_U(r->size);
+            break;
+        case MT_OP_REALLOCARRAY:
+            GET_PTR(r->ptr);
+            GET_U(r->count);
+            GET_U(r->size);
+            break;
+        case MT_OP_MEMALIGN:
+        case MT_OP_ALIGNED_ALLOC:
+        case MT_OP_POSIX_MEMALIGN:
+            GET_U(r->align);
+            GET_U(r->size);
+            break;
+        case MT_OP_FREE:
+            GET_PTR(r->ptr);
+            block = 0;
+            break;
+        case MT_OP_USABLE_SIZE:
+            GET_PTR(r->ptr);
+            GET_U(r->size);
+            block = 0;
+            break;
+        case MT_OP_MALLOPT:
+            GET_S(r->arg[0]);
+            GET_S(r->arg[1]);
+            GET_S(r->arg[2]);
+            r->nargs = 3;
+            block = 0;
+            break;
+        default:
+            return fail(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
+        }
+        if (block && !(b0 & MT_RF_NULL)) {
+            GET_PTR(r->result);
+            int64_t slack;
+            GET_S(slack);
+            const uint64_t requested = (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+            r->usable = requested + (uint64_t)slack;
+        } else if (op == MT_OP_POSIX_MEMALIGN) {
+            uint64_t e;
+            GET_U(e);
+            r->arg[0] = (int64_t)e;
+            r->nargs = 1;
+        } else if (!block && (b0 & (MT_RF_NULL | MT_RF_MMAPPED))) {
+            return fail(err, -EINVAL, t->path, off, "%s record 0x%02x carries block flags", mt_op_name(op), b0);
+        }
+        if (r->flags & MT_FLAG_STACK) {
+            uint64_t id;
+            GET_U(id);
+            r->stack = (uint32_t)id;
+        }
+    }
+    c->prev_time = r->time;
+    c->p = q;
+    return 1;
+
+short_record:
+    c->prev_ptr = saved_ptr;
+    if (c->sealed && c->complete)
+        return fail(err, -EINVAL, t->path, off, "%s record runs past the end of its sealed chunk", mt_op_name(op));
+    c->end = c->p; /* the cut or the crash ended the chunk here */
+    return 0;
+}
+
+int mt_thread_cursor_init(mt_thread_cursor_t *tc, const mt_trace_t *t, size_t thread_index)
+{
+    memset(tc, 0, sizeof *tc);
+    tc->info = mt_trace_thread(t, thread_index);
+    if (!tc->info)
+        return -EINVAL;
+    return mt_cursor_init(&tc->c, t);
+}
+
+int mt_thread_cursor_next(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *err)
+{
+    for (;;) {
+        if (tc->loaded) {
+            const int rc = mt_cursor_next(&tc->c, r, err);
+            if (rc != 0)
+                return rc;
+            tc->loaded = 0;
+        }
+        if (tc->next >= tc->info->nchunks)
+            return 0;
+        const uint32_t idx = tc->c.trace->thread_chunks[tc->info->first + tc->next++];
+        const int rc = mt_cursor_load(&tc->c, idx, err);
+        if (rc < 0)
+            return rc;
+        tc->loaded = 1;
+    }
+}
+
+void mt_thread_cursor_fini(mt_thread_cursor_t *tc)
+{
+    mt_cursor_fini(&tc->c);
+}
+
+void mt_trace_note_rss(mt_trace_t *t, const mt_record_t *r)
+{
+    if (r->op == MT_EV_RSS && r->nargs >= 4 && r->time > t->est_time)
+        t->est_time = r->time, t->est_mono = (uint64_t)r->arg[3];
+}
+
+double mt_trace_ticks_per_sec(const mt_trace_t *t)
+{
+    const mt_file_header_t *h = &t->hdr;
+    if (h->ticks_per_sec)
+        return (double)h->ticks_per_sec;
+    if (!(h->flags & MT_HDR_TIME_TSC))
+        return 1e9;
+    if (t->est_time > h->start_time && t->est_mono > h->start_mono_ns)
+        return (double)(t->est_time - h->start_time) * 1e9 / (double)(t->est_mono - h->start_mono_ns);
+    return 0;
+}
