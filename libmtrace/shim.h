@@ -53,8 +53,7 @@ typedef struct mt_thread {
     uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
     uint8_t *end;       /* end of the space for call records (the tail reserve lies beyond) */
     uint8_t *chunk;     /* start of the current chunk */
-    uint64_t prev_time; /* delta bases, reset at every chunk */
-    uint64_t prev_ptr;
+    mt_enc_t enc;       /* delta bases, reset at every chunk */
     uint32_t thread_no; /* sequential thread number, 0 until assigned */
     uint32_t tid;
     uint32_t seq;       /* next chunk number of this thread */

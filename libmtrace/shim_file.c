@@ -344,21 +344,14 @@ static int claim_chunk(mt_thread_t *t, uint64_t now)
     t->chunk = c;
     t->pos = c + MT_CHUNK_HEADER_SIZE;
     t->end = c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
-    t->prev_time = now;
-    t->prev_ptr = 0;
+    t->enc.prev_time = now;
+    t->enc.prev_ptr = 0;
     return 0;
 }
 
 static void put_event(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len)
 {
-    uint8_t *p = t->pos;
-    uint8_t *q = mt_put_svarint(p + 1, (int64_t)(now - t->prev_time));
-    q = mt_put_uvarint(q, len);
-    memcpy(q, payload, len);
-    t->prev_time = now;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    *p = (uint8_t)op;
-    t->pos = q + len;
+    t->pos = mt_enc_event(&t->enc, t->pos, op, now, payload, len);
 }
 
 /* Space for events: an event must fit in a chunk's record area; larger payloads are split by callers. */

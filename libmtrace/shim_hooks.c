@@ -259,32 +259,14 @@ static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now)
     return p;
 }
 
-/* Publishes a record: its first byte is stored last, so a process killed at any instruction leaves
- * either the whole record or a zero byte that ends the chunk. */
-static inline void rec_commit(mt_thread_t *t, uint8_t *p, uint8_t *end, uint8_t b0, uint64_t now)
+/* Ends a record: moves past it, takes an RSS sample when one is due, leaves the shim. */
+static inline void rec_end(mt_thread_t *t, uint8_t *end, uint64_t now)
 {
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    *p = b0;
     t->pos = end;
     if (MT_UNLIKELY(now >= atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed)))
         mt_sample_rss(t, now);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
-}
-
-static inline uint8_t *put_time(mt_thread_t *t, uint8_t *q, uint64_t now)
-{
-    q = mt_put_svarint(q, (int64_t)(now - t->prev_time));
-    t->prev_time = now;
-    return q;
-}
-
-static inline uint8_t *put_ptr(mt_thread_t *t, uint8_t *q, const void *ptr)
-{
-    const uint64_t v = (uint64_t)(uintptr_t)ptr;
-    q = mt_put_svarint(q, (int64_t)(v - t->prev_ptr));
-    t->prev_ptr = v;
-    return q;
 }
 
 /* glibc's observable path flags: mmapped chunk and heap-top movement. */
@@ -297,7 +279,6 @@ static inline unsigned glibc_flags(const void *r, uint8_t *ext)
     if (MT_UNLIKELY(top != mt_g.last_brk)) {
         mt_g.last_brk = top;
         *ext |= MT_XF_HEAP_GREW;
-        b |= MT_RF_EXT;
     }
     return b;
 }
@@ -311,10 +292,9 @@ static inline size_t usable_size(void *r)
     return mt_g.real.malloc_usable_size(r);
 }
 
-/* One writer for every call that returns a block. `arg` is realloc's input pointer (0 otherwise);
- * n1/n2 are the size fields in the order the spec gives for the op. */
+/* One writer for every call that returns a block; `err` is posix_memalign's error. */
 static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const void *arg, uint64_t n1,
-                             uint64_t n2, int two, uint64_t requested, void *r)
+                             uint64_t n2, uint64_t requested, void *r, int err)
 {
     uint8_t *p = rec_begin(t, now);
     if (!p)
@@ -323,22 +303,25 @@ static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const vo
     unsigned b0 = op;
     if (mt_g.glibc)
         b0 |= glibc_flags(r, &ext);
-    if (!r)
+    int64_t slack = 0;
+    if (r)
+        slack = (int64_t)(usable_size(r) - requested);
+    else
         b0 |= MT_RF_NULL;
-    uint8_t *q = p + 1;
-    if (b0 & MT_RF_EXT)
-        *q++ = ext;
-    q = put_time(t, q, now);
-    if (op == MT_OP_REALLOC || op == MT_OP_REALLOCARRAY)
-        q = put_ptr(t, q, arg);
-    q = mt_put_uvarint(q, n1);
-    if (two)
-        q = mt_put_uvarint(q, n2);
-    if (r) {
-        q = put_ptr(t, q, r);
-        q = mt_put_svarint(q, (int64_t)(usable_size(r) - requested));
-    }
-    rec_commit(t, p, q, (uint8_t)b0, now);
+    uint8_t *q = mt_enc_call(&t->enc, p, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
+                             r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, 0);
+    rec_end(t, q, now);
+}
+
+/* Records a call that returns no block (free, malloc_usable_size, mallopt). */
+static inline void rec_plain(mt_thread_t *t, unsigned op, uint64_t now, const void *ptr, uint64_t n1,
+                             uint64_t n2, uint64_t result)
+{
+    uint8_t *p = rec_begin(t, now);
+    if (!p)
+        return;
+    uint8_t *q = mt_enc_call(&t->enc, p, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0);
+    rec_end(t, q, now);
 }
 
 /* ---- the interposed API ------------------------------------------------------------------------ */
@@ -354,7 +337,7 @@ MT_EXPORT void *malloc(size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.malloc(size);
-    rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, 0, size, r);
+    rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, size, r, 0);
     return r;
 }
 
@@ -373,12 +356,7 @@ MT_EXPORT void free(void *ptr)
     const uint64_t now = mt_now();
     /* Recorded before the real free: once free returns, another thread may get the same address,
      * and its record must not be able to precede ours in the file of this thread's events. */
-    uint8_t *p = rec_begin(t, now);
-    if (p) {
-        uint8_t *q = put_time(t, p + 1, now);
-        q = put_ptr(t, q, ptr);
-        rec_commit(t, p, q, MT_OP_FREE, now);
-    }
+    rec_plain(t, MT_OP_FREE, now, ptr, 0, 0, 0);
     mt_g.real.free(ptr);
 }
 
@@ -395,7 +373,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.calloc(n, size);
-    rec_block(t, MT_OP_CALLOC, now, NULL, n, size, 1, (uint64_t)n * size, r);
+    rec_block(t, MT_OP_CALLOC, now, NULL, n, size, (uint64_t)n * size, r, 0);
     return r;
 }
 
@@ -416,7 +394,7 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.realloc(ptr, size);
-    rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, 0, size, r);
+    rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, size, r, 0);
     return r;
 }
 
@@ -436,12 +414,12 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.reallocarray(ptr, n, size);
-    rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, 1, (uint64_t)n * size, r);
+    rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, (uint64_t)n * size, r, 0);
     return r;
 }
 
 /* The aligned family: memalign, aligned_alloc, valloc, pvalloc share one shape. */
-#define ALIGNED_HOOK(name, op, boot_align, args, call_args, n1, n2, two)                           \
+#define ALIGNED_HOOK(name, op, boot_align, args, call_args, n1, n2)                           \
     MT_EXPORT void *name args                                                                    \
     {                                                                                            \
         mt_thread_t *t = &mt_self;                                                               \
@@ -453,15 +431,15 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         }                                                                                        \
         const uint64_t now = mt_now();                                                           \
         void *r = mt_g.real.name call_args;                                                      \
-        rec_block(t, op, now, NULL, n1, n2, two, size, r);                                       \
+        rec_block(t, op, now, NULL, n1, n2, size, r, 0);                                         \
         return r;                                                                                \
     }
 
-ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size, 1)
+ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size)
 ALIGNED_HOOK(aligned_alloc, MT_OP_ALIGNED_ALLOC, align, (size_t align, size_t size), (align, size), align,
-             size, 1)
-ALIGNED_HOOK(valloc, MT_OP_VALLOC, 4096, (size_t size), (size), size, 0, 0)
-ALIGNED_HOOK(pvalloc, MT_OP_PVALLOC, 4096, (size_t size), (size), size, 0, 0)
+             size)
+ALIGNED_HOOK(valloc, MT_OP_VALLOC, 4096, (size_t size), (size), size, 0)
+ALIGNED_HOOK(pvalloc, MT_OP_PVALLOC, 4096, (size_t size), (size), size, 0)
 
 MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
@@ -476,28 +454,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     }
     const uint64_t now = mt_now();
     const int rc = mt_g.real.posix_memalign(out, align, size);
-    uint8_t *p = rec_begin(t, now);
-    if (!p)
-        return rc;
-    void *r = rc == 0 ? *out : NULL;
-    uint8_t ext = 0;
-    unsigned b0 = MT_OP_POSIX_MEMALIGN;
-    if (mt_g.glibc)
-        b0 |= glibc_flags(r, &ext);
-    uint8_t *q = p + 1;
-    if (b0 & MT_RF_EXT)
-        *q++ = ext;
-    q = put_time(t, q, now);
-    q = mt_put_uvarint(q, align);
-    q = mt_put_uvarint(q, size);
-    if (rc == 0) {
-        q = put_ptr(t, q, r);
-        q = mt_put_svarint(q, (int64_t)(usable_size(r) - size));
-    } else {
-        b0 |= MT_RF_NULL;
-        q = mt_put_uvarint(q, (uint64_t)rc);
-    }
-    rec_commit(t, p, q, (uint8_t)b0, now);
+    rec_block(t, MT_OP_POSIX_MEMALIGN, now, NULL, align, size, size, rc == 0 ? *out : NULL, rc);
     return rc;
 }
 
@@ -513,13 +470,7 @@ MT_EXPORT size_t malloc_usable_size(void *ptr)
     }
     const uint64_t now = mt_now();
     const size_t n = mt_g.real.malloc_usable_size(ptr);
-    uint8_t *p = rec_begin(t, now);
-    if (p) {
-        uint8_t *q = put_time(t, p + 1, now);
-        q = put_ptr(t, q, ptr);
-        q = mt_put_uvarint(q, n);
-        rec_commit(t, p, q, MT_OP_USABLE_SIZE, now);
-    }
+    rec_plain(t, MT_OP_USABLE_SIZE, now, ptr, n, 0, 0);
     return n;
 }
 
@@ -532,14 +483,8 @@ MT_EXPORT int mallopt(int param, int value)
     const int rc = mt_g.real.mallopt(param, value);
     if (pass_through(t))
         return rc;
-    uint8_t *p = rec_begin(t, now);
-    if (p) {
-        uint8_t *q = put_time(t, p + 1, now);
-        q = mt_put_svarint(q, param);
-        q = mt_put_svarint(q, value);
-        q = mt_put_svarint(q, rc);
-        rec_commit(t, p, q, MT_OP_MALLOPT, now);
-    }
+    rec_plain(t, MT_OP_MALLOPT, now, NULL, (uint64_t)(int64_t)param, (uint64_t)(int64_t)value,
+              (uint64_t)(int64_t)rc);
     return rc;
 }
 

@@ -225,6 +225,91 @@ static inline uint32_t mt_load_u32(const uint8_t *p)
     return v;
 }
 
+
+/* ---- the record encoder: the one writer of records, used by the shim and by mt_writer -------- */
+
+/* Delta bases of one chunk's records; both start at the chunk's base_time and 0. */
+typedef struct mt_enc {
+    uint64_t prev_time;
+    uint64_t prev_ptr;
+} mt_enc_t;
+
+static inline uint8_t *mt_enc_ptr(mt_enc_t *e, uint8_t *q, uint64_t v)
+{
+    q = mt_put_svarint(q, (int64_t)(v - e->prev_ptr));
+    e->prev_ptr = v;
+    return q;
+}
+
+/* A call record's fields (see the spec's table "Call records"):
+ *   n1, n2     the op's size fields in order (size; count, size; align, size; param, value)
+ *   ptr        the argument pointer of realloc, reallocarray, free, malloc_usable_size
+ *   result     the block returned, or posix_memalign's error when MT_RF_NULL; mallopt's return
+ *   slack      usable size minus requested size (block ops, result not NULL)
+ * b0 holds the op and the MT_RF_* bits; MT_RF_EXT is set here when ext is nonzero.
+ * Writes the record at p with its first byte stored last and returns the end. At most
+ * MT_MAX_CALL_RECORD bytes. */
+static inline uint8_t *mt_enc_call(mt_enc_t *e, uint8_t *p, unsigned b0, uint8_t ext, uint64_t time,
+                                   uint64_t ptr, uint64_t n1, uint64_t n2, uint64_t result, int64_t slack,
+                                   uint32_t stack)
+{
+    const unsigned op = b0 & MT_RF_OPMASK;
+    uint8_t *q = p + 1;
+    if (ext) {
+        b0 |= MT_RF_EXT;
+        *q++ = ext;
+    }
+    q = mt_put_svarint(q, (int64_t)(time - e->prev_time));
+    e->prev_time = time;
+    switch (op) {
+    case MT_OP_FREE:
+        q = mt_enc_ptr(e, q, ptr);
+        break;
+    case MT_OP_USABLE_SIZE:
+        q = mt_enc_ptr(e, q, ptr);
+        q = mt_put_uvarint(q, n1);
+        break;
+    case MT_OP_MALLOPT:
+        q = mt_put_svarint(q, (int64_t)n1);
+        q = mt_put_svarint(q, (int64_t)n2);
+        q = mt_put_svarint(q, (int64_t)result);
+        break;
+    default: {
+        if (op == MT_OP_REALLOC || op == MT_OP_REALLOCARRAY)
+            q = mt_enc_ptr(e, q, ptr);
+        q = mt_put_uvarint(q, n1);
+        if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY || op == MT_OP_MEMALIGN ||
+            op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN)
+            q = mt_put_uvarint(q, n2);
+        if (!(b0 & MT_RF_NULL)) {
+            q = mt_enc_ptr(e, q, result);
+            q = mt_put_svarint(q, slack);
+        } else if (op == MT_OP_POSIX_MEMALIGN) {
+            q = mt_put_uvarint(q, result);
+        }
+    }
+    }
+    if (ext & MT_XF_STACK)
+        q = mt_put_uvarint(q, stack);
+    /* Publish: a process killed at any instruction leaves the whole record or a zero byte. */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *p = (uint8_t)b0;
+    return q;
+}
+
+/* An event record: op, time delta, payload length, payload. Needs len + 21 bytes. */
+static inline uint8_t *mt_enc_event(mt_enc_t *e, uint8_t *p, unsigned op, uint64_t time,
+                                    const void *payload, size_t len)
+{
+    uint8_t *q = mt_put_svarint(p + 1, (int64_t)(time - e->prev_time));
+    e->prev_time = time;
+    q = mt_put_uvarint(q, len);
+    memcpy(q, payload, len);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *p = (uint8_t)op;
+    return q + len;
+}
+
 /* Name of an opcode as used by every tool ("malloc", "thread_start", ...); NULL if unknown. */
 const char *mt_op_name(unsigned op);
 
