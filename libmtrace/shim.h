@@ -78,6 +78,7 @@ typedef struct mt_global {
     uint64_t rss_period;    /* in recorded time units */
     uint64_t last_brk;      /* heap top after the latest call that observed it */
     int statm_fd;
+    uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
     atomic_int grow_lock;
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */

@@ -188,7 +188,7 @@ static void write_header(void)
     h->little_endian = 1;
     h->time_shift = 0;
     h->max_frames = (uint8_t)mt_g.opt.stacks;
-    h->page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    h->page_size = mt_g.page_size;
     h->pid = (uint32_t)mt_g.pid;
     h->ppid = (uint32_t)getppid();
     h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
@@ -250,6 +250,7 @@ int mt_file_open(void)
 {
     const int saved = errno;
     mt_g.pid = getpid();
+    mt_g.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
     mt_g.fd = create_file(mt_g.path, sizeof mt_g.path);
     if (mt_g.fd < 0) {
         mt_say("mtrace: cannot create trace file %s: %s; tracing is off", mt_g.path, strerror(errno));
@@ -477,6 +478,9 @@ void mt_sample_rss(mt_thread_t *t, uint64_t now)
     uint64_t v[3];
     const int saved = errno;
     if (mt_g.statm_fd >= 0 && read_statm(v) == 0) {
+        /* The program's VmSize, not ours: the trace's address reservation is taken out. */
+        const uint64_t ours = mt_g.reserved_chunks * MT_CHUNK_SIZE / mt_g.page_size;
+        v[0] = v[0] > ours ? v[0] - ours : 0;
         uint8_t payload[48], *q = payload;
         q = mt_put_uvarint(q, v[0]);
         q = mt_put_uvarint(q, v[1]);

@@ -67,11 +67,24 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
             snprintf(err->msg, sizeof err->msg, "%s: offset 0: cannot read the header again", in);
             goto done;
         }
+        /* Keep the header and its strings up to the end tag; the rest of the chunk is padding. */
+        size_t end = MT_HEADER_STRINGS_OFFSET;
+        while (end + 4 <= MT_CHUNK_SIZE) {
+            uint16_t tag, len;
+            memcpy(&tag, head + end, 2);
+            memcpy(&len, head + end + 2, 2);
+            if (tag == MT_STR_END || end + 4 + len > MT_CHUNK_SIZE - 4)
+                break;
+            end += 4 + (size_t)len;
+        }
+        memset(head + end, 0, 4);
+        end = (end + 4 + 7) & ~(size_t)7;
         mt_file_header_t h;
         memcpy(&h, head, sizeof h);
         h.flags |= MT_HDR_PACKED;
+        h.data_offset = end;
         memcpy(head, &h, sizeof h);
-        if ((rc = write_all(fd, head, MT_CHUNK_SIZE)) < 0)
+        if ((rc = write_all(fd, head, end)) < 0)
             goto write_failed;
     }
     for (size_t i = 0; i < mt_trace_chunk_count(t); i++) {

@@ -146,7 +146,10 @@ static int index_raw(mt_trace_t *t, mt_error_t *err)
 static int index_packed(mt_trace_t *t, mt_error_t *err)
 {
     size_t cap = 0;
-    uint64_t off = MT_CHUNK_SIZE;
+    uint64_t off = t->hdr.data_offset;
+    if (off < MT_HEADER_STRINGS_OFFSET || off > MT_CHUNK_SIZE)
+        return fail(err, -EINVAL, t->path, 112, "expected the packed data offset between %u and %u, found %llu",
+                    MT_HEADER_STRINGS_OFFSET, MT_CHUNK_SIZE, (unsigned long long)off);
     while (off < t->size) {
         uint8_t fh[8 + MT_CHUNK_HEADER_SIZE];
         size_t got;
@@ -254,6 +257,9 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
         goto out;
     t->packed = (t->hdr.flags & MT_HDR_PACKED) != 0;
     if (t->packed) {
+        /* Only the header and its strings are stored; what follows is frames, not strings. */
+        if (t->hdr.data_offset >= MT_HEADER_STRINGS_OFFSET && t->hdr.data_offset < MT_CHUNK_SIZE)
+            memset(t->head + t->hdr.data_offset, 0, MT_CHUNK_SIZE - t->hdr.data_offset);
         t->dctx = ZSTD_createDCtx();
         t->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
         if (!t->dctx || !t->zbuf) {

@@ -1,0 +1,532 @@
+/* mtrace: the front end. One command per pipeline step, each a function in the table at the end. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mtrace/trace_reader.h"
+#include "cli_util.h"
+
+extern char **environ;
+
+/* ---- mtrace record ----------------------------------------------------------------------------- */
+
+/* The shim next to this executable in a build tree, else the installed one. */
+static int find_shim(char *out, size_t cap)
+{
+    const char *env = getenv("MTRACE_SHIM");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            const int w = snprintf(out, cap, "%.*s/../libmtrace/libmtrace.so", (int)(cap - 32), exe);
+            if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0)
+                return 0;
+        }
+    }
+    snprintf(out, cap, "%s", MT_SHIM_INSTALL_PATH);
+    return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+static void usage_record(FILE *f)
+{
+    fprintf(f, "usage: mtrace record [-o FILE] [--force] [--stacks N] [--paused] [--rss-ms N] -- CMD [ARGS...]\n"
+               "  Runs CMD with the tracer and passes its exit status through. FILE may contain %%p (pid);\n"
+               "  the default is mtrace.%%p.mtr. A forked child or an exec'd image gets a file of its own.\n");
+}
+
+static int cmd_record(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "stacks", required_argument, 0, 's' },
+        { "paused", no_argument, 0, 'p' },       { "rss-ms", required_argument, 0, 'r' },
+        { "force", no_argument, 0, 'f' },        { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    const char *out = "mtrace.%p.mtr", *stacks = NULL, *rss = NULL;
+    int paused = 0, force = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:s:pr:fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 's': stacks = optarg; break;
+        case 'p': paused = 1; break;
+        case 'r': rss = optarg; break;
+        case 'f': force = 1; break;
+        case 'h': usage_record(stdout); return 0;
+        default: usage_record(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage_record(stderr);
+        return 2;
+    }
+    char shim[PATH_MAX];
+    if (find_shim(shim, sizeof shim) < 0) {
+        fprintf(stderr, "mtrace: cannot find libmtrace.so (looked next to this program and at %s); set MTRACE_SHIM\n",
+                MT_SHIM_INSTALL_PATH);
+        return 2;
+    }
+    if (!strstr(out, "%p") && access(out, F_OK) == 0) {
+        if (!force) {
+            fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
+            return 2;
+        }
+        unlink(out);
+    }
+    char index[] = "/tmp/mtrace-index.XXXXXX";
+    const int ifd = mkstemp(index);
+    if (ifd < 0) {
+        fprintf(stderr, "mtrace: cannot create %s: %s\n", index, strerror(errno));
+        return 2;
+    }
+    close(ifd);
+
+    char preload[PATH_MAX * 2];
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("MTRACE_OUT", out, 1);
+    setenv("MTRACE_INDEX", index, 1);
+    if (stacks)
+        setenv("MTRACE_STACKS", stacks, 1);
+    if (rss)
+        setenv("MTRACE_RSS_MS", rss, 1);
+    if (paused)
+        setenv("MTRACE_PAUSED", "1", 1);
+
+    /* Like time(1): the terminal's signals are for the traced program, we wait for it. */
+    struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
+        unlink(index);
+        return 2;
+    }
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "mtrace: cannot run %s: %s\n", argv[optind], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    FILE *f = fopen(index, "r");
+    char line[PATH_MAX + 2];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        fprintf(stderr, "mtrace: wrote %s\n", line);
+    }
+    if (f)
+        fclose(f);
+    unlink(index);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+/* ---- mtrace info ------------------------------------------------------------------------------- */
+
+typedef struct trace_stats {
+    uint64_t records, calls, events;
+    uint64_t per_op[MT_OP_MAX + 1];
+    uint64_t first_time, last_time;
+    uint64_t bytes_requested;
+    uint64_t failed;
+} trace_stats_t;
+
+static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
+{
+    memset(s, 0, sizeof *s);
+    s->first_time = UINT64_MAX;
+    mt_cursor_t c;
+    if (mt_cursor_init(&c, t) < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < mt_trace_chunk_count(t) && rc >= 0; i++) {
+        rc = mt_cursor_load(&c, i, err);
+        mt_record_t r;
+        while (rc >= 0 && (rc = mt_cursor_next(&c, &r, err)) > 0) {
+            s->records++;
+            s->per_op[r.op]++;
+            if (r.op <= MT_OP_LAST_CALL) {
+                s->calls++;
+                if (r.flags & MT_FLAG_NULL && r.op != MT_OP_REALLOC)
+                    s->failed++;
+                else if (r.flags & MT_FLAG_NULL && r.size)
+                    s->failed++;
+                if (r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT)
+                    s->bytes_requested += (r.op == MT_OP_CALLOC || r.op == MT_OP_REALLOCARRAY) ? r.count * r.size
+                                                                                              : r.size;
+            } else {
+                s->events++;
+                mt_trace_note_rss(t, &r);
+            }
+            if (r.time < s->first_time)
+                s->first_time = r.time;
+            if (r.time > s->last_time)
+                s->last_time = r.time;
+        }
+    }
+    mt_cursor_fini(&c);
+    if (s->first_time == UINT64_MAX)
+        s->first_time = s->last_time = 0;
+    return rc < 0 ? rc : 0;
+}
+
+static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
+{
+    size_t len;
+    const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
+    char cmd[4096];
+    size_t n = 0;
+    for (size_t i = 0; s && i < len && n + 1 < sizeof cmd; i++)
+        cmd[n++] = s[i] ? s[i] : ' ';
+    cmd[n] = 0;
+    static const struct { unsigned tag; const char *name; } tags[] = {
+        { MT_STR_EXE, "exe" }, { MT_STR_GLIBC, "glibc" }, { MT_STR_ALLOCATOR, "allocator" }, { MT_STR_HOST, "host" },
+    };
+    if (j) {
+        mt_json_kv_str(j, "command", cmd, n);
+        for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+            const char *v = mt_trace_string(t, tags[i].tag, 0, &len);
+            if (v)
+                mt_json_kv_str(j, tags[i].name, v, len);
+        }
+        mt_json_key(j, "settings");
+        mt_json_begin_array(j);
+        for (unsigned k = 0; (s = mt_trace_string(t, MT_STR_ENV, k, &len)); k++)
+            mt_json_str(j, s, len);
+        mt_json_end_array(j);
+        return;
+    }
+    printf("command       %s\n", cmd);
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        const char *v = mt_trace_string(t, tags[i].tag, 0, &len);
+        if (v)
+            printf("%-13s %.*s\n", tags[i].name, (int)len, v);
+    }
+    for (unsigned k = 0; (s = mt_trace_string(t, MT_STR_ENV, k, &len)); k++)
+        printf("setting       %.*s\n", (int)len, s);
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    int json = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--help")) {
+            printf("usage: mtrace info [--json] FILE\n");
+            return 0;
+        }
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "usage: mtrace info [--json] FILE\n");
+            return 2;
+        } else
+            path = argv[i];
+    }
+    if (!path) {
+        fprintf(stderr, "usage: mtrace info [--json] FILE\n");
+        return 2;
+    }
+    mt_error_t err;
+    mt_trace_t *t;
+    if (mt_trace_open(&t, path, &err) < 0)
+        return mt_fail(&err);
+    trace_stats_t s;
+    if (scan_trace(t, &s, &err) < 0) {
+        mt_trace_close(t);
+        return mt_fail(&err);
+    }
+    const mt_file_header_t *h = mt_trace_header(t);
+    const double rate = mt_trace_ticks_per_sec(t);
+    const double span = rate > 0 ? (double)(s.last_time - s.first_time) / rate : 0;
+    const int truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
+    const int complete = (h->flags & MT_HDR_COMPLETE) != 0;
+    const uint64_t size = mt_trace_file_size(t);
+    if (json) {
+        mt_json_t j;
+        mt_json_init(&j, stdout);
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "kind", "trace");
+        mt_json_kv_cstr(&j, "file", path);
+        mt_json_kv_u64(&j, "version", h->version);
+        mt_json_kv_bool(&j, "packed", mt_trace_is_packed(t));
+        mt_json_kv_u64(&j, "pid", h->pid);
+        mt_json_kv_u64(&j, "ppid", h->ppid);
+        mt_json_kv_u64(&j, "start_realtime_ns", h->start_realtime_ns);
+        print_header_strings(t, &j);
+        mt_json_kv_u64(&j, "threads", mt_trace_thread_count(t));
+        mt_json_kv_u64(&j, "chunks", mt_trace_chunk_count(t));
+        mt_json_kv_u64(&j, "records", s.records);
+        mt_json_kv_u64(&j, "call_records", s.calls);
+        mt_json_kv_u64(&j, "event_records", s.events);
+        mt_json_kv_u64(&j, "file_bytes", size);
+        mt_json_kv_double(&j, "bytes_per_call", s.calls ? (double)size / (double)s.calls : 0);
+        mt_json_kv_double(&j, "ticks_per_sec", rate);
+        mt_json_kv_double(&j, "span_s", span);
+        mt_json_kv_bool(&j, "complete", complete);
+        mt_json_kv_bool(&j, "truncated", truncated);
+        if (truncated)
+            mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
+        mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
+        mt_json_kv_u64(&j, "failed_calls", s.failed);
+        mt_json_kv_u64(&j, "bytes_requested", s.bytes_requested);
+        mt_json_key(&j, "calls");
+        mt_json_begin_object(&j);
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            mt_json_kv_u64(&j, mt_op_name(op), s.per_op[op]);
+        mt_json_end_object(&j);
+        mt_json_key(&j, "events");
+        mt_json_begin_object(&j);
+        for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
+            if (mt_op_name(op))
+                mt_json_kv_u64(&j, mt_op_name(op), s.per_op[op]);
+        mt_json_end_object(&j);
+        mt_json_key(&j, "thread_list");
+        mt_json_begin_array(&j);
+        for (size_t i = 0; i < mt_trace_thread_count(t); i++) {
+            const mt_thread_info_t *ti = mt_trace_thread(t, i);
+            mt_json_begin_object(&j);
+            mt_json_kv_u64(&j, "thread", ti->thread);
+            mt_json_kv_u64(&j, "tid", ti->tid);
+            mt_json_kv_u64(&j, "chunks", ti->nchunks);
+            mt_json_end_object(&j);
+        }
+        mt_json_end_array(&j);
+        mt_json_end_object(&j);
+        mt_json_finish(&j);
+    } else {
+        printf("file          %s (%s, %" PRIu64 " bytes, format version %u)\n", path,
+               mt_trace_is_packed(t) ? "packed" : "raw", size, h->version);
+        printf("process       pid %u, parent %u\n", h->pid, h->ppid);
+        print_header_strings(t, NULL);
+        printf("threads       %zu\n", mt_trace_thread_count(t));
+        printf("records       %" PRIu64 " (%" PRIu64 " calls, %" PRIu64 " events) in %zu chunks\n", s.records, s.calls,
+               s.events, mt_trace_chunk_count(t));
+        if (s.calls)
+            printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
+        printf("time span     %.6f s\n", span);
+        printf("state         %s%s%s\n", complete ? "complete" : "not finished (the process was killed or crashed)",
+               truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
+        if (h->lost_calls)
+            printf("lost calls    %" PRIu64 "\n", h->lost_calls);
+        printf("calls        ");
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            if (s.per_op[op])
+                printf(" %s %" PRIu64, mt_op_name(op), s.per_op[op]);
+        printf("\nevents       ");
+        for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
+            if (s.per_op[op])
+                printf(" %s %" PRIu64, mt_op_name(op), s.per_op[op]);
+        printf("\n");
+    }
+    mt_trace_close(t);
+    return 0;
+}
+
+/* ---- mtrace dump ------------------------------------------------------------------------------- */
+
+static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint64_t t0)
+{
+    const double ts = rate > 0 ? (double)(r->time - t0) / rate : (double)(r->time - t0);
+    printf("%u %.9f %s", thread, ts, mt_op_name(r->op));
+    switch (r->op) {
+    case MT_OP_FREE:
+        printf(" 0x%" PRIx64, r->ptr);
+        break;
+    case MT_OP_USABLE_SIZE:
+        printf(" 0x%" PRIx64 " = %" PRIu64, r->ptr, r->size);
+        break;
+    case MT_OP_MALLOPT:
+        printf(" param=%" PRId64 " value=%" PRId64 " = %" PRId64, r->arg[0], r->arg[1], r->arg[2]);
+        break;
+    case MT_OP_MALLOC:
+    case MT_OP_VALLOC:
+    case MT_OP_PVALLOC:
+    case MT_OP_CALLOC:
+    case MT_OP_REALLOC:
+    case MT_OP_REALLOCARRAY:
+    case MT_OP_MEMALIGN:
+    case MT_OP_ALIGNED_ALLOC:
+    case MT_OP_POSIX_MEMALIGN:
+        if (r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY)
+            printf(" 0x%" PRIx64, r->ptr);
+        if (r->align)
+            printf(" align=%" PRIu64, r->align);
+        if (r->count || r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY)
+            printf(" %" PRIu64 "x%" PRIu64, r->count, r->size);
+        else
+            printf(" %" PRIu64, r->size);
+        if (r->flags & MT_FLAG_NULL) {
+            if (r->op == MT_OP_POSIX_MEMALIGN)
+                printf(" = error %" PRId64, r->arg[0]);
+            else
+                printf(" = NULL");
+        } else {
+            printf(" = 0x%" PRIx64 " usable=%" PRIu64, r->result, r->usable);
+        }
+        if (r->flags & MT_FLAG_MMAPPED)
+            printf(" mmapped");
+        if (r->flags & MT_FLAG_HEAP_GREW)
+            printf(" heap_grew");
+        break;
+    case MT_EV_MARK:
+    case MT_EV_EXEC:
+        printf(" \"%.*s\"", (int)r->len, (const char *)r->data);
+        break;
+    default:
+        for (uint32_t i = 0; i < r->nargs; i++)
+            printf(" %" PRId64, r->arg[i]);
+        if (r->op >= MT_FIRST_EVENT && !r->nargs && r->len)
+            printf(" (%u bytes)", r->len);
+    }
+    if (r->flags & MT_FLAG_STACK)
+        printf(" stack=%u", r->stack);
+    putchar('\n');
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+    const char *path = argc == 2 ? argv[1] : NULL;
+    if (!path || path[0] == '-') {
+        fprintf(stderr, "usage: mtrace dump FILE\n"
+                        "  one record per line: thread, seconds since start, op, arguments = result\n");
+        return 2;
+    }
+    mt_error_t err;
+    mt_trace_t *t;
+    if (mt_trace_open(&t, path, &err) < 0)
+        return mt_fail(&err);
+    const mt_file_header_t *h = mt_trace_header(t);
+    const double rate = mt_trace_ticks_per_sec(t);
+    int rc = 0;
+    for (size_t i = 0; i < mt_trace_thread_count(t) && rc >= 0; i++) {
+        mt_thread_cursor_t tc;
+        if (mt_thread_cursor_init(&tc, t, i) < 0) {
+            rc = -ENOMEM;
+            snprintf(err.msg, sizeof err.msg, "%s: out of memory", path);
+            break;
+        }
+        mt_record_t r;
+        while ((rc = mt_thread_cursor_next(&tc, &r, &err)) > 0)
+            dump_record(&r, mt_trace_thread(t, i)->thread, rate, h->start_time);
+        mt_thread_cursor_fini(&tc);
+    }
+    mt_trace_close(t);
+    if (fflush(stdout) != 0 && errno != EPIPE) {
+        fprintf(stderr, "mtrace: writing the dump: %s\n", strerror(errno));
+        return 1;
+    }
+    return rc < 0 ? mt_fail(&err) : 0;
+}
+
+/* ---- mtrace pack ------------------------------------------------------------------------------- */
+
+static int cmd_pack(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int level = 9, force = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--level") && i + 1 < argc)
+            level = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--force"))
+            force = 1;
+        else if (argv[i][0] != '-' && !in)
+            in = argv[i];
+        else {
+            in = NULL;
+            break;
+        }
+    }
+    if (!in) {
+        fprintf(stderr, "usage: mtrace pack TRACE [-o OUT] [--level N] [--force]\n"
+                        "  compresses a trace with zstd (default OUT: TRACE with .mtz for .mtr); every mtrace\n"
+                        "  command reads packed traces as it reads raw ones\n");
+        return 2;
+    }
+    char def[PATH_MAX];
+    if (!out) {
+        const size_t n = strlen(in);
+        if (n > 4 && !strcmp(in + n - 4, ".mtr"))
+            snprintf(def, sizeof def, "%.*s.mtz", (int)(n - 4), in);
+        else
+            snprintf(def, sizeof def, "%s.mtz", in);
+        out = def;
+    }
+    if (!force && access(out, F_OK) == 0) {
+        fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
+        return 2;
+    }
+    mt_error_t err;
+    if (mt_trace_pack(in, out, level, &err) < 0)
+        return mt_fail(&err);
+    struct stat a, b;
+    if (stat(in, &a) == 0 && stat(out, &b) == 0)
+        fprintf(stderr, "mtrace: packed %s (%lld bytes) into %s (%lld bytes, %.1fx)\n", in, (long long)a.st_size, out,
+                (long long)b.st_size, b.st_size ? (double)a.st_size / (double)b.st_size : 0.0);
+    return 0;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------------- */
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    { "record", cmd_record, "run a program under the tracer" },
+    { "info", cmd_info, "summarize a trace (--json for scripts)" },
+    { "dump", cmd_dump, "print a trace one record per line" },
+    { "pack", cmd_pack, "compress a trace with zstd" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mtrace COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'mtrace COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "mtrace: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
