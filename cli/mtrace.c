@@ -399,6 +399,28 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
     case MT_EV_EXEC:
         printf(" \"%.*s\"", (int)r->len, (const char *)r->data);
         break;
+    case MT_EV_STACK: {
+        mt_stack_def_t s;
+        if (mt_decode_stack(r, &s) < 0) {
+            printf(" (damaged payload)");
+            break;
+        }
+        printf(" id=%u", s.id);
+        for (uint32_t i = 0; i < s.nframes; i++)
+            printf(" 0x%" PRIx64, s.frames[i]);
+        break;
+    }
+    case MT_EV_MODULE: {
+        mt_module_def_t m;
+        if (mt_decode_module(r, &m) < 0) {
+            printf(" (damaged payload)");
+            break;
+        }
+        printf(" gen=%" PRIu64 " base=0x%" PRIx64 " \"%.*s\" build-id=", m.generation, m.base, (int)m.name_len, m.name);
+        for (uint32_t i = 0; i < m.build_id_len; i++)
+            printf("%02x", m.build_id[i]);
+        break;
+    }
     default:
         for (uint32_t i = 0; i < r->nargs; i++)
             printf(" %" PRId64, r->arg[i]);

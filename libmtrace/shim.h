@@ -97,6 +97,11 @@ extern MT_TLS mt_thread_t mt_self;
 /* shim_options.c */
 void mt_options_read(mt_options_t *opt);
 
+/* shim_stacks.c */
+int mt_stacks_init(void);
+void mt_stacks_after_fork_child(void);
+uint32_t mt_stack_id(mt_thread_t *t);
+
 /* shim_file.c */
 int mt_file_open(void);
 void mt_file_finish(void);

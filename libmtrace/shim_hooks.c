@@ -173,6 +173,7 @@ static void thread_key_destructor(void *arg)
 static void fork_child(void)
 {
     mt_self.busy = 1;
+    mt_stacks_after_fork_child();
     mt_file_after_fork_child();
     mt_self.busy = 0;
 }
@@ -188,6 +189,8 @@ static void start_tracing(void)
     pthread_atfork(NULL, NULL, fork_child);
     if (mt_g.glibc)
         mt_g.last_brk = (uint64_t)(uintptr_t)sbrk(0);
+    if (mt_g.opt.stacks && mt_stacks_init() < 0)
+        mt_g.opt.stacks = 0;
     if (mt_file_open() == 0)
         atomic_store(&mt_g.off, mt_g.paused);
     t->busy = 0;
@@ -243,11 +246,14 @@ static void count_lost(mt_thread_t *t)
         t->lost++;
 }
 
-/* Begins a record: returns where its first byte goes, or NULL if the call goes unrecorded. */
-static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now)
+/* Begins a record: returns where its first byte goes, or NULL if the call goes unrecorded. With
+ * stacks on, the caller's stack id goes to *stack; a new stack's definition is written first. */
+static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now, uint32_t *stack)
 {
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (MT_UNLIKELY(mt_g.opt.stacks))
+        *stack = mt_stack_id(t);
     uint8_t *p = t->pos;
     if (MT_UNLIKELY(p >= t->end)) {
         p = mt_thread_reserve(t, now);
@@ -296,10 +302,11 @@ static inline size_t usable_size(void *r)
 static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const void *arg, uint64_t n1,
                              uint64_t n2, uint64_t requested, void *r, int err)
 {
-    uint8_t *p = rec_begin(t, now);
+    uint32_t stack = 0;
+    uint8_t *p = rec_begin(t, now, &stack);
     if (!p)
         return;
-    uint8_t ext = 0;
+    uint8_t ext = stack ? MT_XF_STACK : 0;
     unsigned b0 = op;
     if (mt_g.glibc)
         b0 |= glibc_flags(r, &ext);
@@ -309,7 +316,7 @@ static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const vo
     else
         b0 |= MT_RF_NULL;
     uint8_t *q = mt_enc_call(&t->enc, p, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
-                             r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, 0);
+                             r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
     rec_end(t, q, now);
 }
 
@@ -317,10 +324,12 @@ static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const vo
 static inline void rec_plain(mt_thread_t *t, unsigned op, uint64_t now, const void *ptr, uint64_t n1,
                              uint64_t n2, uint64_t result)
 {
-    uint8_t *p = rec_begin(t, now);
+    uint32_t stack = 0;
+    uint8_t *p = rec_begin(t, now, &stack);
     if (!p)
         return;
-    uint8_t *q = mt_enc_call(&t->enc, p, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0);
+    uint8_t *q = mt_enc_call(&t->enc, p, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr, n1, n2,
+                             result, 0, stack);
     rec_end(t, q, now);
 }
 

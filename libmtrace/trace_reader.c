@@ -597,3 +597,46 @@ double mt_trace_ticks_per_sec(const mt_trace_t *t)
         return (double)(t->est_time - h->start_time) * 1e9 / (double)(t->est_mono - h->start_mono_ns);
     return 0;
 }
+
+int mt_decode_stack(const mt_record_t *r, mt_stack_def_t *s)
+{
+    const uint8_t *p = r->data, *end = r->data + r->len;
+    uint64_t id, n;
+    if (r->op != MT_EV_STACK || mt_get_uvarint(&p, end, &id) < 0 || mt_get_uvarint(&p, end, &n) < 0 ||
+        n > MT_MAX_FRAMES || id == 0 || id > UINT32_MAX)
+        return -EINVAL;
+    s->id = (uint32_t)id;
+    s->nframes = (uint32_t)n;
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < s->nframes; i++) {
+        uint64_t d;
+        if (mt_get_uvarint(&p, end, &d) < 0)
+            return -EINVAL;
+        prev += (uint64_t)mt_unzigzag(d);
+        s->frames[i] = prev;
+    }
+    return p == end ? 0 : -EINVAL;
+}
+
+int mt_decode_module(const mt_record_t *r, mt_module_def_t *m)
+{
+    const uint8_t *p = r->data, *end = r->data + r->len;
+    uint64_t n, idlen;
+    memset(m, 0, sizeof *m);
+    if (r->op != MT_EV_MODULE || mt_get_uvarint(&p, end, &m->generation) < 0 ||
+        mt_get_uvarint(&p, end, &m->base) < 0 || mt_get_uvarint(&p, end, &n) < 0 || n > MT_MAX_SEGMENTS)
+        return -EINVAL;
+    m->nseg = (uint32_t)n;
+    for (uint32_t i = 0; i < m->nseg; i++)
+        if (mt_get_uvarint(&p, end, &m->seg[i].vaddr) < 0 || mt_get_uvarint(&p, end, &m->seg[i].memsz) < 0 ||
+            mt_get_uvarint(&p, end, &m->seg[i].offset) < 0)
+            return -EINVAL;
+    if (mt_get_uvarint(&p, end, &idlen) < 0 || idlen > sizeof m->build_id || idlen > (uint64_t)(end - p))
+        return -EINVAL;
+    m->build_id_len = (uint32_t)idlen;
+    memcpy(m->build_id, p, idlen);
+    p += idlen;
+    m->name = (const char *)p;
+    m->name_len = (uint32_t)(end - p);
+    return 0;
+}

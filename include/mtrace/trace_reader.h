@@ -125,6 +125,31 @@ double mt_trace_ticks_per_sec(const mt_trace_t *t);
 /* Feed an RSS record to the estimate (readers that walk the trace do this as they go). */
 void mt_trace_note_rss(mt_trace_t *t, const mt_record_t *r);
 
+/* Payloads of MT_EV_STACK and MT_EV_MODULE events (doc/trace-format.md, "Callsites"). */
+#define MT_MAX_FRAMES 64
+typedef struct mt_stack_def {
+    uint32_t id;
+    uint32_t nframes;
+    uint64_t frames[MT_MAX_FRAMES]; /* return addresses, innermost first */
+} mt_stack_def_t;
+
+#define MT_MAX_SEGMENTS 32
+typedef struct mt_module_def {
+    uint64_t generation; /* modules with the same generation form one snapshot of the process */
+    uint64_t base;       /* load bias: runtime address = base + p_vaddr */
+    uint32_t nseg;
+    struct {
+        uint64_t vaddr, memsz, offset;
+    } seg[MT_MAX_SEGMENTS]; /* PT_LOAD segments */
+    uint32_t build_id_len;
+    uint8_t build_id[64];
+    const char *name; /* not NUL-terminated; empty for the main program */
+    uint32_t name_len;
+} mt_module_def_t;
+
+int mt_decode_stack(const mt_record_t *r, mt_stack_def_t *s);
+int mt_decode_module(const mt_record_t *r, mt_module_def_t *m);
+
 /* Compresses a trace into a packed trace (zstd frames, one per chunk); never leaves a partial output.
  * `level` is a zstd level. */
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err);

@@ -1,0 +1,235 @@
+/* Call stacks (MTRACE_STACKS=N): captured with libunwind, deduplicated in a process-wide lock-free
+ * table so that a record carries only a stack id. A stack's definition (MT_EV_STACK) is written once,
+ * by the thread that saw it first, before that thread's first record using it. The loaded objects,
+ * with their build-ids, are written as MT_EV_MODULE events before the first stack and again when the
+ * set of loaded objects changes, so that traces symbolize later on another machine. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <elf.h>
+#include <libunwind.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define TABLE_BITS 20 /* 1 Mi slots, 16 MiB of address space touched only as used */
+#define TABLE_SLOTS (1u << TABLE_BITS)
+#define MAX_LOAD (TABLE_SLOTS / 4 * 3)
+
+typedef struct stack_slot {
+    _Atomic uint64_t hash; /* 0: empty */
+    _Atomic uint32_t id;   /* 0 until the inserting thread has numbered it */
+    uint32_t pad;
+} stack_slot_t;
+
+static stack_slot_t *table;
+static _Atomic uint32_t next_id;
+static uintptr_t self_lo, self_hi; /* our own code: its frames are not the caller's */
+static _Atomic unsigned long long modules_seen = ~0ull; /* dlpi_adds + dlpi_subs at the last MODULE */
+static _Atomic int modules_lock;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const uintptr_t here = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        const uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (here >= lo && here < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int mt_stacks_init(void)
+{
+    void *m = mmap(NULL, sizeof(stack_slot_t) * TABLE_SLOTS, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    table = m;
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)mt_stacks_init);
+    return 0;
+}
+
+void mt_stacks_after_fork_child(void)
+{
+    /* Ids are per trace file: the child's file starts its own table. */
+    if (table)
+        memset(table, 0, sizeof(stack_slot_t) * TABLE_SLOTS);
+    atomic_store(&next_id, 0);
+    atomic_store(&modules_seen, ~0ull);
+    atomic_store(&modules_lock, 0);
+}
+
+typedef struct module_walk {
+    mt_thread_t *t;
+    unsigned long long generation;
+} module_walk_t;
+
+/* The GNU build-id note of a loaded object, if it has one. */
+static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+            const uint8_t *name = p + sizeof *n;
+            const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+            if (desc + n->n_descsz > end)
+                break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+                *out = desc;
+                return n->n_descsz;
+            }
+            p = desc + ((n->n_descsz + 3) & ~3u);
+        }
+    }
+    return 0;
+}
+
+static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    module_walk_t *w = arg;
+    uint8_t payload[4096], *q = payload;
+    /* The main program has an empty name here; the header's exe string names it. */
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    q = mt_put_uvarint(q, w->generation);
+    q = mt_put_uvarint(q, info->dlpi_addr);
+    unsigned nload = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        nload += info->dlpi_phdr[i].p_type == PT_LOAD;
+    if (nload > 32)
+        nload = 32;
+    q = mt_put_uvarint(q, nload);
+    for (int i = 0, k = 0; i < info->dlpi_phnum && k < (int)nload; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        q = mt_put_uvarint(q, ph->p_vaddr);
+        q = mt_put_uvarint(q, ph->p_memsz);
+        q = mt_put_uvarint(q, ph->p_offset);
+        k++;
+    }
+    const uint8_t *id = NULL;
+    size_t idlen = build_id(info, &id);
+    if (idlen > 64)
+        idlen = 64;
+    q = mt_put_uvarint(q, idlen);
+    memcpy(q, id, idlen);
+    q += idlen;
+    size_t nlen = strnlen(name, (size_t)(payload + sizeof payload - q) - 1);
+    memcpy(q, name, nlen);
+    q += nlen;
+    mt_emit_event(w->t, MT_EV_MODULE, payload, (size_t)(q - payload));
+    return 0;
+}
+
+static int count_modules(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds + info->dlpi_subs;
+    return 1;
+}
+
+/* Writes the module list when objects were loaded or unloaded since the last one. */
+static void note_modules(mt_thread_t *t)
+{
+    unsigned long long now = 0;
+    dl_iterate_phdr(count_modules, &now);
+    if (now == atomic_load(&modules_seen))
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&modules_lock, &expected, 1))
+        return; /* another thread is writing it; our stacks resolve against that list */
+    if (now != atomic_load(&modules_seen)) {
+        module_walk_t w = { t, now };
+        dl_iterate_phdr(emit_module, &w);
+        atomic_store(&modules_seen, now);
+    }
+    atomic_store(&modules_lock, 0);
+}
+
+static uint64_t hash_frames(void *const *f, int n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h ^= (uint64_t)(uintptr_t)f[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h ? h : 1;
+}
+
+static void define_stack(mt_thread_t *t, uint32_t id, void *const *f, int n)
+{
+    uint8_t payload[16 + 64 * 10], *q = payload;
+    q = mt_put_uvarint(q, id);
+    q = mt_put_uvarint(q, (uint64_t)n);
+    uint64_t prev = 0;
+    for (int i = 0; i < n; i++) {
+        const uint64_t a = (uint64_t)(uintptr_t)f[i];
+        q = mt_put_svarint(q, (int64_t)(a - prev));
+        prev = a;
+    }
+    mt_emit_event(t, MT_EV_STACK, payload, (size_t)(q - payload));
+}
+
+uint32_t mt_stack_id(mt_thread_t *t)
+{
+    if (!table)
+        return 0;
+    void *frames[64 + 8];
+    int n = unw_backtrace(frames, (int)mt_g.opt.stacks + 8);
+    int skip = 0;
+    while (skip < n && (uintptr_t)frames[skip] >= self_lo && (uintptr_t)frames[skip] < self_hi)
+        skip++;
+    n -= skip;
+    if (n > (int)mt_g.opt.stacks)
+        n = (int)mt_g.opt.stacks;
+    if (n <= 0)
+        return 0;
+    void *const *f = frames + skip;
+    const uint64_t h = hash_frames(f, n);
+    for (uint32_t i = (uint32_t)h & (TABLE_SLOTS - 1), probes = 0; probes < 64;
+         i = (i + 1) & (TABLE_SLOTS - 1), probes++) {
+        stack_slot_t *s = &table[i];
+        uint64_t k = atomic_load_explicit(&s->hash, memory_order_acquire);
+        if (k == h) {
+            uint32_t id;
+            while (!(id = atomic_load_explicit(&s->id, memory_order_acquire))) {
+            }
+            return id;
+        }
+        if (k != 0)
+            continue;
+        if (atomic_load(&next_id) >= MAX_LOAD)
+            return 0;
+        if (!atomic_compare_exchange_strong(&s->hash, &k, h)) {
+            if (k == h) {
+                uint32_t id;
+                while (!(id = atomic_load_explicit(&s->id, memory_order_acquire))) {
+                }
+                return id;
+            }
+            continue;
+        }
+        const uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
+        note_modules(t);
+        define_stack(t, id, f, n);
+        atomic_store_explicit(&s->id, id, memory_order_release);
+        return id;
+    }
+    return 0;
+}
