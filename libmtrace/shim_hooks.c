@@ -523,7 +523,8 @@ MT_EXPORT pid_t fork(void)
 static void note_exec(const char *path)
 {
     mt_thread_t *t = &mt_self;
-    if (pass_through(t))
+    /* A vfork child runs on its parent's memory: the exec is its own, not the parent's. */
+    if (pass_through(t) || getpid() != mt_g.pid)
         return;
     t->busy = 1;
     mt_file_note_exec(path);
