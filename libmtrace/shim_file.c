@@ -308,15 +308,14 @@ fail:
     return -1;
 }
 
-static void seal_chunk(mt_thread_t *t)
+static void seal_chunk(uint8_t *chunk, const uint8_t *pos)
 {
-    mt_chunk_header_t *ch = (mt_chunk_header_t *)t->chunk;
-    ch->used = (uint32_t)(t->pos - t->chunk - MT_CHUNK_HEADER_SIZE);
+    mt_chunk_header_t *ch = (mt_chunk_header_t *)chunk;
+    ch->used = (uint32_t)(pos - chunk - MT_CHUNK_HEADER_SIZE);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ch->flags |= MT_CHUNK_SEALED;
     /* The page cache keeps the data; dropping our mapping keeps the trace out of the host's RSS. */
-    madvise(t->chunk, MT_CHUNK_SIZE, MADV_DONTNEED);
-    t->chunk = t->pos = t->end = NULL;
+    madvise(chunk, MT_CHUNK_SIZE, MADV_DONTNEED);
 }
 
 static int claim_chunk(mt_thread_t *t, uint64_t now)
@@ -375,18 +374,21 @@ static void start_thread(mt_thread_t *t)
 
 uint8_t *mt_thread_reserve(mt_thread_t *t, uint64_t now)
 {
-    if (t->chunk)
-        seal_chunk(t);
     if (atomic_load(&mt_g.stopped))
         return NULL;
     const int first = !t->started;
     if (first)
         start_thread(t);
+    /* Claimed before the old chunk is sealed: if no chunk can be had, the old one keeps its tail
+     * reserve for the TRUNCATED and THREAD_EXIT events. */
+    uint8_t *old = t->chunk, *old_pos = t->pos;
     const int rc = claim_chunk(t, now);
     if (rc < 0) {
         mt_stop_tracing(-rc, "cannot grow the trace file");
         return NULL;
     }
+    if (old)
+        seal_chunk(old, old_pos);
     if (first) {
         uint8_t payload[24], *q = payload;
         q = mt_put_uvarint(q, t->creator);
@@ -428,8 +430,11 @@ void mt_thread_exit(mt_thread_t *t)
         return;
     uint8_t payload[16], *q = mt_put_uvarint(payload, t->lost);
     emit_final(t, MT_EV_THREAD_EXIT, payload, (size_t)(q - payload));
+    atomic_fetch_add(&mt_g.lost, t->lost);
+    t->lost = 0;
     t->exited = 1;
-    seal_chunk(t);
+    seal_chunk(t->chunk, t->pos);
+    t->chunk = t->pos = t->end = NULL;
 }
 
 void mt_stop_tracing(int err, const char *why)

@@ -73,10 +73,11 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
             uint16_t tag, len;
             memcpy(&tag, head + end, 2);
             memcpy(&len, head + end + 2, 2);
-            if (tag == MT_STR_END || end + 4 + len > MT_CHUNK_SIZE - 4)
+            if (tag == MT_STR_END || end + 4 + len > MT_CHUNK_SIZE)
                 break;
             end += 4 + (size_t)len;
         }
+        end = end + 4 <= MT_CHUNK_SIZE ? end : MT_CHUNK_SIZE - 4;
         memset(head + end, 0, 4);
         end = (end + 4 + 7) & ~(size_t)7;
         mt_file_header_t h;
@@ -105,11 +106,11 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
             snprintf(err->msg, sizeof err->msg, "%s: zstd: %s", out, ZSTD_getErrorName(z));
             goto done;
         }
-        uint8_t fh[8 + MT_CHUNK_HEADER_SIZE];
+        uint8_t fh[MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE];
         const uint32_t magic = MT_PACK_FRAME_MAGIC, zs = (uint32_t)z;
         memcpy(fh, &magic, 4);
         memcpy(fh + 4, &zs, 4);
-        memcpy(fh + 8, &h, sizeof h);
+        memcpy(fh + MT_PACK_FRAME_HEADER_SIZE, &h, sizeof h);
         if ((rc = write_all(fd, fh, sizeof fh)) < 0 || (rc = write_all(fd, zbuf, z)) < 0)
             goto write_failed;
     }

@@ -128,9 +128,8 @@ static int index_raw(mt_trace_t *t, mt_error_t *err)
             return fail(err, rc, t->path, off, "read failed: %s", strerror(-rc));
         if (got < sizeof h)
             break;
-        static const mt_chunk_header_t zero;
-        if (h.magic == 0 && !memcmp(&h, &zero, sizeof h))
-            continue; /* claimed by a process that died before writing it, or preallocated */
+        if (h.magic == 0)
+            continue; /* preallocated, or claimed by a process that died before storing the magic last */
         const int bad = check_chunk_header(t, &h, off, err);
         if (bad < 0)
             return bad;
@@ -151,7 +150,7 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         return fail(err, -EINVAL, t->path, 112, "expected the packed data offset between %u and %u, found %llu",
                     MT_HEADER_STRINGS_OFFSET, MT_CHUNK_SIZE, (unsigned long long)off);
     while (off < t->size) {
-        uint8_t fh[8 + MT_CHUNK_HEADER_SIZE];
+        uint8_t fh[MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE];
         size_t got;
         const int rc = read_at(t->fd, fh, sizeof fh, off, &got);
         if (rc < 0)
@@ -163,8 +162,8 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
                         mt_load_u32(fh));
         const uint32_t csize = mt_load_u32(fh + 4);
         mt_chunk_header_t h;
-        memcpy(&h, fh + 8, sizeof h);
-        const int bad = check_chunk_header(t, &h, off + 8, err);
+        memcpy(&h, fh + MT_PACK_FRAME_HEADER_SIZE, sizeof h);
+        const int bad = check_chunk_header(t, &h, off + MT_PACK_FRAME_HEADER_SIZE, err);
         if (bad < 0)
             return bad;
         if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
@@ -202,8 +201,8 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
         if (t->nthreads && t->threads[t->nthreads - 1].thread == c->h.thread) {
             mt_thread_info_t *ti = &t->threads[t->nthreads - 1];
             if (c->h.seq == t->chunks[t->thread_chunks[i - 1]].h.seq)
-                return fail(err, -EINVAL, t->path, c->offset + 16, "thread %u has two chunks numbered %u", c->h.thread,
-                            c->h.seq);
+                return fail(err, -EINVAL, t->path, c->offset + (t->packed ? MT_PACK_FRAME_HEADER_SIZE : 0) + 16,
+                            "thread %u has two chunks numbered %u", c->h.thread, c->h.seq);
             ti->nchunks++;
             continue;
         }
@@ -351,7 +350,7 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
     size_t have;
     if (t->packed) {
         size_t got;
-        const uint64_t zoff = ref->offset + 8 + MT_CHUNK_HEADER_SIZE;
+        const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
         int rc = read_at(t->fd, t->zbuf, ref->stored, zoff, &got);
         if (rc < 0 || got < ref->stored)
             return fail(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);

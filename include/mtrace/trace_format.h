@@ -27,7 +27,7 @@ extern "C" {
 
 /* Packed (zstd) traces: the header chunk as in a raw trace with MT_HDR_PACKED set, then frames. */
 #define MT_PACK_FRAME_MAGIC 0x5a43544du /* "MTCZ" */
-#define MT_PACK_FRAME_HEADER_SIZE 16u
+#define MT_PACK_FRAME_HEADER_SIZE 8u /* magic, compressed size; the chunk header follows */
 
 /* Header flags (mt_file_header_t.flags). */
 enum {

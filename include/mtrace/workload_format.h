@@ -1,0 +1,124 @@
+/* mtrace workload format, version 1: what trace2wl writes and the simulator replays.
+ *
+ * doc/workload-format.md is the normative description. A workload is one op stream per traced
+ * thread. Blocks are named by slots (1..slots; 0 = none), recycled when freed, so the replayer's
+ * slot table is as large as the peak live set. Cross-thread dependencies are WAIT ops: "wait until
+ * thread T has completed N ops", so no sync table exists at all and a sync costs one counter read
+ * when the dependency is already met. Streams are cut into zstd frames a reader takes one at a time.
+ */
+#ifndef MTRACE_WORKLOAD_FORMAT_H
+#define MTRACE_WORKLOAD_FORMAT_H
+
+#include <stdint.h>
+
+#include "mtrace/trace_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
+#define MT_WL_VERSION 1u
+#define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
+#define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
+#define MT_WL_FRAME_RAW_MAX 65536u    /* ops of one thread per frame, before compression */
+#define MT_WL_HEADER_STRINGS_OFFSET 256u
+
+/* File header, little-endian, at offset 0. Strings (the trace's TLV list: command line, exe,
+ * glibc, allocator, MALLOC_* settings, plus MT_STR_PATH = the source trace) follow at offset 256
+ * up to header_size, where frames begin. */
+typedef struct mt_wl_header {
+    uint8_t magic[8];
+    uint32_t version;
+    uint32_t header_size; /* offset of the first frame */
+    uint32_t threads;
+    uint32_t flags;       /* MT_WLH_* */
+    uint64_t slots;       /* peak live blocks: the replayer's slot table size */
+    uint64_t ops;         /* ops in all streams */
+    uint64_t waits;       /* WAIT ops */
+    uint64_t index_offset; /* the frame index; 0 if the writer did not finish */
+    uint64_t frames;
+    uint64_t source_pid;
+    uint64_t source_start_realtime_ns;
+    uint64_t peak_live_bytes;  /* requested bytes live at the peak */
+    uint64_t peak_live_time_ns;
+    uint64_t source_peak_rss_kb; /* from the trace's RSS samples; 0 if none */
+    uint64_t duration_ns;        /* first to last op */
+    /* what the conversion dropped or repaired */
+    uint64_t unknown_frees;     /* frees/reallocs of blocks allocated before tracing began */
+    uint64_t double_frees;
+    uint64_t inversions;        /* records applied out of timestamp order to respect causality */
+    uint64_t forced;            /* live blocks dropped to get past an inconsistency */
+    uint8_t reserved[112];
+} mt_wl_header_t;
+
+_Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
+
+enum {
+    MT_WLH_COMPLETE = 1u << 0,    /* the writer finished: index and counts are valid */
+    MT_WLH_SRC_TRUNCATED = 1u << 1, /* the source trace was truncated */
+};
+
+/* Frame: header then zstd data holding raw_size bytes of one thread's ops. */
+typedef struct mt_wl_frame_header {
+    uint32_t magic;
+    uint32_t thread;    /* thread index, 0-based */
+    uint32_t raw_size;
+    uint32_t zsize;
+    uint64_t first_op;  /* sequence number of the frame's first op in its thread */
+    uint32_t nops;
+    uint32_t reserved;
+} mt_wl_frame_header_t;
+
+_Static_assert(sizeof(mt_wl_frame_header_t) == 32, "frame header is 32 bytes");
+
+/* Index, at index_offset: u32 magic, u32 threads, then per thread an mt_wl_thread_entry_t, then
+ * per frame (file order) an mt_wl_frame_entry_t. */
+typedef struct mt_wl_thread_entry {
+    uint32_t thread_no; /* the trace's sequential thread number */
+    uint32_t tid;
+    uint32_t creator;   /* thread index of the creator + 1, 0 if none */
+    uint32_t frames;
+    uint64_t ops;
+    uint64_t start_ns;  /* time of its first op, from the start of the trace */
+    uint64_t end_ns;
+} mt_wl_thread_entry_t;
+
+typedef struct mt_wl_frame_entry {
+    uint64_t offset;
+    uint32_t thread;
+    uint32_t nops;
+} mt_wl_frame_entry_t;
+
+/* Ops: a byte, then a varint time delta in ns from the thread's previous op, then the fields. */
+typedef enum mt_wl_op {
+    MT_WL_NONE = 0,
+    MT_WL_MALLOC = 1,        /* slot, size */
+    MT_WL_FREE = 2,          /* slot (0: free(NULL)) */
+    MT_WL_CALLOC = 3,        /* slot, count, size */
+    MT_WL_REALLOC = 4,       /* old slot (0: NULL), new slot (0: NULL returned), size */
+    MT_WL_REALLOCARRAY = 5,  /* old slot, new slot, count, size */
+    MT_WL_MEMALIGN = 6,      /* slot, align, size */
+    MT_WL_POSIX_MEMALIGN = 7,
+    MT_WL_ALIGNED_ALLOC = 8,
+    MT_WL_VALLOC = 9,        /* slot, size */
+    MT_WL_PVALLOC = 10,
+    MT_WL_USABLE_SIZE = 11,  /* slot */
+    MT_WL_MALLOPT = 12,      /* param (zigzag), value (zigzag) */
+    MT_WL_THREAD_START = 16, /* first op of every stream */
+    MT_WL_THREAD_EXIT = 17,  /* last op of a stream whose thread exited */
+    MT_WL_WAIT = 18,         /* thread index, count: wait until that thread has completed count ops */
+    MT_WL_RSS = 19,          /* the traced program's VmRSS and VmSize in KiB at this point */
+    MT_WL_MARK = 20,         /* label length, label */
+    MT_WL_OP_MAX = 20,
+} mt_wl_op_t;
+
+/* Same numbers as the trace's call opcodes, so names and counts line up. */
+_Static_assert((int)MT_WL_MALLOPT == (int)MT_OP_MALLOPT, "call ops share numbers");
+
+#define MT_WL_MAX_OP_BYTES 64u
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,732 @@
+/* Workload writer and reader (include/mtrace/workload.h): op encoding, zstd frames, the index. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "mtrace/workload.h"
+
+static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
+    [MT_WL_MALLOC] = "malloc",
+    [MT_WL_FREE] = "free",
+    [MT_WL_CALLOC] = "calloc",
+    [MT_WL_REALLOC] = "realloc",
+    [MT_WL_REALLOCARRAY] = "reallocarray",
+    [MT_WL_MEMALIGN] = "memalign",
+    [MT_WL_POSIX_MEMALIGN] = "posix_memalign",
+    [MT_WL_ALIGNED_ALLOC] = "aligned_alloc",
+    [MT_WL_VALLOC] = "valloc",
+    [MT_WL_PVALLOC] = "pvalloc",
+    [MT_WL_USABLE_SIZE] = "malloc_usable_size",
+    [MT_WL_MALLOPT] = "mallopt",
+    [MT_WL_THREAD_START] = "thread_start",
+    [MT_WL_THREAD_EXIT] = "thread_exit",
+    [MT_WL_WAIT] = "wait",
+    [MT_WL_RSS] = "rss",
+    [MT_WL_MARK] = "mark",
+};
+
+const char *mt_wl_op_name(unsigned op)
+{
+    return op <= MT_WL_OP_MAX ? wl_op_names[op] : NULL;
+}
+
+static int wfail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int wfail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
+{
+    if (err) {
+        int n = snprintf(err->msg, sizeof err->msg, "%s: offset %llu: ", path, (unsigned long long)offset);
+        if (n < 0 || (size_t)n >= sizeof err->msg)
+            n = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        const ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        off += (uint64_t)w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (len) {
+        const ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -EIO;
+        p += r;
+        off += (uint64_t)r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* ---- op codec ---------------------------------------------------------------------------------- */
+
+static uint8_t *encode_op(uint8_t *q, const mt_wl_rec_t *r, uint64_t prev_ns)
+{
+    *q++ = r->op;
+    q = mt_put_uvarint(q, r->time_ns >= prev_ns ? r->time_ns - prev_ns : 0);
+    switch (r->op) {
+    case MT_WL_MALLOC:
+    case MT_WL_VALLOC:
+    case MT_WL_PVALLOC:
+        q = mt_put_uvarint(q, r->slot);
+        q = mt_put_uvarint(q, r->size);
+        break;
+    case MT_WL_CALLOC:
+        q = mt_put_uvarint(q, r->slot);
+        q = mt_put_uvarint(q, r->count);
+        q = mt_put_uvarint(q, r->size);
+        break;
+    case MT_WL_REALLOC:
+        q = mt_put_uvarint(q, r->slot);
+        q = mt_put_uvarint(q, r->slot2);
+        q = mt_put_uvarint(q, r->size);
+        break;
+    case MT_WL_REALLOCARRAY:
+        q = mt_put_uvarint(q, r->slot);
+        q = mt_put_uvarint(q, r->slot2);
+        q = mt_put_uvarint(q, r->count);
+        q = mt_put_uvarint(q, r->size);
+        break;
+    case MT_WL_MEMALIGN:
+    case MT_WL_POSIX_MEMALIGN:
+    case MT_WL_ALIGNED_ALLOC:
+        q = mt_put_uvarint(q, r->slot);
+        q = mt_put_uvarint(q, r->align);
+        q = mt_put_uvarint(q, r->size);
+        break;
+    case MT_WL_FREE:
+    case MT_WL_USABLE_SIZE:
+        q = mt_put_uvarint(q, r->slot);
+        break;
+    case MT_WL_MALLOPT:
+        q = mt_put_svarint(q, r->a);
+        q = mt_put_svarint(q, r->b);
+        break;
+    case MT_WL_WAIT:
+        q = mt_put_uvarint(q, r->thread);
+        q = mt_put_uvarint(q, r->n);
+        break;
+    case MT_WL_RSS:
+        q = mt_put_uvarint(q, r->rss_kb);
+        q = mt_put_uvarint(q, r->vm_kb);
+        break;
+    case MT_WL_MARK: {
+        const uint32_t len = r->len > 255 ? 255 : r->len;
+        q = mt_put_uvarint(q, len);
+        memcpy(q, r->data, len);
+        q += len;
+        break;
+    }
+    default:
+        break;
+    }
+    return q;
+}
+
+/* Decodes one op at *pp; 0 on success, -1 if damaged or cut. */
+static int decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns)
+{
+    const uint8_t *p = *pp;
+    if (p >= end)
+        return -1;
+    memset(r, 0, sizeof *r);
+    r->op = *p++;
+    uint64_t dt, v;
+    if (!mt_wl_op_name(r->op) || mt_get_uvarint(&p, end, &dt) < 0)
+        return -1;
+    r->time_ns = *prev_ns + dt;
+#define U(dst)                                                                                     \
+    do {                                                                                           \
+        if (mt_get_uvarint(&p, end, &v) < 0)                                                       \
+            return -1;                                                                             \
+        (dst) = v;                                                                                 \
+    } while (0)
+    switch (r->op) {
+    case MT_WL_MALLOC:
+    case MT_WL_VALLOC:
+    case MT_WL_PVALLOC:
+        U(r->slot);
+        U(r->size);
+        break;
+    case MT_WL_CALLOC:
+        U(r->slot);
+        U(r->count);
+        U(r->size);
+        break;
+    case MT_WL_REALLOC:
+        U(r->slot);
+        U(r->slot2);
+        U(r->size);
+        break;
+    case MT_WL_REALLOCARRAY:
+        U(r->slot);
+        U(r->slot2);
+        U(r->count);
+        U(r->size);
+        break;
+    case MT_WL_MEMALIGN:
+    case MT_WL_POSIX_MEMALIGN:
+    case MT_WL_ALIGNED_ALLOC:
+        U(r->slot);
+        U(r->align);
+        U(r->size);
+        break;
+    case MT_WL_FREE:
+    case MT_WL_USABLE_SIZE:
+        U(r->slot);
+        break;
+    case MT_WL_MALLOPT:
+        U(v);
+        r->a = mt_unzigzag(v);
+        U(v);
+        r->b = mt_unzigzag(v);
+        break;
+    case MT_WL_WAIT:
+        U(v);
+        if (v > UINT32_MAX)
+            return -1;
+        r->thread = (uint32_t)v;
+        U(r->n);
+        break;
+    case MT_WL_RSS:
+        U(r->rss_kb);
+        U(r->vm_kb);
+        break;
+    case MT_WL_MARK:
+        U(v);
+        if (v > (uint64_t)(end - p))
+            return -1;
+        r->data = p;
+        r->len = (uint32_t)v;
+        p += v;
+        break;
+    default:
+        break;
+    }
+#undef U
+    *prev_ns = r->time_ns;
+    *pp = p;
+    return 0;
+}
+
+/* ---- writer ------------------------------------------------------------------------------------ */
+
+typedef struct wl_stream {
+    mt_wl_thread_entry_t entry;
+    uint8_t *buf;
+    size_t used;
+    uint32_t nops; /* in buf */
+    uint64_t first_op;
+    uint64_t prev_ns;
+    int started;
+} wl_stream_t;
+
+struct mt_wl_writer {
+    char *path;
+    char tmp[4096];
+    int fd;
+    uint64_t off;
+    mt_wl_header_t hdr;
+    wl_stream_t *streams;
+    uint32_t nstreams, cap;
+    mt_wl_frame_entry_t *frames;
+    uint64_t nframes, frames_cap;
+    ZSTD_CCtx *cctx;
+    uint8_t *zbuf;
+};
+
+int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header_t *tmpl, const uint8_t *strings,
+                      size_t strings_len, mt_error_t *err)
+{
+    *out = NULL;
+    mt_wl_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return wfail(err, -ENOMEM, path, 0, "out of memory");
+    w->fd = -1;
+    w->path = strdup(path);
+    w->cctx = ZSTD_createCCtx();
+    w->zbuf = malloc(ZSTD_compressBound(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300));
+    if (!w->path || !w->cctx || !w->zbuf) {
+        mt_wl_writer_abort(w);
+        return wfail(err, -ENOMEM, path, 0, "out of memory");
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, 3);
+    snprintf(w->tmp, sizeof w->tmp, "%s.partial.XXXXXX", path);
+    w->fd = mkstemp(w->tmp);
+    if (w->fd < 0) {
+        const int e = errno;
+        w->tmp[0] = 0;
+        mt_wl_writer_abort(w);
+        return wfail(err, -e, path, 0, "cannot create the output: %s", strerror(e));
+    }
+    if (tmpl)
+        w->hdr = *tmpl;
+    memcpy(w->hdr.magic, MT_WL_MAGIC, 8);
+    w->hdr.version = MT_WL_VERSION;
+    w->hdr.flags &= ~MT_WLH_COMPLETE;
+    if (strings_len > 60000)
+        strings_len = 60000;
+    w->hdr.header_size = (uint32_t)((MT_WL_HEADER_STRINGS_OFFSET + strings_len + 4 + 7) & ~7u);
+    uint8_t *head = calloc(1, w->hdr.header_size);
+    if (!head) {
+        mt_wl_writer_abort(w);
+        return wfail(err, -ENOMEM, path, 0, "out of memory");
+    }
+    memcpy(head, &w->hdr, sizeof w->hdr);
+    if (strings)
+        memcpy(head + MT_WL_HEADER_STRINGS_OFFSET, strings, strings_len);
+    const int rc = pwrite_all(w->fd, head, w->hdr.header_size, 0);
+    free(head);
+    if (rc < 0) {
+        mt_wl_writer_abort(w);
+        return wfail(err, rc, path, 0, "write failed: %s", strerror(-rc));
+    }
+    w->off = w->hdr.header_size;
+    *out = w;
+    return 0;
+}
+
+int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid, uint32_t creator_index_plus1)
+{
+    if (w->nstreams == w->cap) {
+        const uint32_t cap = w->cap ? w->cap * 2 : 16;
+        wl_stream_t *n = realloc(w->streams, cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        w->streams = n;
+        w->cap = cap;
+    }
+    wl_stream_t *s = &w->streams[w->nstreams];
+    memset(s, 0, sizeof *s);
+    s->buf = malloc(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300);
+    if (!s->buf)
+        return -ENOMEM;
+    s->entry.thread_no = thread_no;
+    s->entry.tid = tid;
+    s->entry.creator = creator_index_plus1;
+    return (int)w->nstreams++;
+}
+
+uint64_t mt_wl_writer_thread_ops(const mt_wl_writer_t *w, uint32_t thread)
+{
+    return w->streams[thread].entry.ops;
+}
+
+static int flush_stream(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
+{
+    wl_stream_t *s = &w->streams[thread];
+    if (!s->used)
+        return 0;
+    const size_t z = ZSTD_compress2(w->cctx, w->zbuf, ZSTD_compressBound(s->used), s->buf, s->used);
+    if (ZSTD_isError(z))
+        return wfail(err, -EIO, w->path, w->off, "zstd: %s", ZSTD_getErrorName(z));
+    mt_wl_frame_header_t fh = {
+        .magic = MT_WL_FRAME_MAGIC, .thread = thread, .raw_size = (uint32_t)s->used, .zsize = (uint32_t)z,
+        .first_op = s->first_op, .nops = s->nops,
+    };
+    int rc = pwrite_all(w->fd, &fh, sizeof fh, w->off);
+    if (rc == 0)
+        rc = pwrite_all(w->fd, w->zbuf, z, w->off + sizeof fh);
+    if (rc < 0)
+        return wfail(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
+    if (w->nframes == w->frames_cap) {
+        const uint64_t cap = w->frames_cap ? w->frames_cap * 2 : 256;
+        mt_wl_frame_entry_t *n = realloc(w->frames, cap * sizeof *n);
+        if (!n)
+            return wfail(err, -ENOMEM, w->path, w->off, "out of memory");
+        w->frames = n;
+        w->frames_cap = cap;
+    }
+    w->frames[w->nframes++] = (mt_wl_frame_entry_t){ .offset = w->off, .thread = thread, .nops = s->nops };
+    s->entry.frames++;
+    w->off += sizeof fh + z;
+    s->first_op += s->nops;
+    s->used = 0;
+    s->nops = 0;
+    return 0;
+}
+
+int mt_wl_writer_put(mt_wl_writer_t *w, uint32_t thread, const mt_wl_rec_t *r, mt_error_t *err)
+{
+    wl_stream_t *s = &w->streams[thread];
+    if (!s->started) {
+        s->started = 1;
+        s->entry.start_ns = r->time_ns;
+        s->prev_ns = r->time_ns;
+    }
+    uint8_t *end = encode_op(s->buf + s->used, r, s->prev_ns);
+    if (r->time_ns > s->prev_ns)
+        s->prev_ns = r->time_ns;
+    s->entry.end_ns = s->prev_ns;
+    s->used = (size_t)(end - s->buf);
+    s->nops++;
+    s->entry.ops++;
+    w->hdr.ops++;
+    if (r->op == MT_WL_WAIT)
+        w->hdr.waits++;
+    if (s->used >= MT_WL_FRAME_RAW_MAX)
+        return flush_stream(w, thread, err);
+    return 0;
+}
+
+int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_t *err)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < w->nstreams && rc == 0; i++)
+        rc = flush_stream(w, i, err);
+    if (rc < 0)
+        goto fail;
+    /* The index: magic, thread count, thread entries, frame entries. */
+    const uint64_t index_off = w->off;
+    const uint32_t head[2] = { MT_WL_INDEX_MAGIC, w->nstreams };
+    rc = pwrite_all(w->fd, head, sizeof head, w->off);
+    w->off += sizeof head;
+    for (uint32_t i = 0; i < w->nstreams && rc == 0; i++) {
+        rc = pwrite_all(w->fd, &w->streams[i].entry, sizeof w->streams[i].entry, w->off);
+        w->off += sizeof w->streams[i].entry;
+    }
+    if (rc == 0 && w->nframes)
+        rc = pwrite_all(w->fd, w->frames, w->nframes * sizeof *w->frames, w->off);
+    if (rc < 0) {
+        wfail(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
+        goto fail;
+    }
+    mt_wl_header_t h = *final;
+    memcpy(h.magic, MT_WL_MAGIC, 8);
+    h.version = MT_WL_VERSION;
+    h.header_size = w->hdr.header_size;
+    h.threads = w->nstreams;
+    h.ops = w->hdr.ops;
+    h.waits = w->hdr.waits;
+    h.index_offset = index_off;
+    h.frames = w->nframes;
+    h.flags |= MT_WLH_COMPLETE;
+    if ((rc = pwrite_all(w->fd, &h, sizeof h, 0)) < 0) {
+        wfail(err, rc, w->path, 0, "write failed: %s", strerror(-rc));
+        goto fail;
+    }
+    if (fsync(w->fd) < 0 && errno != EINVAL) {
+        rc = wfail(err, -errno, w->path, 0, "fsync failed: %s", strerror(errno));
+        goto fail;
+    }
+    close(w->fd);
+    w->fd = -1;
+    if (rename(w->tmp, w->path) < 0) {
+        rc = wfail(err, -errno, w->path, 0, "cannot rename the output into place: %s", strerror(errno));
+        goto fail;
+    }
+    w->tmp[0] = 0;
+    mt_wl_writer_abort(w); /* frees; nothing left to remove */
+    return 0;
+fail:
+    mt_wl_writer_abort(w);
+    return rc;
+}
+
+void mt_wl_writer_abort(mt_wl_writer_t *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (w->tmp[0])
+        unlink(w->tmp);
+    for (uint32_t i = 0; i < w->nstreams; i++)
+        free(w->streams[i].buf);
+    free(w->streams);
+    free(w->frames);
+    free(w->zbuf);
+    ZSTD_freeCCtx(w->cctx);
+    free(w->path);
+    free(w);
+}
+
+/* ---- reader ------------------------------------------------------------------------------------ */
+
+struct mt_wl {
+    char *path;
+    int fd;
+    uint64_t size;
+    mt_wl_header_t hdr;
+    uint8_t *strings;
+    size_t strings_len;
+    mt_wl_thread_entry_t *threads;
+    mt_wl_frame_entry_t *frames;
+    uint64_t **thread_frames; /* per thread: indices into frames, in order */
+};
+
+int mt_file_is_workload(const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint8_t m[8];
+    const ssize_t n = pread(fd, m, sizeof m, 0);
+    close(fd);
+    return n == (ssize_t)sizeof m && !memcmp(m, MT_WL_MAGIC, 8);
+}
+
+int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
+{
+    *out = NULL;
+    mt_wl_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return wfail(err, -ENOMEM, path, 0, "out of memory");
+    w->fd = -1;
+    int rc;
+    w->path = strdup(path);
+    if (!w->path) {
+        rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+        goto fail;
+    }
+    w->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (w->fd < 0 || fstat(w->fd, &st) < 0) {
+        rc = wfail(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+        goto fail;
+    }
+    w->size = (uint64_t)st.st_size;
+    if (w->size < 8 || pread_all(w->fd, &w->hdr, 8, 0) < 0 || memcmp(w->hdr.magic, MT_WL_MAGIC, 8)) {
+        rc = wfail(err, -EINVAL, path, 0, "expected the mtrace workload magic 89 4d 54 57 0d 0a 1a 0a: not a workload");
+        goto fail;
+    }
+    if (w->size < sizeof w->hdr || pread_all(w->fd, &w->hdr, sizeof w->hdr, 0) < 0) {
+        rc = wfail(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
+        goto fail;
+    }
+    const mt_wl_header_t *h = &w->hdr;
+    if (h->version == 0 || h->version > MT_WL_VERSION) {
+        rc = wfail(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions 1 to %u", h->version,
+                   MT_WL_VERSION);
+        goto fail;
+    }
+    if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
+        rc = wfail(err, -EINVAL, path, 20, "the workload was not finished by its writer (no index)");
+        goto fail;
+    }
+    if (h->header_size < MT_WL_HEADER_STRINGS_OFFSET || h->header_size > w->size) {
+        rc = wfail(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u", h->header_size);
+        goto fail;
+    }
+    const uint64_t idx_need = 8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
+    if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
+        h->index_offset > w->size || w->size - h->index_offset < idx_need) {
+        rc = wfail(err, -EINVAL, path, h->index_offset, "expected an index of %u threads and %llu frames, the file ends at %llu",
+                   h->threads, (unsigned long long)h->frames, (unsigned long long)w->size);
+        goto fail;
+    }
+    w->strings_len = h->header_size - MT_WL_HEADER_STRINGS_OFFSET;
+    w->strings = calloc(1, w->strings_len + 4);
+    w->threads = calloc(h->threads + 1, sizeof *w->threads);
+    w->frames = calloc(h->frames + 1, sizeof *w->frames);
+    w->thread_frames = calloc(h->threads + 1, sizeof *w->thread_frames);
+    if (!w->strings || !w->threads || !w->frames || !w->thread_frames) {
+        rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+        goto fail;
+    }
+    uint32_t ih[2];
+    if (pread_all(w->fd, w->strings, w->strings_len, MT_WL_HEADER_STRINGS_OFFSET) < 0 ||
+        pread_all(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
+        pread_all(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
+        pread_all(w->fd, w->frames, h->frames * sizeof *w->frames,
+                  h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
+        rc = wfail(err, -EIO, path, h->index_offset, "cannot read the index");
+        goto fail;
+    }
+    if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
+        rc = wfail(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads", h->threads);
+        goto fail;
+    }
+    uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
+    rc = fill ? 0 : wfail(err, -ENOMEM, path, 0, "out of memory");
+    for (uint32_t i = 0; i < h->threads && rc == 0; i++) {
+        w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t));
+        if (!w->thread_frames[i])
+            rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+    }
+    for (uint64_t f = 0; f < h->frames && rc == 0; f++) {
+        const mt_wl_frame_entry_t *fe = &w->frames[f];
+        if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||
+            fe->offset < h->header_size || fe->offset + sizeof(mt_wl_frame_header_t) > h->index_offset)
+            rc = wfail(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
+                       "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
+                       fe->thread, (unsigned long long)fe->offset);
+        else
+            w->thread_frames[fe->thread][fill[fe->thread]++] = f;
+    }
+    for (uint32_t i = 0; i < h->threads && rc == 0; i++)
+        if (fill[i] != w->threads[i].frames)
+            rc = wfail(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i, fill[i],
+                       w->threads[i].frames);
+    free(fill);
+    if (rc < 0)
+        goto fail;
+    *out = w;
+    return 0;
+fail:
+    mt_wl_close(w);
+    return rc;
+}
+
+void mt_wl_close(mt_wl_t *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (w->thread_frames)
+        for (uint32_t i = 0; i < w->hdr.threads; i++)
+            free(w->thread_frames[i]);
+    free(w->thread_frames);
+    free(w->threads);
+    free(w->frames);
+    free(w->strings);
+    free(w->path);
+    free(w);
+}
+
+const char *mt_wl_path(const mt_wl_t *w) { return w->path; }
+const mt_wl_header_t *mt_wl_header(const mt_wl_t *w) { return &w->hdr; }
+uint64_t mt_wl_file_size(const mt_wl_t *w) { return w->size; }
+size_t mt_wl_thread_count(const mt_wl_t *w) { return w->hdr.threads; }
+const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i) { return i < w->hdr.threads ? &w->threads[i] : NULL; }
+
+const char *mt_wl_string(const mt_wl_t *w, unsigned tag, unsigned n, size_t *len)
+{
+    const uint8_t *p = w->strings, *end = w->strings + w->strings_len;
+    while (p + 4 <= end) {
+        uint16_t tg, l;
+        memcpy(&tg, p, 2);
+        memcpy(&l, p + 2, 2);
+        if (tg == MT_STR_END || p + 4 + l > end)
+            break;
+        if (tg == tag && n-- == 0) {
+            if (len)
+                *len = l;
+            return (const char *)p + 4;
+        }
+        p += 4 + l;
+    }
+    return NULL;
+}
+
+struct mt_wl_cursor {
+    const mt_wl_t *w;
+    uint32_t thread;
+    uint32_t next_frame;
+    uint8_t *raw, *z;
+    const uint8_t *p, *end;
+    uint64_t frame_off;
+    uint64_t prev_ns;
+    uint32_t left; /* ops left in the loaded frame */
+    ZSTD_DCtx *dctx;
+};
+
+int mt_wl_cursor_open(mt_wl_cursor_t **out, const mt_wl_t *w, uint32_t thread)
+{
+    *out = NULL;
+    if (thread >= w->hdr.threads)
+        return -EINVAL;
+    mt_wl_cursor_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->w = w;
+    c->thread = thread;
+    c->raw = malloc(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300);
+    c->z = malloc(ZSTD_compressBound(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300));
+    c->dctx = ZSTD_createDCtx();
+    c->prev_ns = w->threads[thread].start_ns;
+    if (!c->raw || !c->z || !c->dctx) {
+        mt_wl_cursor_close(c);
+        return -ENOMEM;
+    }
+    *out = c;
+    return 0;
+}
+
+static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
+{
+    const mt_wl_t *w = c->w;
+    const mt_wl_frame_entry_t *fe = &w->frames[w->thread_frames[c->thread][c->next_frame++]];
+    mt_wl_frame_header_t fh;
+    const size_t raw_cap = MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300;
+    if (pread_all(w->fd, &fh, sizeof fh, fe->offset) < 0)
+        return wfail(err, -EIO, w->path, fe->offset, "expected a frame header, the file ends");
+    if (fh.magic != MT_WL_FRAME_MAGIC || fh.thread != c->thread || fh.nops != fe->nops || fh.raw_size > raw_cap ||
+        fh.zsize > ZSTD_compressBound(raw_cap) || fe->offset + sizeof fh + fh.zsize > w->hdr.index_offset)
+        return wfail(err, -EINVAL, w->path, fe->offset, "expected a frame of thread %u (magic \"MLWF\", %u ops)", c->thread,
+                     fe->nops);
+    if (pread_all(w->fd, c->z, fh.zsize, fe->offset + sizeof fh) < 0)
+        return wfail(err, -EIO, w->path, fe->offset + sizeof fh, "cannot read %u bytes of frame", fh.zsize);
+    const size_t n = ZSTD_decompressDCtx(c->dctx, c->raw, raw_cap, c->z, fh.zsize);
+    if (ZSTD_isError(n) || n != fh.raw_size)
+        return wfail(err, -EINVAL, w->path, fe->offset + sizeof fh, "expected a zstd frame of %u bytes%s%s", fh.raw_size,
+                     ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
+    c->p = c->raw;
+    c->end = c->raw + n;
+    c->left = fh.nops;
+    c->frame_off = fe->offset;
+    return 0;
+}
+
+int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err)
+{
+    while (c->left == 0) {
+        if (c->p != c->end)
+            return wfail(err, -EINVAL, c->w->path, c->frame_off, "frame of thread %u has bytes after its last op",
+                         c->thread);
+        if (c->next_frame >= c->w->threads[c->thread].frames)
+            return 0;
+        const int rc = load_frame(c, err);
+        if (rc < 0)
+            return rc;
+    }
+    const size_t at = (size_t)(c->p - c->raw);
+    if (decode_op(&c->p, c->end, r, &c->prev_ns) < 0)
+        return wfail(err, -EINVAL, c->w->path, c->frame_off,
+                     "damaged op at byte %zu of the frame's data (thread %u): expected a workload op", at, c->thread);
+    c->left--;
+    return 1;
+}
+
+void mt_wl_cursor_close(mt_wl_cursor_t *c)
+{
+    if (!c)
+        return;
+    free(c->raw);
+    free(c->z);
+    ZSTD_freeDCtx(c->dctx);
+    free(c);
+}
