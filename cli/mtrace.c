@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "mtrace/trace_reader.h"
+#include "mtrace/workload.h"
 #include "cli_util.h"
+#include "convert_cli.h"
 
 extern char **environ;
 
@@ -145,6 +147,161 @@ static int cmd_record(int argc, char **argv)
     return WEXITSTATUS(status);
 }
 
+/* ---- workloads in info and dump ---------------------------------------------------------------- */
+
+typedef struct wl_stats {
+    uint64_t per_op[MT_WL_OP_MAX + 1];
+    uint64_t ops;
+} wl_stats_t;
+
+/* Walks every thread's stream: counts ops and checks that the workload decodes to its end. */
+static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *err)
+{
+    memset(s, 0, sizeof *s);
+    for (uint32_t i = 0; i < mt_wl_thread_count(w); i++) {
+        mt_wl_cursor_t *c;
+        if (mt_wl_cursor_open(&c, w, i) < 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_wl_path(w));
+            return -ENOMEM;
+        }
+        mt_wl_rec_t r;
+        int rc;
+        while ((rc = mt_wl_cursor_next(c, &r, err)) > 0) {
+            s->per_op[r.op]++;
+            s->ops++;
+            if (!dump)
+                continue;
+            printf("%u %.9f %s", i, (double)r.time_ns / 1e9, mt_wl_op_name(r.op));
+            switch (r.op) {
+            case MT_WL_FREE:
+            case MT_WL_USABLE_SIZE:
+                printf(" #%" PRIu64, r.slot);
+                break;
+            case MT_WL_REALLOC:
+            case MT_WL_REALLOCARRAY:
+                printf(" #%" PRIu64 " -> #%" PRIu64, r.slot, r.slot2);
+                break;
+            case MT_WL_MALLOPT:
+                printf(" param=%" PRId64 " value=%" PRId64, r.a, r.b);
+                break;
+            case MT_WL_WAIT:
+                printf(" thread=%u count=%" PRIu64, r.thread, r.n);
+                break;
+            case MT_WL_RSS:
+                printf(" rss_kb=%" PRIu64 " vm_kb=%" PRIu64, r.rss_kb, r.vm_kb);
+                break;
+            case MT_WL_MARK:
+                printf(" \"%.*s\"", (int)r.len, (const char *)r.data);
+                break;
+            case MT_WL_THREAD_START:
+            case MT_WL_THREAD_EXIT:
+                break;
+            default:
+                printf(" #%" PRIu64, r.slot);
+            }
+            if (r.op <= MT_WL_MALLOPT && r.op != MT_WL_FREE && r.op != MT_WL_USABLE_SIZE && r.op != MT_WL_MALLOPT) {
+                if (r.align)
+                    printf(" align=%" PRIu64, r.align);
+                if (r.op == MT_WL_CALLOC || r.op == MT_WL_REALLOCARRAY)
+                    printf(" %" PRIu64 "x%" PRIu64, r.count, r.size);
+                else
+                    printf(" %" PRIu64, r.size);
+            }
+            putchar('\n');
+        }
+        mt_wl_cursor_close(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int info_workload(const char *path, int json)
+{
+    mt_error_t err;
+    mt_wl_t *w;
+    if (mt_wl_open(&w, path, &err) < 0)
+        return mt_fail(&err);
+    wl_stats_t s;
+    if (scan_workload(w, &s, 0, &err) < 0) {
+        mt_wl_close(w);
+        return mt_fail(&err);
+    }
+    const mt_wl_header_t *h = mt_wl_header(w);
+    size_t len;
+    const char *src = mt_wl_string(w, MT_STR_PATH, 0, &len);
+    if (json) {
+        mt_json_t j;
+        mt_json_init(&j, stdout);
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "kind", "workload");
+        mt_json_kv_cstr(&j, "file", path);
+        mt_json_kv_u64(&j, "version", h->version);
+        if (src)
+            mt_json_kv_str(&j, "source", src, len);
+        mt_json_kv_u64(&j, "source_pid", h->source_pid);
+        mt_json_kv_u64(&j, "threads", h->threads);
+        mt_json_kv_u64(&j, "slots", h->slots);
+        mt_json_kv_u64(&j, "syncs", h->waits);
+        mt_json_kv_u64(&j, "ops", s.ops);
+        mt_json_kv_u64(&j, "frames", h->frames);
+        mt_json_kv_u64(&j, "file_bytes", mt_wl_file_size(w));
+        mt_json_kv_u64(&j, "peak_live_bytes", h->peak_live_bytes);
+        mt_json_kv_double(&j, "peak_live_time_s", (double)h->peak_live_time_ns / 1e9);
+        mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
+        mt_json_kv_double(&j, "duration_s", (double)h->duration_ns / 1e9);
+        mt_json_kv_u64(&j, "unknown_frees", h->unknown_frees);
+        mt_json_kv_u64(&j, "double_frees", h->double_frees);
+        mt_json_kv_u64(&j, "inversions", h->inversions);
+        mt_json_kv_u64(&j, "forced", h->forced);
+        mt_json_kv_bool(&j, "source_truncated", (h->flags & MT_WLH_SRC_TRUNCATED) != 0);
+        mt_json_key(&j, "calls");
+        mt_json_begin_object(&j);
+        for (unsigned op = 1; op <= MT_WL_MALLOPT; op++)
+            mt_json_kv_u64(&j, mt_wl_op_name(op), s.per_op[op]);
+        mt_json_end_object(&j);
+        mt_json_key(&j, "events");
+        mt_json_begin_object(&j);
+        for (unsigned op = MT_WL_THREAD_START; op <= MT_WL_OP_MAX; op++)
+            mt_json_kv_u64(&j, mt_wl_op_name(op), s.per_op[op]);
+        mt_json_end_object(&j);
+        mt_json_end_object(&j);
+        mt_json_finish(&j);
+    } else {
+        printf("file          %s (workload, %" PRIu64 " bytes, format version %u)\n", path, mt_wl_file_size(w),
+               h->version);
+        if (src)
+            printf("source        %.*s (pid %" PRIu64 ")\n", (int)len, src, h->source_pid);
+        printf("threads       %u\n", h->threads);
+        printf("ops           %" PRIu64 " in %" PRIu64 " frames\n", s.ops, h->frames);
+        printf("slots         %" PRIu64 " (peak live blocks)\n", h->slots);
+        printf("peak live     %" PRIu64 " bytes at %.6f s\n", h->peak_live_bytes, (double)h->peak_live_time_ns / 1e9);
+        printf("sync points   %" PRIu64 "\n", h->waits);
+        printf("duration      %.6f s\n", (double)h->duration_ns / 1e9);
+        printf("repairs       %" PRIu64 " inversions, %" PRIu64 " unknown frees, %" PRIu64 " double frees, %" PRIu64
+               " forced\n", h->inversions, h->unknown_frees, h->double_frees, h->forced);
+        printf("calls        ");
+        for (unsigned op = 1; op <= MT_WL_MALLOPT; op++)
+            if (s.per_op[op])
+                printf(" %s %" PRIu64, mt_wl_op_name(op), s.per_op[op]);
+        printf("\n");
+    }
+    mt_wl_close(w);
+    return 0;
+}
+
+static int dump_workload(const char *path)
+{
+    mt_error_t err;
+    mt_wl_t *w;
+    if (mt_wl_open(&w, path, &err) < 0)
+        return mt_fail(&err);
+    wl_stats_t s;
+    const int rc = scan_workload(w, &s, 1, &err);
+    mt_wl_close(w);
+    return rc < 0 ? mt_fail(&err) : 0;
+}
+
 /* ---- mtrace info ------------------------------------------------------------------------------- */
 
 typedef struct trace_stats {
@@ -253,6 +410,8 @@ static int cmd_info(int argc, char **argv)
         fprintf(stderr, "usage: mtrace info [--json] FILE\n");
         return 2;
     }
+    if (mt_file_is_workload(path) == 1)
+        return info_workload(path, json);
     mt_error_t err;
     mt_trace_t *t;
     if (mt_trace_open(&t, path, &err) < 0)
@@ -440,6 +599,8 @@ static int cmd_dump(int argc, char **argv)
                         "  one record per line: thread, seconds since start, op, arguments = result\n");
         return 2;
     }
+    if (mt_file_is_workload(path) == 1)
+        return dump_workload(path);
     mt_error_t err;
     mt_trace_t *t;
     if (mt_trace_open(&t, path, &err) < 0)
@@ -524,11 +685,17 @@ typedef struct command {
     const char *summary;
 } command_t;
 
+static int cmd_convert(int argc, char **argv)
+{
+    return mt_convert_main("mtrace convert", argc, argv);
+}
+
 static const command_t commands[] = {
     { "record", cmd_record, "run a program under the tracer" },
     { "info", cmd_info, "summarize a trace (--json for scripts)" },
     { "dump", cmd_dump, "print a trace one record per line" },
     { "pack", cmd_pack, "compress a trace with zstd" },
+    { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
 };
 
 static void usage(FILE *f)

@@ -339,6 +339,11 @@ int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid,
     return (int)w->nstreams++;
 }
 
+void mt_wl_writer_set_creator(mt_wl_writer_t *w, uint32_t thread, uint32_t creator_index_plus1)
+{
+    w->streams[thread].entry.creator = creator_index_plus1;
+}
+
 uint64_t mt_wl_writer_thread_ops(const mt_wl_writer_t *w, uint32_t thread)
 {
     return w->streams[thread].entry.ops;

@@ -45,6 +45,8 @@ int mt_wl_writer_open(mt_wl_writer_t **w, const char *path, const mt_wl_header_t
                       size_t strings_len, mt_error_t *err);
 /* Adds a thread stream; returns its index. */
 int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid, uint32_t creator_index_plus1);
+/* Sets a thread's creator (its index + 1; 0: none). */
+void mt_wl_writer_set_creator(mt_wl_writer_t *w, uint32_t thread, uint32_t creator_index_plus1);
 /* Appends an op to a thread's stream. */
 int mt_wl_writer_put(mt_wl_writer_t *w, uint32_t thread, const mt_wl_rec_t *r, mt_error_t *err);
 /* Ops written so far to a thread's stream (the next op's sequence number). */

@@ -1,0 +1,841 @@
+/* trace2wl: a trace into a workload, streaming.
+ *
+ * The threads' records are merged in time order with a heap. Addresses become slots through a map
+ * that holds only live blocks, so memory follows the live set and the thread count, never the
+ * trace's length. Timestamps can disagree with causality (a thread's malloc can carry an entry time
+ * earlier than the free, in another thread, that made its address available); such a record is held
+ * back, with the rest of its thread, until the event it depends on has been applied, whatever the
+ * depth of the chain. A record that reads a block made by another thread waits, in the workload,
+ * for that thread to have completed the op that made it: the only sync points emitted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mtrace/convert.h"
+#include "mtrace/workload.h"
+
+/* ---- the live-block map: address -> slot; what the slot holds is kept per slot ------------------ */
+
+/* Map entries are 16 bytes so that a lookup touches one cache line; the block's size, maker and op
+ * number live in slot-indexed arrays, which stay hot because freed slots are reused first. */
+typedef struct block {
+    uint64_t ptr; /* 0: empty */
+    uint64_t slot;
+} block_t;
+
+typedef struct slot_info {
+    uint64_t size;  /* requested bytes */
+    uint64_t seq;   /* the maker's op count once the making op completed */
+    uint32_t owner; /* thread index of the maker */
+    uint32_t pad;
+} slot_info_t;
+
+typedef struct block_map {
+    block_t *v;
+    uint64_t cap, n; /* cap is a power of two */
+} block_map_t;
+
+/* A full 64-bit finalizer: addresses share their high bits and their low 4 bits, and the table
+ * index takes the low bits, so every input bit must reach them. */
+static uint64_t hash_ptr(uint64_t p)
+{
+    p ^= p >> 33;
+    p *= 0xff51afd7ed558ccdull;
+    p ^= p >> 33;
+    p *= 0xc4ceb9fe1a85ec53ull;
+    p ^= p >> 33;
+    return p;
+}
+
+/* Large tables in huge pages: a lookup then costs a cache miss but no TLB miss. */
+static void *table_alloc(size_t bytes)
+{
+    const size_t align = 2u << 20;
+    if (bytes < align)
+        return calloc(1, bytes);
+    void *p = aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (!p)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE);
+    memset(p, 0, bytes);
+    return p;
+}
+
+static block_t *map_find(const block_map_t *m, uint64_t ptr)
+{
+    for (uint64_t i = hash_ptr(ptr) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->v[i].ptr == ptr)
+            return &m->v[i];
+        if (!m->v[i].ptr)
+            return NULL;
+    }
+}
+
+/* always_inline: GCC finds a function whose only effect is a prefetch "pure" and deletes its calls. */
+static inline __attribute__((always_inline)) void map_prefetch(const block_map_t *m, uint64_t ptr)
+{
+    __builtin_prefetch(&m->v[hash_ptr(ptr) & (m->cap - 1)]);
+}
+
+static int map_grow(block_map_t *m)
+{
+    block_map_t n = { table_alloc(m->cap * 2 * sizeof(block_t)), m->cap * 2, 0 };
+    if (!n.v)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < m->cap; i++) {
+        if (!m->v[i].ptr)
+            continue;
+        uint64_t j = hash_ptr(m->v[i].ptr) & (n.cap - 1);
+        while (n.v[j].ptr)
+            j = (j + 1) & (n.cap - 1);
+        n.v[j] = m->v[i];
+        n.n++;
+    }
+    free(m->v);
+    *m = n;
+    return 0;
+}
+
+static int map_put(block_map_t *m, uint64_t ptr, uint64_t slot)
+{
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
+        return -ENOMEM;
+    uint64_t i = hash_ptr(ptr) & (m->cap - 1);
+    while (m->v[i].ptr)
+        i = (i + 1) & (m->cap - 1);
+    m->v[i].ptr = ptr;
+    m->v[i].slot = slot;
+    m->n++;
+    return 0;
+}
+
+/* Removes by backward shift, so no tombstones accumulate over a long trace. */
+static void map_del(block_map_t *m, block_t *b)
+{
+    uint64_t i = (uint64_t)(b - m->v);
+    for (uint64_t j = (i + 1) & (m->cap - 1); m->v[j].ptr; j = (j + 1) & (m->cap - 1)) {
+        const uint64_t home = hash_ptr(m->v[j].ptr) & (m->cap - 1);
+        /* Move j into the hole at i if its home does not lie cyclically in (i, j]. */
+        if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
+            m->v[i] = m->v[j];
+            i = j;
+        }
+    }
+    m->v[i].ptr = 0;
+    m->n--;
+}
+
+/* ---- threads and the merge ------------------------------------------------------------------- */
+
+typedef enum { RUNNABLE, BLOCKED_LIVE, BLOCKED_UNKNOWN, BLOCKED_CREATE, DONE } tstate_t;
+
+/* Records are decoded this far ahead of their use so that the map lines they will touch are
+ * prefetched in time: the map does not fit in cache, and a lookup is otherwise a miss. */
+#define LOOKAHEAD 16u
+
+typedef struct ahead {
+    mt_record_t r;
+    uint8_t data[256]; /* a MARK's label, copied: the cursor's buffer moves on */
+} ahead_t;
+
+typedef struct cthread {
+    mt_thread_cursor_t cur;
+    mt_record_t head;
+    int has_head;
+    ahead_t *ring;
+    uint32_t ring_pos, ring_n;
+    int cursor_done;
+    tstate_t state;
+    uint64_t key;        /* what a blocked thread waits for: an address or a thread number */
+    uint64_t *waited;    /* per other thread: the highest count already waited for */
+    uint32_t thread_no;
+    uint32_t creator;    /* index + 1 */
+    uint64_t create_seq; /* the creator's op count when it created this thread; 0: unknown yet */
+    int create_seen;
+    uint64_t *pending;   /* exits of children to wait for at the next op: pairs (index, count) */
+    uint32_t npending, cap_pending;
+} cthread_t;
+
+typedef struct conv {
+    mt_trace_t *trace;
+    mt_wl_writer_t *out;
+    cthread_t *t;
+    uint32_t n;
+    uint32_t *heap; /* thread indices, ordered by head time */
+    uint32_t heap_n;
+    uint32_t blocked;      /* threads held back, for any reason */
+    uint32_t hard_blocked; /* held back on a live address or a thread creation */
+    block_map_t live;
+    slot_info_t *slots; /* indexed by slot */
+    uint64_t slots_cap;
+    uint32_t *free_slots;
+    uint64_t free_n, free_cap, next_slot;
+    uint64_t *recent_frees; /* freed addresses, direct-mapped: tells a double free from an unknown one */
+    double rate;
+    uint64_t t0;
+    uint64_t live_bytes, peak_bytes, peak_time_ns;
+    uint64_t source_peak_rss_kb;
+    uint32_t page_kb;
+    mt_convert_stats_t *st;
+    mt_error_t *err;
+} conv_t;
+
+#define RECENT_FREES 65536u
+
+static uint64_t to_ns(const conv_t *c, uint64_t time)
+{
+    if (time <= c->t0)
+        return 0;
+    return (uint64_t)((double)(time - c->t0) * 1e9 / c->rate);
+}
+
+static int heap_less(const conv_t *c, uint32_t a, uint32_t b)
+{
+    const uint64_t ta = c->t[a].head.time, tb = c->t[b].head.time;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_push(conv_t *c, uint32_t x)
+{
+    uint32_t i = c->heap_n++;
+    c->heap[i] = x;
+    while (i && heap_less(c, c->heap[i], c->heap[(i - 1) / 2])) {
+        const uint32_t p = (i - 1) / 2, tmp = c->heap[p];
+        c->heap[p] = c->heap[i];
+        c->heap[i] = tmp;
+        i = p;
+    }
+}
+
+static uint32_t heap_pop(conv_t *c)
+{
+    const uint32_t top = c->heap[0];
+    c->heap[0] = c->heap[--c->heap_n];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < c->heap_n && heap_less(c, c->heap[l], c->heap[m]))
+            m = l;
+        if (r < c->heap_n && heap_less(c, c->heap[r], c->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        const uint32_t tmp = c->heap[m];
+        c->heap[m] = c->heap[i];
+        c->heap[i] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+static inline __attribute__((always_inline)) void prefetch_record(const conv_t *c, const mt_record_t *r)
+{
+    if (r->op > MT_OP_LAST_CALL)
+        return;
+    if (r->ptr)
+        map_prefetch(&c->live, r->ptr);
+    if (r->result && !(r->flags & MT_FLAG_NULL) && r->result != r->ptr)
+        map_prefetch(&c->live, r->result);
+}
+
+/* Moves a thread's next record into head (has_head 0 at its end), keeping the ring full. */
+static int advance(conv_t *c, uint32_t i)
+{
+    cthread_t *t = &c->t[i];
+    while (!t->cursor_done && t->ring_n < LOOKAHEAD) {
+        ahead_t *a = &t->ring[(t->ring_pos + t->ring_n) % LOOKAHEAD];
+        const int rc = mt_thread_cursor_next(&t->cur, &a->r, c->err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            t->cursor_done = 1;
+            break;
+        }
+        if (a->r.len) {
+            const uint32_t len = a->r.len < sizeof a->data ? a->r.len : (uint32_t)sizeof a->data;
+            memcpy(a->data, a->r.data, len);
+            a->r.data = a->data;
+            a->r.len = len;
+        }
+        prefetch_record(c, &a->r);
+        t->ring_n++;
+        c->st->records++;
+        if (a->r.op <= MT_OP_LAST_CALL)
+            c->st->calls++;
+    }
+    t->has_head = t->ring_n > 0;
+    if (t->has_head) {
+        t->head = t->ring[t->ring_pos].r;
+        t->ring_pos = (t->ring_pos + 1) % LOOKAHEAD;
+        t->ring_n--;
+    }
+    return 0;
+}
+
+static void block_thread(conv_t *c, uint32_t i, tstate_t why, uint64_t key)
+{
+    c->t[i].state = why;
+    c->t[i].key = key;
+    c->blocked++;
+    if (why != BLOCKED_UNKNOWN)
+        c->hard_blocked++;
+}
+
+static void unblock(conv_t *c, uint32_t i)
+{
+    if (c->t[i].state != BLOCKED_UNKNOWN)
+        c->hard_blocked--;
+    c->t[i].state = RUNNABLE;
+    c->blocked--;
+}
+
+/* Makes the threads blocked on (why, key) runnable again. A thread held on an address nobody made
+ * is held only while a hard-blocked thread might still make it: once none is, it goes on. */
+static void wake(conv_t *c, tstate_t why, uint64_t key)
+{
+    if (!c->blocked)
+        return;
+    for (uint32_t i = 0; i < c->n; i++) {
+        cthread_t *t = &c->t[i];
+        if (t->state == why && t->key == key) {
+            unblock(c, i);
+            c->st->inversions++;
+            heap_push(c, i);
+        }
+    }
+    if (c->blocked && !c->hard_blocked) {
+        for (uint32_t i = 0; i < c->n; i++) {
+            if (c->t[i].state == BLOCKED_UNKNOWN) {
+                unblock(c, i);
+                heap_push(c, i);
+            }
+        }
+    }
+}
+
+/* ---- emitting ops -------------------------------------------------------------------------------- */
+
+static int put(conv_t *c, uint32_t i, mt_wl_rec_t *r)
+{
+    cthread_t *t = &c->t[i];
+    /* Children that exited before this op: their exits happen before it, as a join would. */
+    for (uint32_t k = 0; k < t->npending; k++) {
+        mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = r->time_ns, .thread = (uint32_t)t->pending[2 * k],
+                          .n = t->pending[2 * k + 1] };
+        if (t->waited[w.thread] >= w.n)
+            continue;
+        t->waited[w.thread] = w.n;
+        if (mt_wl_writer_put(c->out, i, &w, c->err) < 0)
+            return -EIO;
+        c->st->ops++;
+        c->st->waits++;
+    }
+    t->npending = 0;
+    if (mt_wl_writer_put(c->out, i, r, c->err) < 0)
+        return -EIO;
+    c->st->ops++;
+    return 0;
+}
+
+/* Makes thread i wait until thread `owner` has completed `seq` ops, unless it already did. */
+static int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
+{
+    cthread_t *t = &c->t[i];
+    if (owner == i || t->waited[owner] >= seq)
+        return 0;
+    t->waited[owner] = seq;
+    mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = time_ns, .thread = owner, .n = seq };
+    c->st->waits++;
+    return put(c, i, &w);
+}
+
+/* A slot for a new block; 0 when memory runs out. */
+static uint32_t slot_take(conv_t *c)
+{
+    if (c->free_n)
+        return c->free_slots[--c->free_n];
+    if (c->next_slot + 1 >= c->slots_cap) {
+        const uint64_t cap = c->slots_cap ? c->slots_cap * 2 : 4096;
+        slot_info_t *n = realloc(c->slots, cap * sizeof *n);
+        if (!n)
+            return 0;
+        c->slots = n;
+        c->slots_cap = cap;
+    }
+    return (uint32_t)++c->next_slot;
+}
+
+static int slot_give(conv_t *c, uint32_t s)
+{
+    if (c->free_n == c->free_cap) {
+        const uint64_t cap = c->free_cap ? c->free_cap * 2 : 1024;
+        uint32_t *n = realloc(c->free_slots, cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        c->free_slots = n;
+        c->free_cap = cap;
+    }
+    c->free_slots[c->free_n++] = s;
+    return 0;
+}
+
+static uint64_t requested(const mt_record_t *r)
+{
+    return (r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+}
+
+/* A block comes alive at address p in thread i's op that completes as op number seq. */
+static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t slot, uint64_t time_ns)
+{
+    if (!slot || map_put(&c->live, p, slot) < 0)
+        return -ENOMEM;
+    c->slots[slot] = (slot_info_t){ .size = size, .seq = mt_wl_writer_thread_ops(c->out, i) + 1, .owner = i };
+    c->live_bytes += size;
+    if (c->live_bytes > c->peak_bytes) {
+        c->peak_bytes = c->live_bytes;
+        c->peak_time_ns = time_ns;
+    }
+    wake(c, BLOCKED_UNKNOWN, p);
+    return 0;
+}
+
+static int end_block(conv_t *c, block_t *b)
+{
+    const uint64_t p = b->ptr;
+    c->live_bytes -= c->slots[b->slot].size;
+    c->recent_frees[hash_ptr(p) & (RECENT_FREES - 1)] = p;
+    map_del(&c->live, b);
+    wake(c, BLOCKED_LIVE, p);
+    return 0;
+}
+
+/* A free of an address not live: freed before (a double free, if we still remember it) or made
+ * before tracing began. */
+static void count_unknown(conv_t *c, const mt_record_t *r)
+{
+    uint64_t *seen = &c->recent_frees[hash_ptr(r->ptr) & (RECENT_FREES - 1)];
+    if (*seen == r->ptr) {
+        *seen = 0;
+        if (!c->st->double_frees++)
+            c->st->first_double_free_offset = r->offset;
+        return;
+    }
+    if (!c->st->unknown_frees++)
+        c->st->first_unknown_free_offset = r->offset;
+}
+
+typedef enum { APPLIED, HELD } outcome_t;
+
+/* Applies thread i's head record, or holds it back (the thread becomes blocked). `force` applies a
+ * record whose dependency will never come, dropping what stands in its way. */
+static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
+{
+    cthread_t *t = &c->t[i];
+    const mt_record_t *r = &t->head;
+    const uint64_t ns = to_ns(c, r->time);
+    mt_wl_rec_t w = { .op = r->op, .time_ns = ns };
+    *out = APPLIED;
+    int rc = 0;
+    switch (r->op) {
+    case MT_OP_MALLOC:
+    case MT_OP_CALLOC:
+    case MT_OP_MEMALIGN:
+    case MT_OP_POSIX_MEMALIGN:
+    case MT_OP_ALIGNED_ALLOC:
+    case MT_OP_VALLOC:
+    case MT_OP_PVALLOC: {
+        w.size = r->size;
+        w.count = r->count;
+        w.align = r->align;
+        if (r->flags & MT_FLAG_NULL)
+            return put(c, i, &w); /* slot 0: the call failed */
+        block_t *old = map_find(&c->live, r->result);
+        if (old) {
+            if (!force) {
+                block_thread(c, i, BLOCKED_LIVE, r->result);
+                *out = HELD;
+                return 0;
+            }
+            c->st->forced++;
+            end_block(c, old);
+        }
+        w.slot = slot_take(c);
+        if ((rc = make_block(c, i, r->result, requested(r), (uint32_t)w.slot, ns)) < 0)
+            return rc;
+        return put(c, i, &w);
+    }
+    case MT_OP_FREE:
+    case MT_OP_USABLE_SIZE: {
+        if (r->ptr == 0) {
+            if (r->op == MT_OP_USABLE_SIZE)
+                return 0;
+            return put(c, i, &w);
+        }
+        block_t *b = map_find(&c->live, r->ptr);
+        if (!b) {
+            /* Its allocation may sit behind a held record of another thread. */
+            if (c->hard_blocked && !force) {
+                block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
+                *out = HELD;
+                return 0;
+            }
+            if (r->op == MT_OP_FREE)
+                count_unknown(c, r);
+            return 0;
+        }
+        if ((rc = depend(c, i, c->slots[b->slot].owner, c->slots[b->slot].seq, ns)) < 0)
+            return rc;
+        w.slot = b->slot;
+        if (r->op == MT_OP_FREE) {
+            if ((rc = slot_give(c, (uint32_t)b->slot)) < 0)
+                return rc;
+            end_block(c, b);
+        }
+        return put(c, i, &w);
+    }
+    case MT_OP_REALLOC:
+    case MT_OP_REALLOCARRAY: {
+        w.size = r->size;
+        w.count = r->count;
+        block_t *b = NULL;
+        if (r->ptr) {
+            b = map_find(&c->live, r->ptr);
+            if (!b && c->hard_blocked && !force) {
+                block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
+                *out = HELD;
+                return 0;
+            }
+            if (!b)
+                count_unknown(c, r); /* replayed as an allocation: the old block is not ours */
+        }
+        const int null = (r->flags & MT_FLAG_NULL) != 0;
+        const int frees_old = b && (!null || requested(r) == 0);
+        if (!null && r->result != r->ptr) {
+            block_t *other = map_find(&c->live, r->result);
+            if (other && other != b) {
+                if (!force) {
+                    block_thread(c, i, BLOCKED_LIVE, r->result);
+                    *out = HELD;
+                    return 0;
+                }
+                c->st->forced++;
+                end_block(c, other);
+                b = r->ptr ? map_find(&c->live, r->ptr) : NULL;
+            }
+        }
+        if (b) {
+            if ((rc = depend(c, i, c->slots[b->slot].owner, c->slots[b->slot].seq, ns)) < 0)
+                return rc;
+            w.slot = b->slot;
+        }
+        if (null) {
+            /* realloc(p, 0) freed p; a failed realloc left it where it was. */
+            if (frees_old) {
+                if ((rc = slot_give(c, (uint32_t)b->slot)) < 0)
+                    return rc;
+                end_block(c, b);
+            }
+            return put(c, i, &w);
+        }
+        uint32_t slot;
+        if (b) {
+            slot = (uint32_t)b->slot; /* the block lives on under its slot, moved or not */
+            end_block(c, b);
+        } else {
+            slot = slot_take(c);
+        }
+        w.slot2 = slot;
+        if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
+            return rc;
+        return put(c, i, &w);
+    }
+    case MT_OP_MALLOPT:
+        w.a = r->arg[0];
+        w.b = r->arg[1];
+        return put(c, i, &w);
+    case MT_EV_THREAD_START: {
+        if (t->creator && !t->create_seen) {
+            if (!force) {
+                block_thread(c, i, BLOCKED_CREATE, t->thread_no);
+                *out = HELD;
+                return 0;
+            }
+            c->st->forced++;
+            t->creator = 0;
+        }
+        w.op = MT_WL_THREAD_START;
+        if ((rc = put(c, i, &w)) < 0)
+            return rc;
+        if (t->creator)
+            return depend(c, i, t->creator - 1, t->create_seq, ns);
+        return 0;
+    }
+    case MT_EV_THREAD_CREATE: {
+        for (uint32_t k = 0; k < c->n; k++) {
+            cthread_t *child = &c->t[k];
+            if (child->thread_no != (uint64_t)r->arg[0])
+                continue;
+            child->creator = i + 1;
+            child->create_seq = mt_wl_writer_thread_ops(c->out, i);
+            child->create_seen = 1;
+            mt_wl_writer_set_creator(c->out, k, i + 1);
+            wake(c, BLOCKED_CREATE, child->thread_no);
+        }
+        return 0;
+    }
+    case MT_EV_THREAD_EXIT: {
+        w.op = MT_WL_THREAD_EXIT;
+        if ((rc = put(c, i, &w)) < 0)
+            return rc;
+        if (t->creator) {
+            cthread_t *p = &c->t[t->creator - 1];
+            if (p->npending == p->cap_pending) {
+                const uint32_t cap = p->cap_pending ? p->cap_pending * 2 : 8;
+                uint64_t *n = realloc(p->pending, 2 * cap * sizeof *n);
+                if (!n)
+                    return -ENOMEM;
+                p->pending = n;
+                p->cap_pending = cap;
+            }
+            p->pending[2 * p->npending] = i;
+            p->pending[2 * p->npending + 1] = mt_wl_writer_thread_ops(c->out, i);
+            p->npending++;
+        }
+        return 0;
+    }
+    case MT_EV_RSS: {
+        if (r->nargs < 3)
+            return 0;
+        w.op = MT_WL_RSS;
+        w.vm_kb = (uint64_t)r->arg[0] * c->page_kb;
+        w.rss_kb = (uint64_t)r->arg[1] * c->page_kb;
+        if (w.rss_kb > c->source_peak_rss_kb)
+            c->source_peak_rss_kb = w.rss_kb;
+        return put(c, i, &w);
+    }
+    case MT_EV_MARK:
+        w.op = MT_WL_MARK;
+        w.data = r->data;
+        w.len = r->len;
+        return put(c, i, &w);
+    default:
+        return 0; /* fork, exec, stacks, modules, control: nothing to replay */
+    }
+}
+
+/* ---- driver ------------------------------------------------------------------------------------ */
+
+static void progress(const conv_t *c, uint64_t total_chunks, int done)
+{
+    static struct timespec last;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!done && now.tv_sec == last.tv_sec && now.tv_nsec - last.tv_nsec < 500000000)
+        return;
+    last = now;
+    /* Records per chunk vary; the share of records read is near enough to the share of chunks. */
+    fprintf(stderr, "\rtrace2wl: %" PRIu64 " records, %" PRIu64 " ops, %" PRIu64 " live blocks%s", c->st->records,
+            c->st->ops, c->live.n, done ? "\n" : "");
+    (void)total_chunks;
+}
+
+static int read_creators(conv_t *c)
+{
+    /* Every thread's first record is its THREAD_START, which names the creator's thread number. */
+    for (uint32_t i = 0; i < c->n; i++) {
+        cthread_t *t = &c->t[i];
+        if (t->has_head && t->head.op == MT_EV_THREAD_START && t->head.nargs >= 1 && t->head.arg[0]) {
+            for (uint32_t k = 0; k < c->n; k++)
+                if (c->t[k].thread_no == (uint64_t)t->head.arg[0])
+                    t->creator = k + 1;
+        }
+    }
+    return 0;
+}
+
+int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,
+               mt_error_t *err)
+{
+    mt_convert_stats_t dummy;
+    mt_convert_stats_t *st = stats ? stats : &dummy;
+    memset(st, 0, sizeof *st);
+    if (!opts->force && access(wl_path, F_OK) == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: exists; pass --force to replace it", wl_path);
+        return -EEXIST;
+    }
+    conv_t c = { .st = st, .err = err };
+    int rc = mt_trace_open(&c.trace, trace_path, err);
+    if (rc < 0)
+        return rc;
+    const mt_file_header_t *th = mt_trace_header(c.trace);
+    c.t0 = th->start_time;
+    c.page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;
+    c.n = (uint32_t)mt_trace_thread_count(c.trace);
+    c.t = calloc(c.n + 1, sizeof *c.t);
+    c.heap = calloc(c.n + 1, sizeof *c.heap);
+    c.live.cap = 1024;
+    c.live.v = table_alloc(c.live.cap * sizeof(block_t));
+    c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
+    if (!c.t || !c.heap || !c.live.v || !c.recent_frees) {
+        rc = -ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+        goto done;
+    }
+    /* The rate: from the header, else from RSS samples, which needs a pass over the events. */
+    c.rate = mt_trace_ticks_per_sec(c.trace);
+    for (uint32_t i = 0; i < c.n; i++) {
+        cthread_t *t = &c.t[i];
+        t->waited = calloc(c.n, sizeof *t->waited);
+        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
+        if (!t->waited || !t->ring || mt_thread_cursor_init(&t->cur, c.trace, i) < 0) {
+            rc = -ENOMEM;
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+            goto done;
+        }
+        t->thread_no = mt_trace_thread(c.trace, i)->thread;
+        if ((rc = advance(&c, i)) < 0)
+            goto done;
+    }
+    if (c.rate <= 0) {
+        mt_cursor_t cur;
+        if (mt_cursor_init(&cur, c.trace) == 0) {
+            for (size_t k = 0; k < mt_trace_chunk_count(c.trace); k++) {
+                mt_record_t r;
+                if (mt_cursor_load(&cur, k, err) < 0)
+                    break;
+                while (mt_cursor_next(&cur, &r, err) > 0)
+                    mt_trace_note_rss(c.trace, &r);
+            }
+            mt_cursor_fini(&cur);
+        }
+        c.rate = mt_trace_ticks_per_sec(c.trace);
+        if (c.rate <= 0)
+            c.rate = 1e9; /* nothing tells: times in the workload are then in ticks */
+    }
+    read_creators(&c);
+
+    /* The workload header carries the trace's identity and settings (its strings, as they are). */
+    size_t slen = 0;
+    uint8_t strings[8192];
+    for (unsigned tag = MT_STR_CMDLINE; tag <= MT_STR_HOST; tag++) {
+        size_t len;
+        const char *s;
+        for (unsigned k = 0; (s = mt_trace_string(c.trace, tag, k, &len)); k++) {
+            if (slen + 4 + len + 4 + 4 + strlen(trace_path) > sizeof strings)
+                break;
+            const uint16_t tg = (uint16_t)tag, l = (uint16_t)len;
+            memcpy(strings + slen, &tg, 2);
+            memcpy(strings + slen + 2, &l, 2);
+            memcpy(strings + slen + 4, s, len);
+            slen += 4 + len;
+        }
+    }
+    {
+        const size_t len = strnlen(trace_path, 2048);
+        const uint16_t tg = MT_STR_PATH, l = (uint16_t)len;
+        memcpy(strings + slen, &tg, 2);
+        memcpy(strings + slen + 2, &l, 2);
+        memcpy(strings + slen + 4, trace_path, len);
+        slen += 4 + len;
+        memset(strings + slen, 0, 4);
+        slen += 4;
+    }
+    mt_wl_header_t hdr = { .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
+    if (th->flags & MT_HDR_TRUNCATED)
+        hdr.flags |= MT_WLH_SRC_TRUNCATED;
+    if ((rc = mt_wl_writer_open(&c.out, wl_path, &hdr, strings, slen, err)) < 0)
+        goto done;
+    for (uint32_t i = 0; i < c.n; i++) {
+        const mt_thread_info_t *ti = mt_trace_thread(c.trace, i);
+        if (mt_wl_writer_add_thread(c.out, ti->thread, ti->tid, c.t[i].creator) < 0) {
+            rc = -ENOMEM;
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+            goto done;
+        }
+        if (c.t[i].has_head)
+            heap_push(&c, i);
+        else
+            c.t[i].state = DONE;
+    }
+
+    uint64_t last_ns = 0;
+    for (uint64_t step = 0;; step++) {
+        uint32_t i;
+        int force = 0;
+        if (c.heap_n) {
+            i = heap_pop(&c);
+        } else if (c.blocked) {
+            /* Every remaining thread waits on something that will never come: the trace lacks the
+             * record that would release them (a pause, a loss). Release the earliest one. */
+            i = UINT32_MAX;
+            for (uint32_t k = 0; k < c.n; k++)
+                if (c.t[k].state != RUNNABLE && c.t[k].state != DONE &&
+                    (i == UINT32_MAX || c.t[k].head.time < c.t[i].head.time))
+                    i = k;
+            unblock(&c, i);
+            force = 1;
+        } else {
+            break;
+        }
+        outcome_t out;
+        if ((rc = apply(&c, i, force, &out)) < 0) {
+            if (rc == -ENOMEM)
+                snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+            goto done;
+        }
+        if (out == HELD)
+            continue;
+        const uint64_t ns = to_ns(&c, c.t[i].head.time);
+        if (ns > last_ns)
+            last_ns = ns;
+        if ((rc = advance(&c, i)) < 0)
+            goto done;
+        if (c.t[i].has_head)
+            heap_push(&c, i);
+        else
+            c.t[i].state = DONE;
+        if (opts->progress && (step & 0xfffff) == 0)
+            progress(&c, mt_trace_chunk_count(c.trace), 0);
+    }
+    if (opts->progress)
+        progress(&c, mt_trace_chunk_count(c.trace), 1);
+
+    st->threads = c.n;
+    st->slots = c.next_slot;
+    st->peak_live_bytes = c.peak_bytes;
+    mt_wl_header_t fin = hdr;
+    fin.slots = c.next_slot;
+    fin.peak_live_bytes = c.peak_bytes;
+    fin.peak_live_time_ns = c.peak_time_ns;
+    fin.source_peak_rss_kb = c.source_peak_rss_kb;
+    fin.duration_ns = last_ns;
+    fin.unknown_frees = st->unknown_frees;
+    fin.double_frees = st->double_frees;
+    fin.inversions = st->inversions;
+    fin.forced = st->forced;
+    rc = mt_wl_writer_close(c.out, &fin, err);
+    c.out = NULL;
+done:
+    if (c.out)
+        mt_wl_writer_abort(c.out);
+    for (uint32_t i = 0; c.t && i < c.n; i++) {
+        mt_thread_cursor_fini(&c.t[i].cur);
+        free(c.t[i].waited);
+        free(c.t[i].ring);
+        free(c.t[i].pending);
+    }
+    free(c.t);
+    free(c.heap);
+    free(c.live.v);
+    free(c.free_slots);
+    free(c.slots);
+    free(c.recent_frees);
+    mt_trace_close(c.trace);
+    return rc;
+}
