@@ -156,7 +156,7 @@ static uint8_t *encode_op(uint8_t *q, const mt_wl_rec_t *r, uint64_t prev_ns)
 }
 
 /* Decodes one op at *pp; 0 on success, -1 if damaged or cut. */
-static int decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns)
+int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns)
 {
     const uint8_t *p = *pp;
     if (p >= end)
@@ -623,6 +623,12 @@ void mt_wl_close(mt_wl_t *w)
 }
 
 const char *mt_wl_path(const mt_wl_t *w) { return w->path; }
+int mt_wl_fd(const mt_wl_t *w) { return w->fd; }
+uint32_t mt_wl_thread_frame_count(const mt_wl_t *w, uint32_t thread) { return w->threads[thread].frames; }
+const mt_wl_frame_entry_t *mt_wl_thread_frame(const mt_wl_t *w, uint32_t thread, uint32_t k)
+{
+    return &w->frames[w->thread_frames[thread][k]];
+}
 const mt_wl_header_t *mt_wl_header(const mt_wl_t *w) { return &w->hdr; }
 uint64_t mt_wl_file_size(const mt_wl_t *w) { return w->size; }
 size_t mt_wl_thread_count(const mt_wl_t *w) { return w->hdr.threads; }
@@ -719,7 +725,7 @@ int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err)
             return rc;
     }
     const size_t at = (size_t)(c->p - c->raw);
-    if (decode_op(&c->p, c->end, r, &c->prev_ns) < 0)
+    if (mt_wl_decode_op(&c->p, c->end, r, &c->prev_ns) < 0)
         return wfail(err, -EINVAL, c->w->path, c->frame_off,
                      "damaged op at byte %zu of the frame's data (thread %u): expected a workload op", at, c->thread);
     c->left--;

@@ -145,7 +145,17 @@ typedef struct ahead {
     uint8_t data[256]; /* a MARK's label, copied: the cursor's buffer moves on */
 } ahead_t;
 
+/* Slots a thread freed, oldest first. The replayer's slot table is shared by its threads, so a slot
+ * freed by thread B can be reused by thread A only once B's free has run: a thread reuses its own
+ * freed slots first (newest first, no sync needed), and when it has none it takes another thread's
+ * oldest one and waits for that free, which has almost always run already. */
+typedef struct slot_deque {
+    uint32_t *v;
+    uint64_t head, tail, cap; /* entries v[head % cap] .. v[(tail - 1) % cap] */
+} slot_deque_t;
+
 typedef struct cthread {
+    slot_deque_t freed;
     mt_thread_cursor_t cur;
     mt_record_t head;
     int has_head;
@@ -175,8 +185,8 @@ typedef struct conv {
     block_map_t live;
     slot_info_t *slots; /* indexed by slot */
     uint64_t slots_cap;
-    uint32_t *free_slots;
-    uint64_t free_n, free_cap, next_slot;
+    uint64_t next_slot;
+    uint32_t victim; /* where the next search for another thread's freed slot starts */
     uint64_t *recent_frees; /* freed addresses, direct-mapped: tells a double free from an unknown one */
     double rate;
     uint64_t t0;
@@ -323,23 +333,29 @@ static void wake(conv_t *c, tstate_t why, uint64_t key)
 
 static int put(conv_t *c, uint32_t i, mt_wl_rec_t *r)
 {
+    if (mt_wl_writer_put(c->out, i, r, c->err) < 0)
+        return -EIO;
+    c->st->ops++;
+    return 0;
+}
+
+/* Children that exited before thread i's next record: their exits come before it, as a join
+ * would make them. Written before anything else of the record, so that op numbers taken while
+ * applying it (a new block's maker count) are those of its own op. */
+static int flush_exits(conv_t *c, uint32_t i, uint64_t time_ns)
+{
     cthread_t *t = &c->t[i];
-    /* Children that exited before this op: their exits happen before it, as a join would. */
     for (uint32_t k = 0; k < t->npending; k++) {
-        mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = r->time_ns, .thread = (uint32_t)t->pending[2 * k],
+        mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = time_ns, .thread = (uint32_t)t->pending[2 * k],
                           .n = t->pending[2 * k + 1] };
         if (t->waited[w.thread] >= w.n)
             continue;
         t->waited[w.thread] = w.n;
-        if (mt_wl_writer_put(c->out, i, &w, c->err) < 0)
+        if (put(c, i, &w) < 0)
             return -EIO;
-        c->st->ops++;
         c->st->waits++;
     }
     t->npending = 0;
-    if (mt_wl_writer_put(c->out, i, r, c->err) < 0)
-        return -EIO;
-    c->st->ops++;
     return 0;
 }
 
@@ -355,34 +371,72 @@ static int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t 
     return put(c, i, &w);
 }
 
-/* A slot for a new block; 0 when memory runs out. */
-static uint32_t slot_take(conv_t *c)
+#define STEAL_BATCH 256u
+
+static int deque_push(slot_deque_t *d, uint32_t s)
 {
-    if (c->free_n)
-        return c->free_slots[--c->free_n];
+    if (d->tail - d->head == d->cap) {
+        const uint64_t cap = d->cap ? d->cap * 2 : 64;
+        uint32_t *n = malloc(cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        for (uint64_t k = d->head; k < d->tail; k++)
+            n[k - d->head] = d->v[k % d->cap];
+        free(d->v);
+        d->v = n;
+        d->tail -= d->head;
+        d->head = 0;
+        d->cap = cap;
+    }
+    d->v[d->tail++ % d->cap] = s;
+    return 0;
+}
+
+/* A slot for a new block of thread i, in *slot (0 when memory runs out); may emit a WAIT. */
+static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
+{
+    slot_deque_t *own = &c->t[i].freed;
+    if (own->tail > own->head) {
+        *slot = own->v[--own->tail % own->cap];
+        return 0;
+    }
+    for (uint32_t k = 0; k < c->n; k++) {
+        const uint32_t v = (c->victim + k) % c->n;
+        slot_deque_t *d = &c->t[v].freed;
+        if (d->tail == d->head)
+            continue;
+        /* A batch of the oldest, under one wait for the newest of them (they were freed in order). */
+        c->victim = v;
+        uint64_t seq = 0;
+        for (uint32_t taken = 0; taken < STEAL_BATCH && d->tail > d->head; taken++) {
+            const uint32_t s = d->v[d->head++ % d->cap];
+            seq = c->slots[s].seq;
+            if (deque_push(own, s) < 0)
+                return -ENOMEM;
+        }
+        int rc = depend(c, i, v, seq, time_ns);
+        *slot = own->v[--own->tail % own->cap];
+        return rc;
+    }
+    *slot = 0;
     if (c->next_slot + 1 >= c->slots_cap) {
         const uint64_t cap = c->slots_cap ? c->slots_cap * 2 : 4096;
         slot_info_t *n = realloc(c->slots, cap * sizeof *n);
         if (!n)
-            return 0;
+            return -ENOMEM;
         c->slots = n;
         c->slots_cap = cap;
     }
-    return (uint32_t)++c->next_slot;
+    *slot = (uint32_t)++c->next_slot;
+    return 0;
 }
 
-static int slot_give(conv_t *c, uint32_t s)
+/* Thread i has just written the op that freed `slot`. */
+static int slot_release(conv_t *c, uint32_t i, uint32_t slot)
 {
-    if (c->free_n == c->free_cap) {
-        const uint64_t cap = c->free_cap ? c->free_cap * 2 : 1024;
-        uint32_t *n = realloc(c->free_slots, cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        c->free_slots = n;
-        c->free_cap = cap;
-    }
-    c->free_slots[c->free_n++] = s;
-    return 0;
+    c->slots[slot].owner = i;
+    c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i);
+    return deque_push(&c->t[i].freed, slot);
 }
 
 static uint64_t requested(const mt_record_t *r)
@@ -441,7 +495,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
     const uint64_t ns = to_ns(c, r->time);
     mt_wl_rec_t w = { .op = r->op, .time_ns = ns };
     *out = APPLIED;
-    int rc = 0;
+    int rc = t->npending ? flush_exits(c, i, ns) : 0;
+    if (rc < 0)
+        return rc;
     switch (r->op) {
     case MT_OP_MALLOC:
     case MT_OP_CALLOC:
@@ -465,8 +521,11 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             c->st->forced++;
             end_block(c, old);
         }
-        w.slot = slot_take(c);
-        if ((rc = make_block(c, i, r->result, requested(r), (uint32_t)w.slot, ns)) < 0)
+        uint32_t slot;
+        if ((rc = slot_take(c, i, ns, &slot)) < 0)
+            return rc;
+        w.slot = slot;
+        if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
             return rc;
         return put(c, i, &w);
     }
@@ -492,12 +551,11 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         if ((rc = depend(c, i, c->slots[b->slot].owner, c->slots[b->slot].seq, ns)) < 0)
             return rc;
         w.slot = b->slot;
-        if (r->op == MT_OP_FREE) {
-            if ((rc = slot_give(c, (uint32_t)b->slot)) < 0)
-                return rc;
+        if (r->op == MT_OP_FREE)
             end_block(c, b);
-        }
-        return put(c, i, &w);
+        if ((rc = put(c, i, &w)) < 0)
+            return rc;
+        return r->op == MT_OP_FREE ? slot_release(c, i, (uint32_t)w.slot) : 0;
     }
     case MT_OP_REALLOC:
     case MT_OP_REALLOCARRAY: {
@@ -536,19 +594,18 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         }
         if (null) {
             /* realloc(p, 0) freed p; a failed realloc left it where it was. */
-            if (frees_old) {
-                if ((rc = slot_give(c, (uint32_t)b->slot)) < 0)
-                    return rc;
+            if (frees_old)
                 end_block(c, b);
-            }
-            return put(c, i, &w);
+            if ((rc = put(c, i, &w)) < 0)
+                return rc;
+            return frees_old ? slot_release(c, i, (uint32_t)w.slot) : 0;
         }
         uint32_t slot;
         if (b) {
             slot = (uint32_t)b->slot; /* the block lives on under its slot, moved or not */
             end_block(c, b);
-        } else {
-            slot = slot_take(c);
+        } else if ((rc = slot_take(c, i, ns, &slot)) < 0) {
+            return rc;
         }
         w.slot2 = slot;
         if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
@@ -828,12 +885,12 @@ done:
         mt_thread_cursor_fini(&c.t[i].cur);
         free(c.t[i].waited);
         free(c.t[i].ring);
+        free(c.t[i].freed.v);
         free(c.t[i].pending);
     }
     free(c.t);
     free(c.heap);
     free(c.live.v);
-    free(c.free_slots);
     free(c.slots);
     free(c.recent_frees);
     mt_trace_close(c.trace);

@@ -75,6 +75,14 @@ int mt_wl_cursor_open(mt_wl_cursor_t **c, const mt_wl_t *w, uint32_t thread);
 int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err);
 void mt_wl_cursor_close(mt_wl_cursor_t *c);
 
+/* Low-level access for a replayer that keeps its buffers out of the allocator it measures: where a
+ * thread's frames are, and the decoder of one op. mt_wl_decode_op reads one op at *pp (time relative
+ * to *prev_ns, which it updates) and returns 0, or -1 if the bytes are damaged or cut. */
+uint32_t mt_wl_thread_frame_count(const mt_wl_t *w, uint32_t thread);
+const mt_wl_frame_entry_t *mt_wl_thread_frame(const mt_wl_t *w, uint32_t thread, uint32_t k);
+int mt_wl_fd(const mt_wl_t *w);
+int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns);
+
 /* Is this file a workload (by its magic)? 1 yes, 0 no, negative on I/O error. */
 int mt_file_is_workload(const char *path);
 

@@ -1,0 +1,110 @@
+/* The simulator's shared state. All of it lives in memory the simulator maps itself (sim_map), never
+ * in the allocator under test, which sees the workload's calls and nothing else. */
+#ifndef MTRACE_SIM_H
+#define MTRACE_SIM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mtrace/workload.h"
+
+#define SIM_HIST_SUB 8u      /* sub-buckets per power of two: about 9 % resolution */
+#define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
+#define SIM_OPS (MT_WL_MALLOPT + 1)
+
+typedef enum { TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE } sim_touch_t;
+typedef enum { TIMING_ASAP, TIMING_RECORDED } sim_timing_t;
+
+typedef struct sim_opstat {
+    uint64_t calls;
+    uint64_t cycles;
+    uint64_t max;
+    uint64_t failed; /* the call returned NULL in the replay where the trace had a block */
+    uint64_t hist[SIM_HIST_BUCKETS];
+} sim_opstat_t;
+
+typedef struct sim_thread {
+    /* Written by the owner after every op, read by threads that wait on it: its own cache lines. */
+    _Alignas(128) _Atomic uint64_t progress; /* ops completed */
+    _Atomic uint64_t wake_at;                /* lowest count a sleeping waiter needs; UINT64_MAX: none */
+    _Atomic uint32_t wake_seq;               /* futex word: bumped when waiters are woken */
+    _Alignas(128) _Atomic int64_t live_bytes; /* this thread's share of the live requested bytes */
+    _Atomic uint32_t created;                 /* futex word: 0 until the OS thread exists */
+    uint32_t index;
+    pthread_t th;
+    /* spawn points: children to create once this thread has completed `at` ops */
+    uint64_t *spawn_at;
+    uint32_t *spawn_child;
+    uint32_t nspawn, next_spawn;
+    /* stream decoding, in mapped buffers */
+    uint8_t *raw, *z;
+    void *dctx;
+    const uint8_t *p, *end;
+    uint32_t next_frame, left;
+    uint64_t prev_ns;
+    /* results */
+    uint64_t waits, wait_cycles, futex_sleeps;
+    uint64_t start_ns, end_ns;
+    int error;
+    char errmsg[1100];
+    sim_opstat_t stat[SIM_OPS];
+} sim_thread_t;
+
+typedef struct sim_series_row {
+    double t;
+    uint64_t rss_kb, vm_kb, ideal_kb, source_rss_kb;
+} sim_series_row_t;
+
+typedef struct sim {
+    mt_wl_t *wl;
+    uint32_t nthreads;
+    sim_thread_t *th;
+    void **slots;
+    uint64_t *slot_size;
+    uint64_t nslots;
+    sim_touch_t touch;
+    sim_timing_t timing;
+    uint64_t replay_start_ns; /* CLOCK_MONOTONIC */
+    uint64_t first_op_ns;     /* workload time of the first op */
+    uint32_t page;
+    _Atomic uint64_t source_rss_kb;
+    _Atomic int running;
+    _Atomic int failed;
+    unsigned sample_ms;
+    double stall_s;
+    sim_series_row_t *series;
+    uint64_t series_n, series_cap;
+    uint64_t peak_rss_kb, peak_vm_kb;
+    uint64_t mapped_bytes; /* bookkeeping, as mapped */
+    struct { void *p; size_t len; } maps[4096];
+    _Atomic uint32_t nmaps;
+} sim_t;
+
+/* Memory for the simulator itself, counted as bookkeeping (resident pages, measured at the end). */
+void *sim_map(sim_t *s, size_t bytes);
+uint64_t sim_resident_bytes(const sim_t *s);
+
+extern sim_t *sim_self;
+
+/* sim_thread.c */
+void sim_stop_all(sim_t *s);
+int sim_thread_load_first(sim_t *s, sim_thread_t *t, mt_error_t *err);
+void *sim_thread_main(void *arg);
+void sim_thread_run(sim_t *s, sim_thread_t *t);
+void sim_spawn(sim_t *s, uint32_t child);
+
+static inline uint64_t sim_cycles(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+#endif

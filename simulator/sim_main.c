@@ -1,0 +1,613 @@
+/* mtrace-sim: replays a workload in this process against whatever allocator answers malloc (the
+ * parent, `mtrace replay`, chooses it with LD_PRELOAD). Prints the classic summary and writes JSON
+ * and the RSS time series. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mtrace/json_writer.h"
+#include "sim.h"
+
+sim_t *sim_self;
+
+void *sim_map(sim_t *s, size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    __atomic_fetch_add(&s->mapped_bytes, bytes, __ATOMIC_RELAXED);
+    const uint32_t i = atomic_fetch_add(&s->nmaps, 1);
+    if (i < sizeof s->maps / sizeof s->maps[0]) {
+        s->maps[i].p = p;
+        s->maps[i].len = bytes;
+    }
+    return p;
+}
+
+uint64_t sim_resident_bytes(const sim_t *s)
+{
+    static unsigned char vec[1u << 16];
+    uint64_t total = 0;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const uint32_t n = atomic_load(&s->nmaps);
+    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++) {
+        for (size_t off = 0; off < s->maps[i].len; off += sizeof vec * page) {
+            size_t len = s->maps[i].len - off;
+            if (len > sizeof vec * page)
+                len = sizeof vec * page;
+            if (mincore((uint8_t *)s->maps[i].p + off, len, vec) < 0)
+                continue;
+            for (size_t k = 0; k < (len + page - 1) / page; k++)
+                total += (vec[k] & 1) * page;
+        }
+    }
+    return total;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- glibc settings ---------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int param;
+} mallopt_names[] = {
+    { "mmap_threshold", M_MMAP_THRESHOLD }, { "trim_threshold", M_TRIM_THRESHOLD }, { "top_pad", M_TOP_PAD },
+    { "mmap_max", M_MMAP_MAX },             { "arena_max", M_ARENA_MAX },           { "arena_test", M_ARENA_TEST },
+    { "perturb", M_PERTURB },               { "mxfast", M_MXFAST },                 { "check_action", M_CHECK_ACTION },
+};
+
+/* NAME=VALUE with NAME as mmap_threshold, M_MMAP_THRESHOLD or a number. */
+int sim_parse_mallopt(const char *arg, int *param, int *value);
+int sim_parse_mallopt(const char *arg, int *param, int *value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return -1;
+    char name[64];
+    size_t n = (size_t)(eq - arg);
+    if (n >= sizeof name)
+        return -1;
+    memcpy(name, arg, n);
+    name[n] = 0;
+    const char *bare = !strncasecmp(name, "M_", 2) ? name + 2 : name;
+    char *end;
+    *param = 0;
+    int found = 0;
+    for (size_t i = 0; i < sizeof mallopt_names / sizeof mallopt_names[0]; i++)
+        if (!strcasecmp(bare, mallopt_names[i].name)) {
+            *param = mallopt_names[i].param;
+            found = 1;
+        }
+    if (!found) {
+        const long v = strtol(name, &end, 0);
+        if (*end)
+            return -1;
+        *param = (int)v;
+    }
+    const long long v = strtoll(eq + 1, &end, 0);
+    long long mult = 1;
+    if (*end == 'k' || *end == 'K')
+        mult = 1024, end++;
+    else if (*end == 'm' || *end == 'M')
+        mult = 1024 * 1024, end++;
+    if (*end || v * mult > INT32_MAX || v * mult < INT32_MIN)
+        return -1;
+    *value = (int)(v * mult);
+    return 0;
+}
+
+/* ---- threads ----------------------------------------------------------------------------------- */
+
+void sim_spawn(sim_t *s, uint32_t child)
+{
+    sim_thread_t *t = &s->th[child];
+    if (atomic_load(&t->created))
+        return;
+    if (pthread_create(&t->th, NULL, sim_thread_main, t) != 0) {
+        t->error = 1;
+        snprintf(t->errmsg, sizeof t->errmsg, "cannot create a thread: %s", strerror(errno));
+        atomic_store(&t->created, 2);
+        sim_stop_all(s);
+    } else {
+        atomic_store(&t->created, 1);
+    }
+    syscall(SYS_futex, (uint32_t *)&t->created, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* Where each thread is created: its stream starts with THREAD_START, then WAIT(creator, n) if the
+ * trace knew its creator; it is created once the creator has completed n ops. */
+static int plan_spawns(sim_t *s, mt_error_t *err)
+{
+    for (uint32_t k = 0; k < s->nthreads; k++) {
+        const mt_wl_thread_entry_t *e = mt_wl_thread(s->wl, k);
+        if (!e->creator || e->creator - 1 >= s->nthreads || e->creator - 1 == k)
+            continue;
+        mt_wl_cursor_t *c;
+        if (mt_wl_cursor_open(&c, s->wl, k) < 0) {
+            snprintf(err->msg, sizeof err->msg, "out of memory");
+            return -ENOMEM;
+        }
+        mt_wl_rec_t r;
+        uint64_t at = 0;
+        if (mt_wl_cursor_next(c, &r, err) > 0 && r.op == MT_WL_THREAD_START && mt_wl_cursor_next(c, &r, err) > 0 &&
+            r.op == MT_WL_WAIT && r.thread == e->creator - 1)
+            at = r.n;
+        mt_wl_cursor_close(c);
+        if (!at)
+            continue;
+        sim_thread_t *p = &s->th[e->creator - 1];
+        if (!p->spawn_at) {
+            p->spawn_at = sim_map(s, s->nthreads * sizeof *p->spawn_at);
+            p->spawn_child = sim_map(s, s->nthreads * sizeof *p->spawn_child);
+            if (!p->spawn_at || !p->spawn_child) {
+                snprintf(err->msg, sizeof err->msg, "cannot map the spawn table");
+                return -ENOMEM;
+            }
+        }
+        /* insertion keeps the list ordered by creation point */
+        uint32_t i = p->nspawn++;
+        while (i && p->spawn_at[i - 1] > at) {
+            p->spawn_at[i] = p->spawn_at[i - 1];
+            p->spawn_child[i] = p->spawn_child[i - 1];
+            i--;
+        }
+        p->spawn_at[i] = at;
+        p->spawn_child[i] = k;
+    }
+    return 0;
+}
+
+static int is_spawned_by_creator(const sim_t *s, uint32_t k)
+{
+    for (uint32_t c = 0; c < s->nthreads; c++)
+        for (uint32_t i = 0; i < s->th[c].nspawn; i++)
+            if (s->th[c].spawn_child[i] == k)
+                return 1;
+    return 0;
+}
+
+/* ---- sampling ---------------------------------------------------------------------------------- */
+
+static int statm_fd = -1;
+
+static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages)
+{
+    char buf[128];
+    const ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    unsigned long long a, b;
+    if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+        return -1;
+    *vm_pages = a;
+    *rss_pages = b;
+    return 0;
+}
+
+static void sample(sim_t *s)
+{
+    uint64_t vm, rss;
+    if (read_statm(&vm, &rss) < 0)
+        return;
+    const uint64_t kb = s->page / 1024;
+    int64_t live = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        live += atomic_load_explicit(&s->th[i].live_bytes, memory_order_relaxed);
+    if (rss * kb > s->peak_rss_kb)
+        s->peak_rss_kb = rss * kb;
+    if (vm * kb > s->peak_vm_kb)
+        s->peak_vm_kb = vm * kb;
+    if (s->series_n < s->series_cap) {
+        sim_series_row_t *r = &s->series[s->series_n++];
+        r->t = (double)(mono_ns() - s->replay_start_ns) / 1e9;
+        r->rss_kb = rss * kb;
+        r->vm_kb = vm * kb;
+        r->ideal_kb = live > 0 ? (uint64_t)live / 1024 : 0;
+        r->source_rss_kb = atomic_load_explicit(&s->source_rss_kb, memory_order_relaxed);
+    }
+}
+
+static char stall_msg[512];
+
+static void *sampler_main(void *arg)
+{
+    sim_t *s = arg;
+    uint64_t last_sum = UINT64_MAX, still_since = mono_ns();
+    const struct timespec period = { s->sample_ms / 1000, (long)(s->sample_ms % 1000) * 1000000 };
+    while (atomic_load(&s->running)) {
+        nanosleep(&period, NULL);
+        sample(s);
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < s->nthreads; i++)
+            sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
+        const uint64_t now = mono_ns();
+        if (sum != last_sum) {
+            last_sum = sum;
+            still_since = now;
+        } else if (s->stall_s > 0 && (double)(now - still_since) / 1e9 > s->stall_s && atomic_load(&s->running)) {
+            int n = snprintf(stall_msg, sizeof stall_msg, "replay stalled for %.0f s:", s->stall_s);
+            for (uint32_t i = 0; i < s->nthreads && n > 0 && (size_t)n < sizeof stall_msg; i++) {
+                const uint64_t done = atomic_load(&s->th[i].progress), all = mt_wl_thread(s->wl, i)->ops;
+                if (done < all && atomic_load(&s->th[i].created))
+                    n += snprintf(stall_msg + n, sizeof stall_msg - (size_t)n, " thread %u at op %llu of %llu;", i,
+                                  (unsigned long long)done, (unsigned long long)all);
+            }
+            sim_stop_all(s);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- results ----------------------------------------------------------------------------------- */
+
+static uint64_t bucket_value(unsigned b)
+{
+    if (b < SIM_HIST_SUB)
+        return b;
+    const unsigned msb = b / SIM_HIST_SUB, sub = b % SIM_HIST_SUB;
+    return ((uint64_t)(SIM_HIST_SUB + sub)) << (msb - 3);
+}
+
+static uint64_t percentile(const sim_opstat_t *st, double q)
+{
+    if (!st->calls)
+        return 0;
+    const uint64_t want = (uint64_t)((double)st->calls * q);
+    uint64_t seen = 0;
+    for (unsigned b = 0; b < SIM_HIST_BUCKETS; b++) {
+        seen += st->hist[b];
+        if (seen > want)
+            return bucket_value(b);
+    }
+    return st->max;
+}
+
+/* 1234567 -> "1,234,567": the classic summary's figures, as its parsers expect them. */
+static const char *commas(char *buf, size_t cap, long long v)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%lld", v < 0 ? -v : v);
+    const size_t len = strlen(tmp);
+    size_t o = 0;
+    if (v < 0 && o + 1 < cap)
+        buf[o++] = '-';
+    for (size_t i = 0; i < len && o + 2 < cap; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
+               "                  [--rss-series FILE] [--timing asap|recorded] [--touch pages|ends|none]\n"
+               "                  [--sample-ms N] [--stall-timeout SECONDS] [--quiet]\n"
+               "  replays WORKLOAD against the allocator that answers malloc in this process\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL;
+    sim_t s = { .touch = TOUCH_PAGES, .timing = TIMING_ASAP, .sample_ms = 10, .stall_s = 30 };
+    int quiet = 0, nopts = 0;
+    int opt_param[32], opt_value[32];
+    const char *opt_text[32];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json") && v)
+            json_path = argv[++i];
+        else if (!strcmp(a, "--rss-series") && v)
+            series_path = argv[++i];
+        else if (!strcmp(a, "--label") && v)
+            label = argv[++i];
+        else if (!strcmp(a, "--sample-ms") && v)
+            s.sample_ms = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--stall-timeout") && v)
+            s.stall_s = atof(argv[++i]);
+        else if (!strcmp(a, "--quiet"))
+            quiet = 1;
+        else if (!strcmp(a, "--timing") && v) {
+            i++;
+            if (!strcmp(v, "asap"))
+                s.timing = TIMING_ASAP;
+            else if (!strcmp(v, "recorded"))
+                s.timing = TIMING_RECORDED;
+            else {
+                usage(stderr);
+                return 2;
+            }
+        } else if (!strcmp(a, "--touch") && v) {
+            i++;
+            if (!strcmp(v, "pages"))
+                s.touch = TOUCH_PAGES;
+            else if (!strcmp(v, "ends"))
+                s.touch = TOUCH_ENDS;
+            else if (!strcmp(v, "none"))
+                s.touch = TOUCH_NONE;
+            else {
+                usage(stderr);
+                return 2;
+            }
+        } else if (!strcmp(a, "--mallopt") && v) {
+            i++;
+            if (nopts == 32 || sim_parse_mallopt(v, &opt_param[nopts], &opt_value[nopts]) < 0) {
+                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", v);
+                return 2;
+            }
+            opt_text[nopts++] = v;
+        } else if (!strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!path || s.sample_ms == 0) {
+        usage(stderr);
+        return 2;
+    }
+    mt_error_t err;
+    if (mt_wl_open(&s.wl, path, &err) < 0) {
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+        return 1;
+    }
+    const mt_wl_header_t *h = mt_wl_header(s.wl);
+    s.nthreads = h->threads;
+    s.nslots = h->slots;
+    s.page = (uint32_t)sysconf(_SC_PAGESIZE);
+    sim_self = &s;
+    if (s.nthreads == 0) {
+        fprintf(stderr, "mtrace-sim: %s: the workload has no threads\n", path);
+        return 1;
+    }
+    s.th = sim_map(&s, s.nthreads * sizeof *s.th);
+    s.slots = sim_map(&s, (s.nslots + 1) * sizeof *s.slots);
+    s.slot_size = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_size);
+    s.series_cap = 1u << 20;
+    s.series = sim_map(&s, s.series_cap * sizeof *s.series);
+    if (!s.th || !s.slots || !s.slot_size || !s.series) {
+        fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s.nslots,
+                strerror(errno));
+        return 1;
+    }
+    for (uint32_t i = 0; i < s.nthreads; i++) {
+        s.th[i].index = i;
+        atomic_store(&s.th[i].wake_at, UINT64_MAX);
+        if (sim_thread_load_first(&s, &s.th[i], &err) < 0) {
+            fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+            return 1;
+        }
+    }
+    if (plan_spawns(&s, &err) < 0) {
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+        return 1;
+    }
+    for (int i = 0; i < nopts; i++) {
+        if (mallopt(opt_param[i], opt_value[i]) != 1)
+            fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", opt_text[i]);
+    }
+    const char *allocator = label;
+    Dl_info info;
+    if (!allocator)
+        allocator = dladdr((void *)malloc, &info) && info.dli_fname ? info.dli_fname : "unknown";
+    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    uint64_t vm0, rss0;
+    if (statm_fd < 0 || read_statm(&vm0, &rss0) < 0) {
+        fprintf(stderr, "mtrace-sim: cannot read /proc/self/statm\n");
+        return 1;
+    }
+    const uint64_t start_rss_kb = rss0 * (s.page / 1024);
+    s.first_op_ns = mt_wl_thread(s.wl, 0)->start_ns;
+    for (uint32_t i = 1; i < s.nthreads; i++)
+        if (mt_wl_thread(s.wl, i)->start_ns < s.first_op_ns)
+            s.first_op_ns = mt_wl_thread(s.wl, i)->start_ns;
+
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    atomic_store(&s.running, 1);
+    s.replay_start_ns = mono_ns();
+    const uint64_t c_start = sim_cycles();
+    pthread_t sampler;
+    sample(&s);
+    if (pthread_create(&sampler, NULL, sampler_main, &s) != 0) {
+        fprintf(stderr, "mtrace-sim: cannot start the RSS sampler\n");
+        return 1;
+    }
+    for (uint32_t k = 1; k < s.nthreads; k++)
+        if (!is_spawned_by_creator(&s, k))
+            sim_spawn(&s, k);
+    atomic_store(&s.th[0].created, 1);
+    sim_thread_run(&s, &s.th[0]);
+    for (uint32_t k = 1; k < s.nthreads; k++) {
+        sim_thread_t *t = &s.th[k];
+        uint32_t c;
+        while (!(c = atomic_load(&t->created)))
+            syscall(SYS_futex, (uint32_t *)&t->created, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+        if (c == 1)
+            pthread_join(t->th, NULL);
+    }
+    const uint64_t cycles = sim_cycles() - c_start;
+    const uint64_t wall_ns = mono_ns() - s.replay_start_ns;
+    sample(&s);
+    atomic_store(&s.running, 0);
+    pthread_join(sampler, NULL);
+    getrusage(RUSAGE_SELF, &ru1);
+
+    for (uint32_t i = 0; i < s.nthreads; i++) {
+        if (s.th[i].error) {
+            fprintf(stderr, "mtrace-sim: %s: %s\n", path, s.th[i].errmsg);
+            return 1;
+        }
+    }
+    if (stall_msg[0]) {
+        fprintf(stderr, "mtrace-sim: %s: %s\n", path, stall_msg);
+        return 1;
+    }
+
+    /* ---- merge and report ---- */
+    static sim_opstat_t total[SIM_OPS];
+    uint64_t waits = 0, wait_cycles = 0, sleeps = 0, thread_ns = 0;
+    for (uint32_t i = 0; i < s.nthreads; i++) {
+        const sim_thread_t *t = &s.th[i];
+        waits += t->waits;
+        wait_cycles += t->wait_cycles;
+        sleeps += t->futex_sleeps;
+        thread_ns += t->end_ns - t->start_ns;
+        for (unsigned op = 0; op < SIM_OPS; op++) {
+            total[op].calls += t->stat[op].calls;
+            total[op].cycles += t->stat[op].cycles;
+            total[op].failed += t->stat[op].failed;
+            if (t->stat[op].max > total[op].max)
+                total[op].max = t->stat[op].max;
+            for (unsigned b = 0; b < SIM_HIST_BUCKETS; b++)
+                total[op].hist[b] += t->stat[op].hist[b];
+        }
+    }
+    const uint64_t cpu_us = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000 +
+                                       (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                                       (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000 +
+                                       (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec));
+    const uint64_t ideal_kb = (h->peak_live_bytes + 1023) / 1024;
+    const uint64_t ideal_pages_kb = (h->peak_live_bytes + s.page - 1) / s.page * (s.page / 1024);
+    const uint64_t max_rss_kb = s.peak_rss_kb;
+    const uint64_t bookkeeping_kb = sim_resident_bytes(&s) / 1024;
+
+    if (!quiet) {
+        char a[32], b[32], c[32];
+        printf("%15s cycles\n", commas(a, sizeof a, (long long)cycles));
+        printf("%15s usec wall time\n", commas(a, sizeof a, (long long)(wall_ns / 1000)));
+        printf("%15s usec across %u thread%s\n", commas(a, sizeof a, (long long)(thread_ns / 1000)), s.nthreads,
+               s.nthreads == 1 ? "" : "s");
+        printf("%15s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(max_rss_kb - start_rss_kb)),
+               commas(b, sizeof b, (long long)start_rss_kb), commas(c, sizeof c, (long long)max_rss_kb));
+        printf("%15s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)ideal_kb));
+        static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
+        for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
+            const sim_opstat_t *st = &total[classic[k]];
+            printf("Avg %s time: %6.1f in %10s calls\n", mt_wl_op_name(classic[k]),
+                   st->calls ? (double)st->cycles / (double)st->calls : 0.0, commas(a, sizeof a, (long long)st->calls));
+        }
+        printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
+               allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
+        if (h->source_peak_rss_kb)
+            printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
+                   commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)max_rss_kb),
+                   100.0 * ((double)max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
+    }
+    if (json_path) {
+        FILE *f = fopen(json_path, "w");
+        if (!f) {
+            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", json_path, strerror(errno));
+            return 1;
+        }
+        mt_json_t j;
+        mt_json_init(&j, f);
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "kind", "replay");
+        mt_json_kv_cstr(&j, "allocator", allocator);
+        mt_json_kv_cstr(&j, "workload", path);
+        mt_json_key(&j, "settings");
+        mt_json_begin_array(&j);
+        for (int i = 0; i < nopts; i++)
+            mt_json_str(&j, opt_text[i], strlen(opt_text[i]));
+        mt_json_end_array(&j);
+        const char *tun = getenv("GLIBC_TUNABLES");
+        if (tun)
+            mt_json_kv_cstr(&j, "glibc_tunables", tun);
+        mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
+        mt_json_kv_cstr(&j, "touch", s.touch == TOUCH_PAGES ? "pages" : s.touch == TOUCH_ENDS ? "ends" : "none");
+        mt_json_kv_u64(&j, "threads", s.nthreads);
+        mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
+        mt_json_kv_u64(&j, "cpu_us", cpu_us);
+        mt_json_kv_u64(&j, "thread_us", thread_ns / 1000);
+        mt_json_kv_u64(&j, "cycles", cycles);
+        mt_json_kv_u64(&j, "max_rss_kb", max_rss_kb);
+        mt_json_kv_u64(&j, "start_rss_kb", start_rss_kb);
+        mt_json_kv_u64(&j, "max_vm_kb", s.peak_vm_kb);
+        mt_json_kv_u64(&j, "ideal_rss_kb", ideal_kb);
+        mt_json_kv_u64(&j, "ideal_pages_kb", ideal_pages_kb);
+        mt_json_kv_double(&j, "fragmentation", ideal_pages_kb ? (double)(max_rss_kb - start_rss_kb) / (double)ideal_pages_kb : 0);
+        mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
+        mt_json_kv_u64(&j, "bookkeeping_kb", bookkeeping_kb);
+        mt_json_kv_u64(&j, "syncs", waits);
+        mt_json_kv_u64(&j, "sync_sleeps", sleeps);
+        mt_json_kv_double(&j, "avg_sync_wait_cycles", waits ? (double)wait_cycles / (double)waits : 0);
+        mt_json_key(&j, "calls");
+        mt_json_begin_object(&j);
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            mt_json_kv_u64(&j, mt_wl_op_name(op), total[op].calls);
+        mt_json_end_object(&j);
+        static const char *const keys[] = { "avg_cycles", "p50_cycles", "p99_cycles", "max_cycles", "failed" };
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            mt_json_key(&j, keys[k]);
+            mt_json_begin_object(&j);
+            for (unsigned op = 1; op < SIM_OPS; op++) {
+                const sim_opstat_t *st = &total[op];
+                if (k == 0)
+                    mt_json_kv_double(&j, mt_wl_op_name(op), st->calls ? (double)st->cycles / (double)st->calls : 0);
+                else if (k == 1)
+                    mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.50));
+                else if (k == 2)
+                    mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.99));
+                else if (k == 3)
+                    mt_json_kv_u64(&j, mt_wl_op_name(op), st->max);
+                else
+                    mt_json_kv_u64(&j, mt_wl_op_name(op), st->failed);
+            }
+            mt_json_end_object(&j);
+        }
+        mt_json_end_object(&j);
+        mt_json_finish(&j);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", json_path, strerror(errno));
+            return 1;
+        }
+    }
+    if (series_path) {
+        FILE *f = fopen(series_path, "w");
+        if (!f) {
+            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", series_path, strerror(errno));
+            return 1;
+        }
+        fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\n");
+        for (uint64_t i = 0; i < s.series_n; i++) {
+            const sim_series_row_t *r = &s.series[i];
+            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", r->t, r->rss_kb, r->vm_kb,
+                    r->ideal_kb, r->source_rss_kb);
+        }
+        if (fclose(f) != 0) {
+            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", series_path, strerror(errno));
+            return 1;
+        }
+    }
+    return 0;
+}

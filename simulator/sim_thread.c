@@ -1,0 +1,373 @@
+/* One replay thread: decodes its stream frame by frame into its own mapped buffers and makes every
+ * call for real, timed with the TSC (not serialized: a call is hundreds of cycles, and cpuid would
+ * cost more than it measures). Waits spin briefly, then sleep on the futex of the awaited thread's
+ * op counter. */
+#define _GNU_SOURCE
+#define ZSTD_STATIC_LINKING_ONLY
+#include <errno.h>
+#include <linux/futex.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "sim.h"
+
+#define RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
+#define SPIN_ROUNDS 2000
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
+}
+
+static void wake_all(sim_thread_t *t)
+{
+    atomic_fetch_add(&t->wake_seq, 1);
+    futex(&t->wake_seq, FUTEX_WAKE_PRIVATE, 0x7fffffff);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sim_stop_all(sim_t *s)
+{
+    atomic_store(&s->failed, 1);
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        wake_all(&s->th[i]);
+}
+
+static void thread_fail(sim_t *s, sim_thread_t *t, const char *msg)
+{
+    if (!t->error) {
+        t->error = 1;
+        snprintf(t->errmsg, sizeof t->errmsg, "%s", msg);
+    }
+    sim_stop_all(s);
+}
+
+static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
+{
+    const mt_wl_frame_entry_t *fe = mt_wl_thread_frame(s->wl, t->index, t->next_frame++);
+    mt_wl_frame_header_t fh;
+    const int fd = mt_wl_fd(s->wl);
+    if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
+        fh.thread != t->index || fh.raw_size > RAW_CAP || fh.zsize > ZSTD_compressBound(RAW_CAP)) {
+        snprintf(err->msg, sizeof err->msg, "%s: offset %llu: expected a frame of thread %u", mt_wl_path(s->wl),
+                 (unsigned long long)fe->offset, t->index);
+        return -EINVAL;
+    }
+    size_t got = 0;
+    while (got < fh.zsize) {
+        const ssize_t r = pread(fd, t->z + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
+        if (r <= 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: offset %llu: the frame is cut short", mt_wl_path(s->wl),
+                     (unsigned long long)fe->offset);
+            return -EIO;
+        }
+        got += (size_t)r;
+    }
+    const size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, RAW_CAP, t->z, fh.zsize);
+    if (ZSTD_isError(n) || n != fh.raw_size) {
+        snprintf(err->msg, sizeof err->msg, "%s: offset %llu: expected a zstd frame of %u bytes", mt_wl_path(s->wl),
+                 (unsigned long long)(fe->offset + sizeof fh), fh.raw_size);
+        return -EINVAL;
+    }
+    t->p = t->raw;
+    t->end = t->raw + n;
+    t->left = fh.nops;
+    return 0;
+}
+
+/* Next op of the thread's stream: 1, 0 at its end, negative on damage. */
+static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
+{
+    while (!t->left) {
+        if (t->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
+            return 0;
+        const int rc = load_frame(s, t, err);
+        if (rc < 0)
+            return rc;
+    }
+    if (mt_wl_decode_op(&t->p, t->end, r, &t->prev_ns) < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: damaged op in a frame of thread %u", mt_wl_path(s->wl), t->index);
+        return -EINVAL;
+    }
+    t->left--;
+    return 1;
+}
+
+int sim_thread_load_first(sim_t *s, sim_thread_t *t, mt_error_t *err)
+{
+    const size_t dsize = ZSTD_estimateDCtxSize();
+    t->raw = sim_map(s, RAW_CAP);
+    t->z = sim_map(s, ZSTD_compressBound(RAW_CAP));
+    void *ws = sim_map(s, dsize);
+    if (!t->raw || !t->z || !ws) {
+        snprintf(err->msg, sizeof err->msg, "cannot map the replay buffers: %s", strerror(errno));
+        return -ENOMEM;
+    }
+    t->dctx = ZSTD_initStaticDCtx(ws, dsize);
+    t->prev_ns = mt_wl_thread(s->wl, t->index)->start_ns;
+    if (!t->dctx) {
+        snprintf(err->msg, sizeof err->msg, "zstd: cannot set up a decompression context");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static unsigned hist_bucket(uint64_t v)
+{
+    if (v < SIM_HIST_SUB)
+        return (unsigned)v;
+    const unsigned msb = 63u - (unsigned)__builtin_clzll(v);
+    const unsigned sub = (unsigned)(v >> (msb - 3)) & (SIM_HIST_SUB - 1);
+    return msb * SIM_HIST_SUB + sub;
+}
+
+static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
+{
+    sim_opstat_t *st = &t->stat[op];
+    st->calls++;
+    st->cycles += cycles;
+    if (cycles > st->max)
+        st->max = cycles;
+    st->hist[hist_bucket(cycles)]++;
+}
+
+/* Writes the block as a program would after allocating it. */
+static inline void touch(const sim_t *s, void *p, uint64_t size)
+{
+    if (!p || !size || s->touch == TOUCH_NONE)
+        return;
+    volatile uint8_t *b = p;
+    if (s->touch == TOUCH_PAGES)
+        for (uint64_t off = 0; off < size; off += s->page)
+            b[off] = 1;
+    b[0] = 1;
+    b[size - 1] = 1;
+}
+
+static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
+{
+    if (other >= s->nthreads)
+        return -EINVAL;
+    sim_thread_t *o = &s->th[other];
+    uint64_t cur = atomic_load_explicit(&o->progress, memory_order_acquire);
+    if (cur >= n)
+        return 0;
+    if (n > mt_wl_thread(s->wl, other)->ops)
+        return -EDEADLK; /* that thread never completes so many ops */
+    t->waits++;
+    const uint64_t c0 = sim_cycles();
+    for (int i = 0; i < SPIN_ROUNDS && cur < n; i++) {
+        __builtin_ia32_pause();
+        cur = atomic_load_explicit(&o->progress, memory_order_acquire);
+    }
+    /* Sleep until the other thread reaches the lowest count anyone sleeping on it needs: it then
+     * bumps wake_seq and wakes them all, and those that need more go back to sleep. */
+    while (cur < n && !atomic_load(&s->failed)) {
+        const uint32_t seq = atomic_load(&o->wake_seq);
+        uint64_t want = atomic_load(&o->wake_at);
+        while (n < want && !atomic_compare_exchange_weak(&o->wake_at, &want, n)) {
+        }
+        cur = atomic_load(&o->progress);
+        if (cur >= n || atomic_load(&s->failed))
+            break;
+        t->futex_sleeps++;
+        futex(&o->wake_seq, FUTEX_WAIT_PRIVATE, seq);
+        cur = atomic_load_explicit(&o->progress, memory_order_acquire);
+    }
+    t->wait_cycles += sim_cycles() - c0;
+    return cur >= n ? 0 : -ECANCELED;
+}
+
+static inline void completed(sim_t *s, sim_thread_t *t)
+{
+    const uint64_t n = atomic_load_explicit(&t->progress, memory_order_relaxed) + 1;
+    /* seq_cst: the store must be visible before wake_at is read, or a waiter that registered just
+     * now could miss its wake-up (it re-reads progress after registering: one of the two sees the
+     * other). */
+    atomic_store(&t->progress, n);
+    if (__builtin_expect(n >= atomic_load_explicit(&t->wake_at, memory_order_relaxed), 0)) {
+        atomic_store(&t->wake_at, UINT64_MAX);
+        wake_all(t);
+    }
+    while (t->next_spawn < t->nspawn && t->spawn_at[t->next_spawn] <= n)
+        sim_spawn(s, t->spawn_child[t->next_spawn++]);
+}
+
+/* --timing recorded: keep the traced gap before each op. */
+static void pace(const sim_t *s, uint64_t op_ns)
+{
+    const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
+    for (;;) {
+        const uint64_t now = mono_ns();
+        if (now >= due)
+            return;
+        if (due - now > 200000) {
+            const struct timespec ts = { 0, (long)(due - now - 100000) };
+            nanosleep(&ts, NULL);
+        } else {
+            __builtin_ia32_pause();
+        }
+    }
+}
+
+static inline void set_slot(sim_t *s, sim_thread_t *t, uint64_t slot, void *p, uint64_t size)
+{
+    s->slots[slot] = p;
+    s->slot_size[slot] = size;
+    atomic_store_explicit(&t->live_bytes, atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + (int64_t)size,
+                          memory_order_relaxed);
+}
+
+static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot)
+{
+    atomic_store_explicit(&t->live_bytes,
+                          atomic_load_explicit(&t->live_bytes, memory_order_relaxed) - (int64_t)s->slot_size[slot],
+                          memory_order_relaxed);
+    s->slots[slot] = NULL;
+    s->slot_size[slot] = 0;
+}
+
+void sim_thread_run(sim_t *s, sim_thread_t *t)
+{
+    mt_wl_rec_t r;
+    mt_error_t err;
+    int rc;
+    t->start_ns = mono_ns();
+    while ((rc = next_op(s, t, &r, &err)) > 0) {
+        if (r.slot > s->nslots || r.slot2 > s->nslots) {
+            thread_fail(s, t, "an op names a slot past the workload's slot count");
+            break;
+        }
+        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT)
+            pace(s, r.time_ns);
+        uint64_t c0, c1;
+        void *p;
+        switch (r.op) {
+        case MT_WL_MALLOC:
+        case MT_WL_CALLOC:
+        case MT_WL_MEMALIGN:
+        case MT_WL_POSIX_MEMALIGN:
+        case MT_WL_ALIGNED_ALLOC:
+        case MT_WL_VALLOC:
+        case MT_WL_PVALLOC: {
+            const uint64_t bytes = r.op == MT_WL_CALLOC ? r.count * r.size : r.size;
+            c0 = sim_cycles();
+            switch (r.op) {
+            case MT_WL_MALLOC: p = malloc(r.size); break;
+            case MT_WL_CALLOC: p = calloc(r.count, r.size); break;
+            case MT_WL_MEMALIGN: p = memalign(r.align, r.size); break;
+            case MT_WL_POSIX_MEMALIGN:
+                if (posix_memalign(&p, r.align, r.size))
+                    p = NULL;
+                break;
+            case MT_WL_ALIGNED_ALLOC: p = aligned_alloc(r.align, r.size); break;
+            case MT_WL_VALLOC: p = valloc(r.size); break;
+            default: p = pvalloc(r.size); break;
+            }
+            c1 = sim_cycles();
+            account(t, r.op, c1 - c0);
+            if (!r.slot) { /* the traced call failed; nothing will refer to what we got */
+                free(p);
+                break;
+            }
+            if (!p)
+                t->stat[r.op].failed++;
+            touch(s, p, bytes);
+            set_slot(s, t, r.slot, p, p ? bytes : 0);
+            break;
+        }
+        case MT_WL_FREE:
+            p = r.slot ? s->slots[r.slot] : NULL;
+            if (r.slot)
+                clear_slot(s, t, r.slot);
+            c0 = sim_cycles();
+            free(p);
+            account(t, r.op, sim_cycles() - c0);
+            break;
+        case MT_WL_REALLOC:
+        case MT_WL_REALLOCARRAY: {
+            void *old = r.slot ? s->slots[r.slot] : NULL;
+            const uint64_t bytes = r.op == MT_WL_REALLOCARRAY ? r.count * r.size : r.size;
+            c0 = sim_cycles();
+            p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : reallocarray(old, r.count, r.size);
+            account(t, r.op, sim_cycles() - c0);
+            if (r.slot2) {
+                if (r.slot)
+                    clear_slot(s, t, r.slot);
+                if (!p)
+                    t->stat[r.op].failed++;
+                touch(s, p, bytes);
+                set_slot(s, t, r.slot2, p ? p : old, p ? bytes : 0);
+            } else if (r.slot && bytes == 0) {
+                clear_slot(s, t, r.slot); /* realloc(p, 0) freed p */
+                free(p);
+            } else if (r.slot) {
+                if (p) /* failed in the trace, not here: the block lives on in its slot */
+                    s->slots[r.slot] = p;
+            } else {
+                free(p);
+            }
+            break;
+        }
+        case MT_WL_USABLE_SIZE:
+            c0 = sim_cycles();
+            (void)malloc_usable_size(s->slots[r.slot]);
+            account(t, r.op, sim_cycles() - c0);
+            break;
+        case MT_WL_MALLOPT:
+            c0 = sim_cycles();
+            mallopt((int)r.a, (int)r.b);
+            account(t, r.op, sim_cycles() - c0);
+            break;
+        case MT_WL_WAIT: {
+            const int w = wait_for(s, t, r.thread, r.n);
+            if (w == -EDEADLK) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "thread %u waits for thread %u to complete %llu ops; it has only %llu",
+                         t->index, r.thread, (unsigned long long)r.n,
+                         (unsigned long long)mt_wl_thread(s->wl, r.thread)->ops);
+                thread_fail(s, t, msg);
+            } else if (w < 0) {
+                thread_fail(s, t, "the replay was stopped while this thread waited");
+            }
+            break;
+        }
+        case MT_WL_RSS:
+            atomic_store_explicit(&s->source_rss_kb, r.rss_kb, memory_order_relaxed);
+            break;
+        default:
+            break; /* thread start and exit, marks */
+        }
+        if (t->error)
+            break;
+        completed(s, t);
+    }
+    if (rc < 0)
+        thread_fail(s, t, err.msg);
+    t->end_ns = mono_ns();
+    /* Children whose creation point was never reached still run, so that the replay ends. */
+    while (t->next_spawn < t->nspawn)
+        sim_spawn(s, t->spawn_child[t->next_spawn++]);
+    /* Wake anyone still waiting on us: they find the count short and report it. */
+    atomic_store(&t->wake_at, UINT64_MAX);
+    wake_all(t);
+}
+
+void *sim_thread_main(void *arg)
+{
+    sim_thread_t *t = arg;
+    sim_thread_run(sim_self, t);
+    return NULL;
+}
