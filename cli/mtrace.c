@@ -17,6 +17,8 @@
 #include "mtrace/workload.h"
 #include "cli_util.h"
 #include "convert_cli.h"
+#include "mtrace/compare.h"
+#include "mtrace/replay.h"
 
 extern char **environ;
 
@@ -690,12 +692,109 @@ static int cmd_convert(int argc, char **argv)
     return mt_convert_main("mtrace convert", argc, argv);
 }
 
+/* ---- mtrace replay and compare ---------------------------------------------------------------- */
+
+static void usage_replay(FILE *f)
+{
+    fprintf(f, "usage: mtrace replay WORKLOAD [--allocator NAME|PATH.so]... [--mallopt NAME=VALUE]...\n"
+               "                     [--tunables GLIBC_TUNABLES] [--json FILE] [--rss-series FILE]\n"
+               "                     [--timing asap|recorded] [--touch pages|ends|none] [--quiet]\n"
+               "  replays WORKLOAD once per allocator (default glibc): glibc, jemalloc, tcmalloc, mimalloc or\n"
+               "  a library path; several allocators end with a comparison table. With several, FILE gets the\n"
+               "  allocator's name before its extension. mallopt names: mmap_threshold, trim_threshold,\n"
+               "  top_pad, mmap_max, arena_max, arena_test, mxfast, perturb (or M_* or a number).\n");
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+    mt_replay_opts_t o = { 0 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--allocator") && v && o.nallocators < MT_REPLAY_MAX)
+            o.allocators[o.nallocators++] = argv[++i];
+        else if (!strcmp(a, "--mallopt") && v && o.nmallopts < MT_REPLAY_MAX)
+            o.mallopts[o.nmallopts++] = argv[++i];
+        else if (!strcmp(a, "--tunables") && v)
+            o.tunables = argv[++i];
+        else if (!strcmp(a, "--json") && v)
+            o.json = argv[++i];
+        else if (!strcmp(a, "--rss-series") && v)
+            o.series = argv[++i];
+        else if (!strcmp(a, "--timing") && v)
+            o.timing = argv[++i];
+        else if (!strcmp(a, "--touch") && v)
+            o.touch = argv[++i];
+        else if (!strcmp(a, "--quiet"))
+            o.quiet = 1;
+        else if (!strcmp(a, "--help")) {
+            usage_replay(stdout);
+            return 0;
+        } else if (a[0] != '-' && !o.workload)
+            o.workload = a;
+        else {
+            usage_replay(stderr);
+            return 2;
+        }
+    }
+    if (!o.workload) {
+        usage_replay(stderr);
+        return 2;
+    }
+    if (!o.nallocators)
+        o.allocators[o.nallocators++] = "glibc";
+    /* A bad workload is reported once, here, rather than by every child. */
+    mt_error_t err;
+    mt_wl_t *w;
+    if (mt_wl_open(&w, o.workload, &err) < 0)
+        return mt_fail(&err);
+    mt_wl_close(w);
+    static char results[MT_REPLAY_MAX][4096];
+    int n = 0;
+    const int rc = mt_replay_run(&o, results, &n);
+    if (rc == 0 && n > 1) {
+        const char *paths[MT_REPLAY_MAX];
+        for (int i = 0; i < n; i++)
+            paths[i] = results[i];
+        printf("\n");
+        mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+    }
+    if (!o.json)
+        for (int i = 0; i < n; i++)
+            unlink(results[i]);
+    return rc;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    mt_table_fmt_t fmt = MT_TABLE_TEXT;
+    const char *paths[256];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--csv"))
+            fmt = MT_TABLE_CSV;
+        else if (!strcmp(argv[i], "--json"))
+            fmt = MT_TABLE_JSON;
+        else if (argv[i][0] == '-' || n == 256) {
+            fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+            return 2;
+        } else
+            paths[n++] = argv[i];
+    }
+    if (!n) {
+        fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+        return 2;
+    }
+    return mt_compare_print(stdout, paths, n, fmt);
+}
+
 static const command_t commands[] = {
     { "record", cmd_record, "run a program under the tracer" },
     { "info", cmd_info, "summarize a trace (--json for scripts)" },
     { "dump", cmd_dump, "print a trace one record per line" },
     { "pack", cmd_pack, "compress a trace with zstd" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
+    { "replay", cmd_replay, "replay a workload against one or more allocators" },
+    { "compare", cmd_compare, "compare replay results (% change against the first)" },
 };
 
 static void usage(FILE *f)

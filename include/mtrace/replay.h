@@ -1,0 +1,39 @@
+/* Running the simulator: one child process per allocator, the allocator preloaded into it. */
+#ifndef MTRACE_REPLAY_H
+#define MTRACE_REPLAY_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_REPLAY_MAX 32
+
+typedef struct mt_replay_opts {
+    const char *workload;
+    const char *allocators[MT_REPLAY_MAX]; /* names (glibc, jemalloc, tcmalloc, mimalloc) or .so paths */
+    int nallocators;
+    const char *mallopts[MT_REPLAY_MAX];   /* NAME=VALUE */
+    int nmallopts;
+    const char *tunables;                  /* GLIBC_TUNABLES for the child, or NULL */
+    const char *timing;                    /* asap | recorded, or NULL */
+    const char *touch;                     /* pages | ends | none, or NULL */
+    const char *json;                      /* result file (several allocators: NAME inserted) */
+    const char *series;                    /* RSS series file (likewise) */
+    const char *sim;                       /* the mtrace-sim program; NULL: found next to this one */
+    int quiet;                             /* the child's summary is not shown */
+} mt_replay_opts_t;
+
+/* The library file for an allocator name, or the name itself if it is a path. Returns NULL and
+ * fills `why` (naming the Debian package to install) when it cannot be found. */
+const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why, size_t why_cap);
+
+/* Runs one replay per allocator in turn. Writes each result's JSON path into results[i] (buffers
+ * of PATH_MAX). Returns 0, or the first child's failure as an exit status (1 bad input, 2 usage). */
+int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

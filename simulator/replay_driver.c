@@ -1,0 +1,196 @@
+/* mtrace replay: runs mtrace-sim once per allocator, each in a child with that allocator preloaded,
+ * so that the simulator's own start-up allocations and the allocator under test are the same as for
+ * any program started with LD_PRELOAD. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mtrace/replay.h"
+
+static const struct {
+    const char *name;
+    const char *files[3];
+    const char *package;
+} known[] = {
+    { "jemalloc", { "libjemalloc.so.2", NULL }, "libjemalloc2" },
+    { "tcmalloc", { "libtcmalloc_minimal.so.4", "libtcmalloc.so.4", NULL }, "libtcmalloc-minimal4" },
+    { "mimalloc", { "libmimalloc.so.2", NULL }, "libmimalloc2.0" },
+};
+
+static const char *const libdirs[] = {
+#ifdef MT_MULTIARCH_LIBDIR
+    MT_MULTIARCH_LIBDIR,
+#endif
+    "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
+};
+
+const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why, size_t why_cap)
+{
+    if (!strcmp(name, "glibc")) {
+        buf[0] = 0; /* nothing to preload */
+        return buf;
+    }
+    if (strchr(name, '/')) {
+        if (access(name, R_OK) != 0) {
+            snprintf(why, why_cap, "%s: %s", name, strerror(errno));
+            return NULL;
+        }
+        snprintf(buf, cap, "%s", name);
+        return buf;
+    }
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        if (strcmp(name, known[k].name))
+            continue;
+        for (size_t f = 0; known[k].files[f]; f++)
+            for (size_t d = 0; d < sizeof libdirs / sizeof libdirs[0]; d++) {
+                snprintf(buf, cap, "%s/%s", libdirs[d], known[k].files[f]);
+                if (access(buf, R_OK) == 0)
+                    return buf;
+            }
+        snprintf(why, why_cap, "allocator %s is not installed: apt-get install %s", name, known[k].package);
+        return NULL;
+    }
+    snprintf(why, why_cap, "unknown allocator '%s': use glibc, jemalloc, tcmalloc, mimalloc or a path to a .so", name);
+    return NULL;
+}
+
+static int find_sim(char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    static const char *const rel[] = { "/../simulator/mtrace-sim", "/mtrace-sim" };
+    for (size_t i = 0; i < 2; i++) {
+        const int w = snprintf(out, cap, "%.*s%s", (int)(cap - 40), exe, rel[i]);
+        if (w > 0 && (size_t)w < cap && access(out, X_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* PATH with ".NAME" before its extension: result.json -> result.jemalloc.json */
+static void with_name(char *out, size_t cap, const char *path, const char *name, int several)
+{
+    if (!several) {
+        snprintf(out, cap, "%s", path);
+        return;
+    }
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash))
+        snprintf(out, cap, "%s.%s", path, name);
+    else
+        snprintf(out, cap, "%.*s.%s%s", (int)(dot - path), path, name, dot);
+}
+
+/* A short name for file names and tables: "jemalloc", or the .so's base name. */
+static void short_name(char *out, size_t cap, const char *name)
+{
+    const char *base = strrchr(name, '/');
+    snprintf(out, cap, "%s", base ? base + 1 : name);
+    char *so = strstr(out, ".so");
+    if (so && so != out)
+        *so = 0;
+    for (char *p = out; *p; p++)
+        if (*p == '/' || *p == ' ')
+            *p = '_';
+}
+
+int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults)
+{
+    char sim[PATH_MAX];
+    *nresults = 0;
+    if (o->sim)
+        snprintf(sim, sizeof sim, "%s", o->sim);
+    else if (find_sim(sim, sizeof sim) < 0) {
+        fprintf(stderr, "mtrace: cannot find mtrace-sim next to this program\n");
+        return 2;
+    }
+    const int several = o->nallocators > 1;
+    for (int i = 0; i < o->nallocators; i++) {
+        char lib[PATH_MAX], why[512], name[128];
+        if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why)) {
+            fprintf(stderr, "mtrace: %s\n", why);
+            return 2;
+        }
+        short_name(name, sizeof name, o->allocators[i]);
+        char json[4096], series[4096];
+        if (o->json)
+            with_name(json, sizeof json, o->json, name, several);
+        else
+            snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s.json", (int)getpid(), name);
+        if (o->series)
+            with_name(series, sizeof series, o->series, name, several);
+        const char *argv[64];
+        int argc = 0;
+        argv[argc++] = sim;
+        argv[argc++] = o->workload;
+        argv[argc++] = "--label";
+        argv[argc++] = name;
+        argv[argc++] = "--json";
+        argv[argc++] = json;
+        if (o->series) {
+            argv[argc++] = "--rss-series";
+            argv[argc++] = series;
+        }
+        if (o->timing) {
+            argv[argc++] = "--timing";
+            argv[argc++] = o->timing;
+        }
+        if (o->touch) {
+            argv[argc++] = "--touch";
+            argv[argc++] = o->touch;
+        }
+        if (o->quiet)
+            argv[argc++] = "--quiet";
+        for (int k = 0; k < o->nmallopts && argc < 60; k++) {
+            argv[argc++] = "--mallopt";
+            argv[argc++] = o->mallopts[k];
+        }
+        argv[argc] = NULL;
+        if (!o->quiet)
+            printf("== %s%s%s%s\n", name, lib[0] ? " (" : "", lib[0] ? lib : "", lib[0] ? ")" : "");
+        fflush(stdout);
+        const pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
+            return 2;
+        }
+        if (pid == 0) {
+            if (lib[0])
+                setenv("LD_PRELOAD", lib, 1);
+            else
+                unsetenv("LD_PRELOAD");
+            if (o->tunables)
+                setenv("GLIBC_TUNABLES", o->tunables, 1);
+            execv(sim, (char *const *)argv);
+            fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
+            _exit(2);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (WIFSIGNALED(status))
+                fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+        }
+        snprintf(results[*nresults], 4096, "%s", json);
+        (*nresults)++;
+        if (!o->quiet && o->json)
+            printf("wrote %s\n", json);
+        if (!o->quiet && o->series)
+            printf("wrote %s\n", series);
+    }
+    return 0;
+}
