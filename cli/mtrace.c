@@ -19,6 +19,7 @@
 #include "convert_cli.h"
 #include "mtrace/compare.h"
 #include "mtrace/replay.h"
+#include "sweep.h"
 
 extern char **environ;
 
@@ -795,6 +796,7 @@ static const command_t commands[] = {
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
     { "compare", cmd_compare, "compare replay results (% change against the first)" },
+    { "sweep", mt_sweep_main, "replay over a grid of mallopt settings and allocators" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,68 @@
+/* gnuplot runner and the plots drawn from mtrace's own data files. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mtrace/plot.h"
+
+int mt_gnuplot(const char *script)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "mtrace: gnuplot is not installed: apt-get install gnuplot-nox\n");
+        return -1;
+    }
+    FILE *p = popen("gnuplot", "w");
+    if (!p) {
+        fprintf(stderr, "mtrace: cannot run gnuplot: %s\n", strerror(errno));
+        return -1;
+    }
+    fputs(script, p);
+    const int st = pclose(p);
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "mtrace: gnuplot failed (status %d)\n", st);
+        return -1;
+    }
+    return 0;
+}
+
+const char *mt_gnuplot_terminal(const char *out)
+{
+    const size_t n = strlen(out);
+    if (n > 4 && !strcmp(out + n - 4, ".svg"))
+        return "set terminal svg size 900,500 dynamic enhanced font 'sans,11' background rgb 'white'";
+    return "set terminal pngcairo size 900,500 enhanced font 'sans,10'";
+}
+
+int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
+                  const char *out)
+{
+    char titles[2048] = "";
+    size_t n = 0;
+    for (int g = 0; g < ngroups && n < sizeof titles; g++)
+        n += (size_t)snprintf(titles + n, sizeof titles - n, "%s'%s'", g ? "," : "", names[g]);
+    char script[8192];
+    snprintf(script, sizeof script,
+             "%s\n"
+             "set output '%s'\n"
+             "set key outside right\n"
+             "set grid\n"
+             "%s\n"
+             "set xlabel '%s' noenhanced\n"
+             "set format x '%%.0b%%B'\n"
+             "set xtics rotate by -30\n"
+             "set multiplot layout 1,2 title 'mtrace sweep'\n"
+             "array T[%d] = [%s]\n"
+             "set ylabel 'peak RSS (MiB)'\n"
+             "set key top left inside\n"
+             "plot for [i=0:%d] '%s' index i using 1:3 with linespoints lw 2 title T[i+1] noenhanced\n"
+             "set ylabel 'wall time (ms)'\n"
+             "plot for [i=0:%d] '%s' index i using 1:2 with linespoints lw 2 title T[i+1] noenhanced\n"
+             "unset multiplot\n",
+             mt_gnuplot_terminal(out), out, logx ? "set logscale x 2" : "", xlabel, ngroups, titles, ngroups - 1,
+             dat, ngroups - 1, dat);
+    return mt_gnuplot(script);
+}

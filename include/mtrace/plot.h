@@ -1,0 +1,24 @@
+/* Plots through gnuplot: mtrace writes the data and a script, gnuplot draws PNG or SVG. */
+#ifndef MTRACE_PLOT_H
+#define MTRACE_PLOT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs gnuplot on `script` (text). 0, or -1 with a message on stderr (gnuplot missing: the Debian
+ * package to install is named). */
+int mt_gnuplot(const char *script);
+
+/* The terminal line for an output file by its extension: .svg gives SVG, anything else PNG. */
+const char *mt_gnuplot_terminal(const char *out);
+
+/* Sweep plot: peak RSS and wall time against the swept value, one line per group (allocator and
+ * the other settings). `dat` holds one gnuplot data block per group: x, wall_ms, max_rss_mib. */
+int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
+                  const char *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
