@@ -14,21 +14,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mtrace/convert.h"
+#include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
 
-/* ---- the live-block map: address -> slot; what the slot holds is kept per slot ------------------ */
+/* ---- live blocks: address -> slot in an mt_ptr_map; what the slot holds is kept per slot ------- */
 
-/* Map entries are 16 bytes so that a lookup touches one cache line; the block's size, maker and op
- * number live in slot-indexed arrays, which stay hot because freed slots are reused first. */
-typedef struct block {
-    uint64_t ptr; /* 0: empty */
-    uint64_t slot;
-} block_t;
+/* The map's entries stay 16 bytes; the block's size, maker and op number live in slot-indexed
+ * arrays, which stay hot because freed slots are reused first. */
+typedef mt_ptr_entry_t block_t; /* key: address, value: slot */
 
 typedef struct slot_info {
     uint64_t size;  /* requested bytes */
@@ -36,101 +33,6 @@ typedef struct slot_info {
     uint32_t owner; /* thread index of the maker */
     uint32_t pad;
 } slot_info_t;
-
-typedef struct block_map {
-    block_t *v;
-    uint64_t cap, n; /* cap is a power of two */
-} block_map_t;
-
-/* A full 64-bit finalizer: addresses share their high bits and their low 4 bits, and the table
- * index takes the low bits, so every input bit must reach them. */
-static uint64_t hash_ptr(uint64_t p)
-{
-    p ^= p >> 33;
-    p *= 0xff51afd7ed558ccdull;
-    p ^= p >> 33;
-    p *= 0xc4ceb9fe1a85ec53ull;
-    p ^= p >> 33;
-    return p;
-}
-
-/* Large tables in huge pages: a lookup then costs a cache miss but no TLB miss. */
-static void *table_alloc(size_t bytes)
-{
-    const size_t align = 2u << 20;
-    if (bytes < align)
-        return calloc(1, bytes);
-    void *p = aligned_alloc(align, (bytes + align - 1) / align * align);
-    if (!p)
-        return NULL;
-    madvise(p, bytes, MADV_HUGEPAGE);
-    memset(p, 0, bytes);
-    return p;
-}
-
-static block_t *map_find(const block_map_t *m, uint64_t ptr)
-{
-    for (uint64_t i = hash_ptr(ptr) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->v[i].ptr == ptr)
-            return &m->v[i];
-        if (!m->v[i].ptr)
-            return NULL;
-    }
-}
-
-/* always_inline: GCC finds a function whose only effect is a prefetch "pure" and deletes its calls. */
-static inline __attribute__((always_inline)) void map_prefetch(const block_map_t *m, uint64_t ptr)
-{
-    __builtin_prefetch(&m->v[hash_ptr(ptr) & (m->cap - 1)]);
-}
-
-static int map_grow(block_map_t *m)
-{
-    block_map_t n = { table_alloc(m->cap * 2 * sizeof(block_t)), m->cap * 2, 0 };
-    if (!n.v)
-        return -ENOMEM;
-    for (uint64_t i = 0; i < m->cap; i++) {
-        if (!m->v[i].ptr)
-            continue;
-        uint64_t j = hash_ptr(m->v[i].ptr) & (n.cap - 1);
-        while (n.v[j].ptr)
-            j = (j + 1) & (n.cap - 1);
-        n.v[j] = m->v[i];
-        n.n++;
-    }
-    free(m->v);
-    *m = n;
-    return 0;
-}
-
-static int map_put(block_map_t *m, uint64_t ptr, uint64_t slot)
-{
-    if ((m->n + 1) * 2 > m->cap && map_grow(m) < 0)
-        return -ENOMEM;
-    uint64_t i = hash_ptr(ptr) & (m->cap - 1);
-    while (m->v[i].ptr)
-        i = (i + 1) & (m->cap - 1);
-    m->v[i].ptr = ptr;
-    m->v[i].slot = slot;
-    m->n++;
-    return 0;
-}
-
-/* Removes by backward shift, so no tombstones accumulate over a long trace. */
-static void map_del(block_map_t *m, block_t *b)
-{
-    uint64_t i = (uint64_t)(b - m->v);
-    for (uint64_t j = (i + 1) & (m->cap - 1); m->v[j].ptr; j = (j + 1) & (m->cap - 1)) {
-        const uint64_t home = hash_ptr(m->v[j].ptr) & (m->cap - 1);
-        /* Move j into the hole at i if its home does not lie cyclically in (i, j]. */
-        if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
-            m->v[i] = m->v[j];
-            i = j;
-        }
-    }
-    m->v[i].ptr = 0;
-    m->n--;
-}
 
 /* ---- threads and the merge ------------------------------------------------------------------- */
 
@@ -182,7 +84,7 @@ typedef struct conv {
     uint32_t heap_n;
     uint32_t blocked;      /* threads held back, for any reason */
     uint32_t hard_blocked; /* held back on a live address or a thread creation */
-    block_map_t live;
+    mt_ptr_map_t live;
     slot_info_t *slots; /* indexed by slot */
     uint64_t slots_cap;
     uint64_t next_slot;
@@ -249,9 +151,9 @@ static inline __attribute__((always_inline)) void prefetch_record(const conv_t *
     if (r->op > MT_OP_LAST_CALL)
         return;
     if (r->ptr)
-        map_prefetch(&c->live, r->ptr);
+        mt_ptr_map_prefetch(&c->live, r->ptr);
     if (r->result && !(r->flags & MT_FLAG_NULL) && r->result != r->ptr)
-        map_prefetch(&c->live, r->result);
+        mt_ptr_map_prefetch(&c->live, r->result);
 }
 
 /* Moves a thread's next record into head (has_head 0 at its end), keeping the ring full. */
@@ -447,7 +349,7 @@ static uint64_t requested(const mt_record_t *r)
 /* A block comes alive at address p in thread i's op that completes as op number seq. */
 static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t slot, uint64_t time_ns)
 {
-    if (!slot || map_put(&c->live, p, slot) < 0)
+    if (!slot || mt_ptr_map_put(&c->live, p, slot) < 0)
         return -ENOMEM;
     c->slots[slot] = (slot_info_t){ .size = size, .seq = mt_wl_writer_thread_ops(c->out, i) + 1, .owner = i };
     c->live_bytes += size;
@@ -461,10 +363,10 @@ static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t
 
 static int end_block(conv_t *c, block_t *b)
 {
-    const uint64_t p = b->ptr;
-    c->live_bytes -= c->slots[b->slot].size;
-    c->recent_frees[hash_ptr(p) & (RECENT_FREES - 1)] = p;
-    map_del(&c->live, b);
+    const uint64_t p = b->key;
+    c->live_bytes -= c->slots[b->value].size;
+    c->recent_frees[mt_ptr_hash(p) & (RECENT_FREES - 1)] = p;
+    mt_ptr_map_del(&c->live, b);
     wake(c, BLOCKED_LIVE, p);
     return 0;
 }
@@ -473,7 +375,7 @@ static int end_block(conv_t *c, block_t *b)
  * before tracing began. */
 static void count_unknown(conv_t *c, const mt_record_t *r)
 {
-    uint64_t *seen = &c->recent_frees[hash_ptr(r->ptr) & (RECENT_FREES - 1)];
+    uint64_t *seen = &c->recent_frees[mt_ptr_hash(r->ptr) & (RECENT_FREES - 1)];
     if (*seen == r->ptr) {
         *seen = 0;
         if (!c->st->double_frees++)
@@ -511,7 +413,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         w.align = r->align;
         if (r->flags & MT_FLAG_NULL)
             return put(c, i, &w); /* slot 0: the call failed */
-        block_t *old = map_find(&c->live, r->result);
+        block_t *old = mt_ptr_map_find(&c->live, r->result);
         if (old) {
             if (!force) {
                 block_thread(c, i, BLOCKED_LIVE, r->result);
@@ -536,7 +438,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 return 0;
             return put(c, i, &w);
         }
-        block_t *b = map_find(&c->live, r->ptr);
+        block_t *b = mt_ptr_map_find(&c->live, r->ptr);
         if (!b) {
             /* Its allocation may sit behind a held record of another thread. */
             if (c->hard_blocked && !force) {
@@ -548,9 +450,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 count_unknown(c, r);
             return 0;
         }
-        if ((rc = depend(c, i, c->slots[b->slot].owner, c->slots[b->slot].seq, ns)) < 0)
+        if ((rc = depend(c, i, c->slots[b->value].owner, c->slots[b->value].seq, ns)) < 0)
             return rc;
-        w.slot = b->slot;
+        w.slot = b->value;
         if (r->op == MT_OP_FREE)
             end_block(c, b);
         if ((rc = put(c, i, &w)) < 0)
@@ -563,7 +465,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         w.count = r->count;
         block_t *b = NULL;
         if (r->ptr) {
-            b = map_find(&c->live, r->ptr);
+            b = mt_ptr_map_find(&c->live, r->ptr);
             if (!b && c->hard_blocked && !force) {
                 block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
                 *out = HELD;
@@ -575,7 +477,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         const int null = (r->flags & MT_FLAG_NULL) != 0;
         const int frees_old = b && (!null || requested(r) == 0);
         if (!null && r->result != r->ptr) {
-            block_t *other = map_find(&c->live, r->result);
+            block_t *other = mt_ptr_map_find(&c->live, r->result);
             if (other && other != b) {
                 if (!force) {
                     block_thread(c, i, BLOCKED_LIVE, r->result);
@@ -584,13 +486,13 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 }
                 c->st->forced++;
                 end_block(c, other);
-                b = r->ptr ? map_find(&c->live, r->ptr) : NULL;
+                b = r->ptr ? mt_ptr_map_find(&c->live, r->ptr) : NULL;
             }
         }
         if (b) {
-            if ((rc = depend(c, i, c->slots[b->slot].owner, c->slots[b->slot].seq, ns)) < 0)
+            if ((rc = depend(c, i, c->slots[b->value].owner, c->slots[b->value].seq, ns)) < 0)
                 return rc;
-            w.slot = b->slot;
+            w.slot = b->value;
         }
         if (null) {
             /* realloc(p, 0) freed p; a failed realloc left it where it was. */
@@ -602,7 +504,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         }
         uint32_t slot;
         if (b) {
-            slot = (uint32_t)b->slot; /* the block lives on under its slot, moved or not */
+            slot = (uint32_t)b->value; /* the block lives on under its slot, moved or not */
             end_block(c, b);
         } else if ((rc = slot_take(c, i, ns, &slot)) < 0) {
             return rc;
@@ -736,8 +638,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     c.n = (uint32_t)mt_trace_thread_count(c.trace);
     c.t = calloc(c.n + 1, sizeof *c.t);
     c.heap = calloc(c.n + 1, sizeof *c.heap);
-    c.live.cap = 1024;
-    c.live.v = table_alloc(c.live.cap * sizeof(block_t));
+    mt_ptr_map_init(&c.live);
     c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
     if (!c.t || !c.heap || !c.live.v || !c.recent_frees) {
         rc = -ENOMEM;
@@ -890,7 +791,7 @@ done:
     }
     free(c.t);
     free(c.heap);
-    free(c.live.v);
+    mt_ptr_map_fini(&c.live);
     free(c.slots);
     free(c.recent_frees);
     mt_trace_close(c.trace);

@@ -1,0 +1,43 @@
+/* Offline symbolization of recorded return addresses with elfutils' libdw: the trace's MODULE events
+ * say which object was loaded where (load bias, segments, build-id); the object files are found by
+ * path (or in /usr/lib/debug/.build-id by build-id) on the machine that reads the trace. */
+#ifndef MTRACE_SYMBOLIZE_H
+#define MTRACE_SYMBOLIZE_H
+
+#include <stdint.h>
+
+#include "mtrace/trace_reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_symbolizer mt_symbolizer_t;
+
+typedef struct mt_symbol {
+    const char *function; /* demangled where possible; "??" when unknown */
+    const char *file;     /* source file, or NULL without debug info */
+    unsigned line;        /* 0 without debug info */
+    const char *module;   /* base name of the object, or "??" */
+    uint64_t offset;      /* address relative to the module's load bias */
+} mt_symbol_t;
+
+/* `exe` names the main program (the trace's MT_STR_EXE string), whose MODULE events have no name. */
+int mt_symbolizer_open(mt_symbolizer_t **s, const char *exe, mt_error_t *err);
+/* Adds a module as recorded. Modules of a later generation replace those of earlier ones at the
+ * same addresses. A module whose file is missing or whose build-id differs is kept by name only:
+ * its addresses symbolize to module+offset. */
+int mt_symbolizer_add_module(mt_symbolizer_t *s, const mt_module_def_t *m);
+/* Symbolizes a return address (the lookup uses address - 1: the call, not the instruction after
+ * it). Strings belong to the symbolizer and live until it is closed. Results are cached. */
+int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out);
+void mt_symbolizer_close(mt_symbolizer_t *s);
+
+/* True for frames inside the allocation machinery (libc's and libstdc++'s allocation wrappers such
+ * as operator new, strdup): a callsite is the first frame outside them. */
+int mt_symbol_is_allocator_frame(const mt_symbol_t *sym);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
