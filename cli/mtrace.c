@@ -20,6 +20,9 @@
 #include "mtrace/compare.h"
 #include "mtrace/replay.h"
 #include "sweep.h"
+#include "mtrace/report.h"
+#include "mtrace/plot.h"
+#include "mtrace/json_reader.h"
 
 extern char **environ;
 
@@ -788,15 +791,163 @@ static int cmd_compare(int argc, char **argv)
     return mt_compare_print(stdout, paths, n, fmt);
 }
 
+/* ---- mtrace report ------------------------------------------------------------------------------ */
+
+static void usage_report(FILE *f)
+{
+    fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
+               "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE] TRACE\n"
+               "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
+               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n");
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    mt_table_fmt_t fmt = MT_TABLE_TEXT;
+    mt_report_opts_t o = { 0 };
+    unsigned top = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json"))
+            fmt = MT_TABLE_JSON;
+        else if (!strcmp(a, "--csv"))
+            fmt = MT_TABLE_CSV;
+        else if (!strcmp(a, "--top") && v)
+            top = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--folded") && v)
+            o.folded = argv[++i];
+        else if (!strcmp(a, "--flamegraph") && v)
+            o.flamegraph = argv[++i];
+        else if (!strcmp(a, "--flame-weight") && v)
+            o.flame_weight = argv[++i];
+        else if (!strcmp(a, "--callsites-csv") && v)
+            o.callsites_csv = argv[++i];
+        else if (!strcmp(a, "--help")) {
+            usage_report(stdout);
+            return 0;
+        } else if (a[0] != '-' && !path)
+            path = a;
+        else {
+            usage_report(stderr);
+            return 2;
+        }
+    }
+    if (!path || (o.flame_weight && strcmp(o.flame_weight, "bytes") && strcmp(o.flame_weight, "calls") &&
+                  strcmp(o.flame_weight, "leaked") && strcmp(o.flame_weight, "peak"))) {
+        usage_report(stderr);
+        return 2;
+    }
+    mt_report_t r;
+    mt_error_t err;
+    if (mt_report_build(&r, path, &o, &err) < 0) {
+        mt_report_free(&r);
+        return mt_fail(&err);
+    }
+    mt_report_print(&r, stdout, fmt, top);
+    mt_report_free(&r);
+    return 0;
+}
+
+/* ---- mtrace plot -------------------------------------------------------------------------------- */
+
+static void usage_plot(FILE *f)
+{
+    fprintf(f, "usage: mtrace plot -o OUT.png|OUT.svg [--kind live|sizes|rss|compare] INPUT...\n"
+               "  TRACE                live bytes and the program's RSS over time (--kind sizes: size histogram)\n"
+               "  RESULT.json...       replay results: RSS against ideal RSS over time beside the traced\n"
+               "                       program's RSS (--kind rss, default when recorded with --rss-series),\n"
+               "                       or wall time and peak RSS bars (--kind compare)\n");
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+    const char *out = NULL, *kind = NULL;
+    const char *inputs[256];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-o") && v)
+            out = argv[++i];
+        else if (!strcmp(a, "--kind") && v)
+            kind = argv[++i];
+        else if (!strcmp(a, "--help")) {
+            usage_plot(stdout);
+            return 0;
+        } else if (a[0] != '-' && n < 256)
+            inputs[n++] = a;
+        else {
+            usage_plot(stderr);
+            return 2;
+        }
+    }
+    if (!out || !n) {
+        usage_plot(stderr);
+        return 2;
+    }
+    /* A trace, or replay results (JSON). */
+    mt_error_t err;
+    mt_trace_t *t;
+    if (mt_trace_open(&t, inputs[0], &err) == 0) {
+        mt_trace_close(t);
+        if (n > 1 || (kind && strcmp(kind, "live") && strcmp(kind, "sizes"))) {
+            usage_plot(stderr);
+            return 2;
+        }
+        mt_report_t r;
+        if (mt_report_build(&r, inputs[0], NULL, &err) < 0) {
+            mt_report_free(&r);
+            return mt_fail(&err);
+        }
+        const int rc = kind && !strcmp(kind, "sizes") ? mt_plot_sizes(&r, out) : mt_plot_trace(&r, out);
+        mt_report_free(&r);
+        if (rc == 0)
+            fprintf(stderr, "mtrace: wrote %s\n", out);
+        return rc == 0 ? 0 : 1;
+    }
+    mt_error_t jerr;
+    int all_series = 1;
+    for (int i = 0; i < n; i++) {
+        mt_jval_t *j;
+        if (mt_json_load(inputs[i], &j, &jerr) < 0) {
+            /* Neither a trace nor JSON: the trace reader's complaint is the more useful one. */
+            return mt_fail(inputs[i][0] && strstr(inputs[i], ".json") ? &jerr : &err);
+        }
+        if (strcmp(mt_json_str_at(j, "kind", ""), "replay")) {
+            fprintf(stderr, "mtrace: %s: offset 0: expected a trace or a replay result\n", inputs[i]);
+            mt_json_free(j);
+            return 1;
+        }
+        all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
+        mt_json_free(j);
+    }
+    if (!kind)
+        kind = all_series ? "rss" : "compare";
+    int rc;
+    if (!strcmp(kind, "rss"))
+        rc = mt_plot_replays(inputs, n, out);
+    else if (!strcmp(kind, "compare"))
+        rc = mt_plot_compare(inputs, n, out);
+    else {
+        usage_plot(stderr);
+        return 2;
+    }
+    if (rc == 0)
+        fprintf(stderr, "mtrace: wrote %s\n", out);
+    return rc == 0 ? 0 : 1;
+}
+
 static const command_t commands[] = {
     { "record", cmd_record, "run a program under the tracer" },
     { "info", cmd_info, "summarize a trace (--json for scripts)" },
     { "dump", cmd_dump, "print a trace one record per line" },
     { "pack", cmd_pack, "compress a trace with zstd" },
+    { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
     { "compare", cmd_compare, "compare replay results (% change against the first)" },
     { "sweep", mt_sweep_main, "replay over a grid of mallopt settings and allocators" },
+    { "plot", cmd_plot, "draw a trace's or replays' figures with gnuplot (PNG or SVG)" },
 };
 
 static void usage(FILE *f)

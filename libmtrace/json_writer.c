@@ -105,6 +105,12 @@ void mt_json_bool(mt_json_t *j, int v)
     fputs(v ? "true" : "false", j->f);
 }
 
+void mt_json_null(mt_json_t *j)
+{
+    sep(j);
+    fputs("null", j->f);
+}
+
 void mt_json_kv_str(mt_json_t *j, const char *key, const char *s, size_t len)
 {
     mt_json_key(j, key);

@@ -543,6 +543,8 @@ int main(int argc, char **argv)
         const char *tun = getenv("GLIBC_TUNABLES");
         if (tun)
             mt_json_kv_cstr(&j, "glibc_tunables", tun);
+        if (series_path)
+            mt_json_kv_cstr(&j, "rss_series", series_path);
         mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
         mt_json_kv_cstr(&j, "touch", s.touch == TOUCH_PAGES ? "pages" : s.touch == TOUCH_ENDS ? "ends" : "none");
         mt_json_kv_u64(&j, "threads", s.nthreads);

@@ -31,6 +31,7 @@ void mt_json_u64(mt_json_t *j, uint64_t v);
 void mt_json_i64(mt_json_t *j, int64_t v);
 void mt_json_double(mt_json_t *j, double v);
 void mt_json_bool(mt_json_t *j, int v);
+void mt_json_null(mt_json_t *j);
 void mt_json_kv_str(mt_json_t *j, const char *key, const char *s, size_t len);
 void mt_json_kv_cstr(mt_json_t *j, const char *key, const char *s);
 void mt_json_kv_u64(mt_json_t *j, const char *key, uint64_t v);

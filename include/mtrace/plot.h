@@ -18,6 +18,17 @@ const char *mt_gnuplot_terminal(const char *out);
 int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
                   const char *out);
 
+struct mt_report;
+/* Live bytes and the program's RSS over time, from a report. */
+int mt_plot_trace(const struct mt_report *r, const char *out);
+/* The requested-size histogram, from a report. */
+int mt_plot_sizes(const struct mt_report *r, const char *out);
+/* RSS and ideal RSS over time for replay results (mtrace-sim --json with --rss-series), with the
+ * traced program's own RSS curve beside them. */
+int mt_plot_replays(const char *const *results, int n, const char *out);
+/* Wall time and peak RSS bars for replay results. */
+int mt_plot_compare(const char *const *results, int n, const char *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,8 +40,11 @@ static inline uint64_t mt_ptr_hash(uint64_t p)
     return p;
 }
 
+/* NULL when absent; key 0 (an empty entry's key) is never present. */
 static inline mt_ptr_entry_t *mt_ptr_map_find(const mt_ptr_map_t *m, uint64_t key)
 {
+    if (__builtin_expect(key == 0, 0))
+        return (mt_ptr_entry_t *)0;
     for (uint64_t i = mt_ptr_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         if (m->v[i].key == key)
             return &m->v[i];

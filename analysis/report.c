@@ -1,0 +1,893 @@
+/* mtrace report: one pass over the trace in time order (threads merged with a heap), live blocks in
+ * an address map; a second pass up to the moment of the peak when stacks are recorded, to tell each
+ * callsite's share of it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtrace/flamegraph.h"
+#include "mtrace/json_writer.h"
+#include "mtrace/ptr_map.h"
+#include "mtrace/report.h"
+#include "mtrace/symbolize.h"
+
+typedef struct block {
+    uint64_t size;
+    uint64_t time;
+    uint32_t stack;
+    uint32_t thread;
+} block_t;
+
+typedef struct stack_stat {
+    uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
+    uint64_t *frames; /* from its STACK event; NULL until seen */
+    uint32_t nframes;
+} stack_stat_t;
+
+typedef struct rthread {
+    mt_thread_cursor_t cur;
+    mt_record_t head;
+    int has_head;
+    uint64_t last_alloc; /* for temporaries: the thread's latest allocation, 0 once freed or superseded */
+} rthread_t;
+
+typedef struct pass {
+    mt_trace_t *trace;
+    rthread_t *t;
+    uint32_t n;
+    uint32_t *heap, heap_n;
+    mt_ptr_map_t live;
+    block_t *blocks;
+    uint64_t nblocks, cap_blocks;
+    uint64_t *free_idx, nfree, cap_free;
+    uint64_t live_bytes;
+    uint64_t steps;
+} pass_t;
+
+typedef struct priv {
+    stack_stat_t *stacks;
+    uint32_t nstacks; /* capacity, indexed by id */
+    mt_module_def_t *modules;
+    uint8_t **module_names; /* copies: module defs point into cursor buffers */
+    size_t nmodules, cap_modules;
+    char exe[4096];
+    char **strings; /* interned callsite strings we own */
+    size_t nstrings;
+} priv_t;
+
+static int heap_less(const pass_t *p, uint32_t a, uint32_t b)
+{
+    const uint64_t ta = p->t[a].head.time, tb = p->t[b].head.time;
+    return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_push(pass_t *p, uint32_t x)
+{
+    uint32_t i = p->heap_n++;
+    p->heap[i] = x;
+    while (i && heap_less(p, p->heap[i], p->heap[(i - 1) / 2])) {
+        const uint32_t up = (i - 1) / 2, tmp = p->heap[up];
+        p->heap[up] = p->heap[i];
+        p->heap[i] = tmp;
+        i = up;
+    }
+}
+
+static uint32_t heap_pop(pass_t *p)
+{
+    const uint32_t top = p->heap[0];
+    p->heap[0] = p->heap[--p->heap_n];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < p->heap_n && heap_less(p, p->heap[l], p->heap[m]))
+            m = l;
+        if (r < p->heap_n && heap_less(p, p->heap[r], p->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        const uint32_t tmp = p->heap[m];
+        p->heap[m] = p->heap[i];
+        p->heap[i] = tmp;
+        i = m;
+    }
+    return top;
+}
+
+static void pass_fini(pass_t *p)
+{
+    for (uint32_t i = 0; p->t && i < p->n; i++)
+        mt_thread_cursor_fini(&p->t[i].cur);
+    free(p->t);
+    free(p->heap);
+    free(p->blocks);
+    free(p->free_idx);
+    mt_ptr_map_fini(&p->live);
+}
+
+static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    p->trace = t;
+    p->n = (uint32_t)mt_trace_thread_count(t);
+    p->t = calloc(p->n + 1, sizeof *p->t);
+    p->heap = calloc(p->n + 1, sizeof *p->heap);
+    if (!p->t || !p->heap || mt_ptr_map_init(&p->live) < 0)
+        goto oom;
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (mt_thread_cursor_init(&p->t[i].cur, t, i) < 0)
+            goto oom;
+        const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
+        if (rc < 0)
+            return rc;
+        p->t[i].has_head = rc;
+        if (rc)
+            heap_push(p, i);
+    }
+    return 0;
+oom:
+    snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
+    return -ENOMEM;
+}
+
+/* The next record in time order: 1, 0 at the end, negative on damage. */
+static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *err)
+{
+    if (!p->heap_n)
+        return 0;
+    const uint32_t i = heap_pop(p);
+    *thread = i;
+    *r = p->t[i].head;
+    /* The payload of r points into the cursor's buffer, which the next read may replace: events
+     * whose payload matters (STACK, MODULE) are consumed before the next call. */
+    const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
+    if (rc < 0)
+        return rc;
+    p->t[i].has_head = rc;
+    if (rc)
+        heap_push(p, i);
+    p->steps++;
+    return 1;
+}
+
+static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
+{
+    uint64_t idx;
+    if (p->nfree) {
+        idx = p->free_idx[--p->nfree];
+    } else {
+        if (p->nblocks == p->cap_blocks) {
+            const uint64_t cap = p->cap_blocks ? p->cap_blocks * 2 : 4096;
+            block_t *nb = realloc(p->blocks, cap * sizeof *nb);
+            if (!nb)
+                return -ENOMEM;
+            p->blocks = nb;
+            p->cap_blocks = cap;
+        }
+        idx = p->nblocks++;
+    }
+    p->blocks[idx] = *b;
+    p->live_bytes += b->size;
+    return mt_ptr_map_put(&p->live, ptr, idx);
+}
+
+/* Removes the block at ptr; returns it in *out. 0 if it was not live. */
+static int block_remove(pass_t *p, uint64_t ptr, block_t *out)
+{
+    mt_ptr_entry_t *e = mt_ptr_map_find(&p->live, ptr);
+    if (!e)
+        return 0;
+    const uint64_t idx = e->value;
+    *out = p->blocks[idx];
+    p->live_bytes -= out->size;
+    mt_ptr_map_del(&p->live, e);
+    if (p->nfree == p->cap_free) {
+        const uint64_t cap = p->cap_free ? p->cap_free * 2 : 4096;
+        uint64_t *nf = realloc(p->free_idx, cap * sizeof *nf);
+        if (!nf)
+            return -ENOMEM;
+        p->free_idx = nf;
+        p->cap_free = cap;
+    }
+    p->free_idx[p->nfree++] = idx;
+    return 1;
+}
+
+static unsigned log2_bucket(uint64_t v)
+{
+    return v ? (unsigned)(64 - __builtin_clzll(v)) : 0;
+}
+
+static uint64_t requested(const mt_record_t *r)
+{
+    return (r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+}
+
+static int is_alloc_op(unsigned op)
+{
+    return op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT && op <= MT_OP_LAST_CALL;
+}
+
+static stack_stat_t *stack_at(priv_t *pv, uint32_t id)
+{
+    if (id >= pv->nstacks) {
+        uint32_t cap = pv->nstacks ? pv->nstacks : 1024;
+        while (cap <= id)
+            cap *= 2;
+        stack_stat_t *n = realloc(pv->stacks, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        memset(n + pv->nstacks, 0, (cap - pv->nstacks) * sizeof *n);
+        pv->stacks = n;
+        pv->nstacks = cap;
+    }
+    return &pv->stacks[id];
+}
+
+static int add_point(mt_report_t *rep, size_t *cap, double t, uint64_t live, uint64_t rss_kb, uint64_t vm_kb)
+{
+    if (rep->nseries == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        struct mt_report_point *n = realloc(rep->series, *cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        rep->series = n;
+    }
+    rep->series[rep->nseries++] = (struct mt_report_point){ t, live, rss_kb, vm_kb };
+    return 0;
+}
+
+static int note_stack_event(priv_t *pv, const mt_record_t *r)
+{
+    mt_stack_def_t def;
+    if (mt_decode_stack(r, &def) < 0)
+        return 0; /* a damaged payload costs us that stack's names, nothing more */
+    stack_stat_t *s = stack_at(pv, def.id);
+    if (!s)
+        return -ENOMEM;
+    if (s->frames)
+        return 0;
+    s->frames = malloc(def.nframes * sizeof *s->frames + 1);
+    if (!s->frames)
+        return -ENOMEM;
+    memcpy(s->frames, def.frames, def.nframes * sizeof *s->frames);
+    s->nframes = def.nframes;
+    return 0;
+}
+
+static int note_module_event(priv_t *pv, const mt_record_t *r)
+{
+    mt_module_def_t m;
+    if (mt_decode_module(r, &m) < 0)
+        return 0;
+    if (pv->nmodules == pv->cap_modules) {
+        const size_t cap = pv->cap_modules ? pv->cap_modules * 2 : 64;
+        mt_module_def_t *nm = realloc(pv->modules, cap * sizeof *nm);
+        uint8_t **nn = realloc(pv->module_names, cap * sizeof *nn);
+        if (nm)
+            pv->modules = nm;
+        if (nn)
+            pv->module_names = nn;
+        if (!nm || !nn)
+            return -ENOMEM;
+        pv->cap_modules = cap;
+    }
+    uint8_t *name = malloc(m.name_len + 1);
+    if (!name)
+        return -ENOMEM;
+    memcpy(name, m.name, m.name_len);
+    name[m.name_len] = 0;
+    m.name = (const char *)name;
+    pv->module_names[pv->nmodules] = name;
+    pv->modules[pv->nmodules++] = m;
+    return 0;
+}
+
+/* ---- callsites ------------------------------------------------------------------------------- */
+
+static const char *intern(priv_t *pv, const char *s)
+{
+    if (!s)
+        return NULL;
+    for (size_t i = pv->nstrings; i-- > 0 && i + 64 > pv->nstrings;)
+        if (!strcmp(pv->strings[i], s))
+            return pv->strings[i];
+    char **n = realloc(pv->strings, (pv->nstrings + 1) * sizeof *n);
+    if (!n)
+        return s;
+    pv->strings = n;
+    char *c = strdup(s);
+    if (!c)
+        return s;
+    pv->strings[pv->nstrings++] = c;
+    return c;
+}
+
+static int cmp_callsite(const void *a, const void *b)
+{
+    const mt_callsite_t *x = a, *y = b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+static uint64_t flame_weight(const stack_stat_t *s, const char *w)
+{
+    if (!w || !strcmp(w, "bytes"))
+        return s->bytes;
+    if (!strcmp(w, "calls"))
+        return s->calls;
+    if (!strcmp(w, "leaked"))
+        return s->leaked_bytes;
+    return s->peak_bytes;
+}
+
+static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
+{
+    mt_symbolizer_t *sym;
+    if (mt_symbolizer_open(&sym, pv->exe, err) < 0)
+        return -1;
+    for (size_t i = 0; i < pv->nmodules; i++)
+        mt_symbolizer_add_module(sym, &pv->modules[i]);
+    size_t cap = 0;
+    FILE *folded = o && o->folded ? fopen(o->folded, "w") : NULL;
+    mt_folded_t *fl = NULL;
+    size_t nfl = 0;
+    const int want_flame = o && (o->folded || o->flamegraph);
+    int rc = 0;
+    for (uint32_t id = 1; id < pv->nstacks; id++) {
+        const stack_stat_t *s = &pv->stacks[id];
+        if (!s->calls && !s->leaked_bytes)
+            continue;
+        mt_symbol_t site = { .function = "??", .module = "??" };
+        const char **names = want_flame ? calloc(s->nframes + 1, sizeof *names) : NULL;
+        int found = 0;
+        for (uint32_t k = 0; k < s->nframes; k++) {
+            mt_symbol_t y;
+            if (mt_symbolize(sym, s->frames[k], &y) < 0)
+                continue;
+            if (!found && !mt_symbol_is_allocator_frame(&y)) {
+                site = y;
+                found = 1;
+            }
+            if (names)
+                names[s->nframes - 1 - k] = intern(pv, y.function);
+        }
+        if (names) {
+            mt_folded_t *g = realloc(fl, (nfl + 1) * sizeof *g);
+            if (!g) {
+                free(names);
+                rc = -ENOMEM;
+                break;
+            }
+            fl = g;
+            fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
+        }
+        const char *fn = intern(pv, site.function), *file = intern(pv, site.file), *mod = intern(pv, site.module);
+        mt_callsite_t *c = NULL;
+        for (size_t k = 0; k < rep->ncallsites; k++) {
+            mt_callsite_t *x = &rep->callsites[k];
+            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod) {
+                c = x;
+                break;
+            }
+        }
+        if (!c) {
+            if (rep->ncallsites == cap) {
+                cap = cap ? cap * 2 : 256;
+                mt_callsite_t *n = realloc(rep->callsites, cap * sizeof *n);
+                if (!n) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                rep->callsites = n;
+            }
+            c = &rep->callsites[rep->ncallsites++];
+            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line };
+        }
+        c->calls += s->calls;
+        c->bytes += s->bytes;
+        c->leaked_blocks += s->leaked_blocks;
+        c->leaked_bytes += s->leaked_bytes;
+        c->peak_bytes += s->peak_bytes;
+    }
+    mt_symbolizer_close(sym);
+    if (rep->ncallsites)
+        qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
+    if (rc == 0 && folded)
+        mt_folded_write(folded, fl, nfl);
+    if (folded && fclose(folded) != 0)
+        rc = -EIO;
+    if (rc == 0 && o && o->flamegraph) {
+        FILE *f = fopen(o->flamegraph, "w");
+        char title[700];
+        snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, o->flame_weight ? o->flame_weight : "bytes");
+        if (!f || mt_flamegraph_svg(f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl) < 0)
+            rc = -EIO;
+        if (f && fclose(f) != 0)
+            rc = -EIO;
+    }
+    if (rc == 0 && o && o->callsites_csv) {
+        FILE *f = fopen(o->callsites_csv, "w");
+        if (!f) {
+            rc = -EIO;
+        } else {
+            fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
+            for (size_t k = 0; k < rep->ncallsites; k++) {
+                const mt_callsite_t *c = &rep->callsites[k];
+                fprintf(f, "\"%s\",\"%s\",%u,\"%s\",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                        c->function, c->file ? c->file : "", c->line, c->module, c->calls, c->bytes, c->leaked_blocks,
+                        c->leaked_bytes, c->peak_bytes);
+            }
+            if (fclose(f) != 0)
+                rc = -EIO;
+        }
+    }
+    for (size_t k = 0; k < nfl; k++)
+        free((void *)fl[k].frames);
+    free(fl);
+    if (rc < 0)
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write the callsite outputs: %s", rep->path, strerror(-rc));
+    return rc;
+}
+
+/* ---- the passes ---------------------------------------------------------------------------------- */
+
+static double seconds(const mt_trace_t *t, uint64_t time)
+{
+    const double rate = mt_trace_ticks_per_sec(t);
+    const uint64_t t0 = mt_trace_header(t)->start_time;
+    return rate > 0 && time > t0 ? (double)(time - t0) / rate : 0;
+}
+
+int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->path = path;
+    priv_t *pv = calloc(1, sizeof *pv);
+    if (!pv) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    rep->priv = pv;
+    mt_trace_t *t;
+    int rc = mt_trace_open(&t, path, err);
+    if (rc < 0)
+        return rc;
+    const mt_file_header_t *h = mt_trace_header(t);
+    rep->truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
+    rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
+    rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
+    size_t len;
+    const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
+    for (size_t i = 0; s && i < len && i + 1 < sizeof rep->command; i++)
+        rep->command[i] = s[i] ? s[i] : ' ';
+    s = mt_trace_string(t, MT_STR_EXE, 0, &len);
+    if (s)
+        snprintf(pv->exe, sizeof pv->exe, "%.*s", (int)len, s);
+    rep->threads = (uint32_t)mt_trace_thread_count(t);
+    rep->thread = calloc(rep->threads + 1, sizeof *rep->thread);
+    pass_t p;
+    if (!rep->thread || (rc = pass_init(&p, t, err)) < 0) {
+        if (!rep->thread)
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        mt_trace_close(t);
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    for (uint32_t i = 0; i < rep->threads; i++) {
+        rep->thread[i].thread = mt_trace_thread(t, i)->thread;
+        rep->thread[i].tid = mt_trace_thread(t, i)->tid;
+        rep->thread[i].start_s = -1;
+    }
+    uint64_t peak_step = 0, first_time = UINT64_MAX, last_time = 0, calls = 0;
+    size_t series_cap = 0;
+    int sampled = 0;
+    const uint64_t page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4;
+    uint32_t ti;
+    mt_record_t r;
+    while ((rc = pass_next(&p, &ti, &r, err)) > 0) {
+        struct mt_report_thread *th = &rep->thread[ti];
+        if (r.op == MT_EV_RSS && r.nargs >= 2) {
+            mt_trace_note_rss(t, &r);
+            sampled = 1;
+            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, (uint64_t)r.arg[1] * page_kb,
+                                (uint64_t)r.arg[0] * page_kb)) < 0)
+                break;
+        }
+        if (!sampled && r.op <= MT_OP_LAST_CALL && (++calls & 0xffff) == 0 &&
+            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, 0, 0)) < 0)
+            break;
+        if (r.op == MT_EV_STACK && (rc = note_stack_event(pv, &r)) < 0)
+            break;
+        if (r.op == MT_EV_MODULE && (rc = note_module_event(pv, &r)) < 0)
+            break;
+        if (r.op > MT_OP_LAST_CALL)
+            continue;
+        if (r.time < first_time)
+            first_time = r.time;
+        if (r.time > last_time)
+            last_time = r.time;
+        th->calls++;
+        if (th->start_s < 0)
+            th->start_s = seconds(t, r.time);
+        th->end_s = seconds(t, r.time);
+        rep->calls[r.op]++;
+        stack_stat_t *st = (r.flags & MT_FLAG_STACK) ? stack_at(pv, r.stack) : NULL;
+        const int nul = (r.flags & MT_FLAG_NULL) != 0;
+        uint64_t freed_ptr = 0;
+        if (r.op == MT_OP_FREE)
+            freed_ptr = r.ptr;
+        else if ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr && (!nul || requested(&r) == 0))
+            freed_ptr = r.ptr;
+        if (freed_ptr) {
+            block_t b;
+            const int had = block_remove(&p, freed_ptr, &b);
+            if (had < 0) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (!had) {
+                rep->unknown_frees++;
+            } else {
+                rep->life_hist[log2_bucket(r.time > b.time ? (uint64_t)((double)(r.time - b.time) * 1e9 /
+                                                                         (mt_trace_ticks_per_sec(t) > 0 ? mt_trace_ticks_per_sec(t) : 1e9))
+                                                           : 0)]++;
+                if (r.op == MT_OP_FREE) {
+                    th->frees++;
+                    if (b.thread == ti && p.t[ti].last_alloc == freed_ptr) {
+                        rep->temporary++;
+                        rep->temporary_bytes += b.size;
+                        th->temporary++;
+                    }
+                }
+            }
+            if (p.t[ti].last_alloc == freed_ptr)
+                p.t[ti].last_alloc = 0;
+        }
+        if (!is_alloc_op(r.op))
+            continue;
+        const uint64_t req = requested(&r);
+        rep->bytes[r.op] += req;
+        th->bytes += req;
+        if (nul) {
+            if (!(r.op == MT_OP_REALLOC && req == 0))
+                rep->failures[r.op]++;
+            continue;
+        }
+        rep->allocations++;
+        th->allocations++;
+        rep->size_hist[log2_bucket(req)]++;
+        if (st) {
+            st->calls++;
+            st->bytes += req;
+        }
+        block_t stale;
+        if (block_remove(&p, r.result, &stale) < 0) { /* an address given again while we think it live */
+            rc = -ENOMEM;
+            break;
+        }
+        const block_t b = { .size = req, .time = r.time, .stack = st ? r.stack : 0, .thread = ti };
+        if (block_add(&p, r.result, &b) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        p.t[ti].last_alloc = r.result;
+        if (p.live_bytes > rep->peak_live_bytes) {
+            rep->peak_live_bytes = p.live_bytes;
+            rep->peak_live_blocks = p.live.n;
+            rep->peak_time_s = seconds(t, r.time);
+            peak_step = p.steps;
+        }
+    }
+    if (rc < 0) {
+        if (rc == -ENOMEM)
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        pass_fini(&p);
+        mt_trace_close(t);
+        return rc;
+    }
+    /* Leaks: what is live at the end of the trace. */
+    for (uint64_t i = 0; i < p.live.cap; i++) {
+        if (!p.live.v[i].key)
+            continue;
+        const block_t *b = &p.blocks[p.live.v[i].value];
+        rep->leaked_blocks++;
+        rep->leaked_bytes += b->size;
+        if (b->stack) {
+            stack_stat_t *st = stack_at(pv, b->stack);
+            if (st) {
+                st->leaked_blocks++;
+                st->leaked_bytes += b->size;
+            }
+        }
+    }
+    pass_fini(&p);
+    /* The callsites' shares of the peak: walk again up to the peak and add up the live blocks. */
+    if (rep->has_stacks && peak_step && (rc = pass_init(&p, t, err)) == 0) {
+        while (p.steps < peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
+            if (r.op > MT_OP_LAST_CALL)
+                continue;
+            const int nul = (r.flags & MT_FLAG_NULL) != 0;
+            block_t b;
+            if (r.op == MT_OP_FREE || ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr &&
+                                       (!nul || requested(&r) == 0)))
+                block_remove(&p, r.ptr, &b);
+            if (is_alloc_op(r.op) && !nul) {
+                block_remove(&p, r.result, &b);
+                const block_t nb = { .size = requested(&r), .stack = (r.flags & MT_FLAG_STACK) ? r.stack : 0 };
+                if (block_add(&p, r.result, &nb) < 0) {
+                    rc = -ENOMEM;
+                    break;
+                }
+            }
+        }
+        for (uint64_t i = 0; rc >= 0 && i < p.live.cap; i++) {
+            if (!p.live.v[i].key)
+                continue;
+            const block_t *b = &p.blocks[p.live.v[i].value];
+            stack_stat_t *st = b->stack ? stack_at(pv, b->stack) : NULL;
+            if (st)
+                st->peak_bytes += b->size;
+        }
+        pass_fini(&p);
+    }
+    if (rc < 0) {
+        mt_trace_close(t);
+        return rc;
+    }
+    rep->duration_s = last_time > first_time ? seconds(t, last_time) - seconds(t, first_time) : 0;
+    mt_trace_close(t);
+    if (rep->has_stacks && pv->nstacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
+        return rc;
+    return 0;
+}
+
+void mt_report_free(mt_report_t *rep)
+{
+    priv_t *pv = rep->priv;
+    if (pv) {
+        for (uint32_t i = 0; i < pv->nstacks; i++)
+            free(pv->stacks[i].frames);
+        free(pv->stacks);
+        for (size_t i = 0; i < pv->nmodules; i++)
+            free(pv->module_names[i]);
+        free(pv->module_names);
+        free(pv->modules);
+        for (size_t i = 0; i < pv->nstrings; i++)
+            free(pv->strings[i]);
+        free(pv->strings);
+        free(pv);
+    }
+    free(rep->thread);
+    free(rep->series);
+    free(rep->callsites);
+    memset(rep, 0, sizeof *rep);
+}
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+static const char *human(char *buf, size_t cap, double v)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    unsigned u = 0;
+    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0])
+        v /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static void bucket_label(char *buf, size_t cap, unsigned k, int time)
+{
+    char a[32], b[32];
+    const uint64_t lo = k ? (1ull << (k - 1)) : 0, hi = 1ull << k;
+    if (!time) {
+        snprintf(buf, cap, "%s - %s", human(a, sizeof a, (double)lo), human(b, sizeof b, (double)hi));
+        return;
+    }
+    static const char *const units[] = { "ns", "us", "ms", "s" };
+    double x = (double)lo;
+    unsigned u = 0;
+    while (x >= 1000 && u < 3)
+        x /= 1000, u++;
+    snprintf(buf, cap, ">= %.3g %s", x, units[u]);
+}
+
+static void print_hist(FILE *f, const char *title, const uint64_t *h, int time)
+{
+    uint64_t max = 0, total = 0;
+    unsigned lo = MT_HIST_BUCKETS, hi = 0;
+    for (unsigned k = 0; k < MT_HIST_BUCKETS; k++) {
+        if (!h[k])
+            continue;
+        max = h[k] > max ? h[k] : max;
+        total += h[k];
+        lo = k < lo ? k : lo;
+        hi = k;
+    }
+    fprintf(f, "\n%s\n", title);
+    if (!total) {
+        fprintf(f, "  (none)\n");
+        return;
+    }
+    for (unsigned k = lo; k <= hi; k++) {
+        char label[80];
+        bucket_label(label, sizeof label, k, time);
+        const int bar = (int)(40.0 * (double)h[k] / (double)max + 0.5);
+        fprintf(f, "  %-22s %12" PRIu64 " %5.1f%% %.*s\n", label, h[k], 100.0 * (double)h[k] / (double)total, bar,
+                "########################################");
+    }
+}
+
+static void json_hist(mt_json_t *j, const char *key, const uint64_t *h)
+{
+    mt_json_key(j, key);
+    mt_json_begin_array(j);
+    for (unsigned k = 0; k < MT_HIST_BUCKETS; k++) {
+        if (!h[k])
+            continue;
+        mt_json_begin_object(j);
+        mt_json_kv_u64(j, "from", k ? 1ull << (k - 1) : 0);
+        mt_json_kv_u64(j, "to", 1ull << k);
+        mt_json_kv_u64(j, "count", h[k]);
+        mt_json_end_object(j);
+    }
+    mt_json_end_array(j);
+}
+
+void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
+{
+    uint64_t total = 0;
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        total += r->calls[op];
+    if (fmt == MT_TABLE_CSV) {
+        fprintf(f, "function,calls,share_pct,bytes_requested,failures\n");
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            fprintf(f, "%s,%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 "\n", mt_op_name(op), r->calls[op],
+                    total ? 100.0 * (double)r->calls[op] / (double)total : 0, r->bytes[op], r->failures[op]);
+        return;
+    }
+    if (fmt == MT_TABLE_JSON) {
+        mt_json_t j;
+        mt_json_init(&j, f);
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "kind", "report");
+        mt_json_kv_cstr(&j, "file", r->path);
+        mt_json_kv_cstr(&j, "command", r->command);
+        mt_json_kv_u64(&j, "threads", r->threads);
+        mt_json_kv_double(&j, "duration_s", r->duration_s);
+        mt_json_kv_bool(&j, "complete", r->complete);
+        mt_json_kv_bool(&j, "truncated", r->truncated);
+        static const char *const tables[] = { "calls", "bytes", "failures" };
+        for (int k = 0; k < 3; k++) {
+            const uint64_t *v = k == 0 ? r->calls : k == 1 ? r->bytes : r->failures;
+            mt_json_key(&j, tables[k]);
+            mt_json_begin_object(&j);
+            for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+                mt_json_kv_u64(&j, mt_op_name(op), v[op]);
+            mt_json_end_object(&j);
+        }
+        mt_json_kv_u64(&j, "allocations", r->allocations);
+        mt_json_kv_u64(&j, "peak_live_bytes", r->peak_live_bytes);
+        mt_json_kv_u64(&j, "peak_live_blocks", r->peak_live_blocks);
+        mt_json_kv_double(&j, "peak_time_s", r->peak_time_s);
+        mt_json_kv_u64(&j, "leaked_blocks", r->leaked_blocks);
+        mt_json_kv_u64(&j, "leaked_bytes", r->leaked_bytes);
+        mt_json_kv_u64(&j, "temporary", r->temporary);
+        mt_json_kv_u64(&j, "temporary_bytes", r->temporary_bytes);
+        mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
+        json_hist(&j, "size_histogram", r->size_hist);
+        json_hist(&j, "lifetime_histogram_ns", r->life_hist);
+        mt_json_key(&j, "thread_list");
+        mt_json_begin_array(&j);
+        for (uint32_t i = 0; i < r->threads; i++) {
+            const struct mt_report_thread *t = &r->thread[i];
+            mt_json_begin_object(&j);
+            mt_json_kv_u64(&j, "thread", t->thread);
+            mt_json_kv_u64(&j, "tid", t->tid);
+            mt_json_kv_u64(&j, "calls", t->calls);
+            mt_json_kv_u64(&j, "allocations", t->allocations);
+            mt_json_kv_u64(&j, "bytes", t->bytes);
+            mt_json_kv_u64(&j, "frees", t->frees);
+            mt_json_kv_u64(&j, "temporary", t->temporary);
+            mt_json_end_object(&j);
+        }
+        mt_json_end_array(&j);
+        mt_json_key(&j, "callsites");
+        mt_json_begin_array(&j);
+        for (size_t i = 0; i < r->ncallsites && (!top || i < top); i++) {
+            const mt_callsite_t *c = &r->callsites[i];
+            mt_json_begin_object(&j);
+            mt_json_kv_cstr(&j, "function", c->function);
+            if (c->file)
+                mt_json_kv_cstr(&j, "file", c->file);
+            else {
+                mt_json_key(&j, "file");
+                mt_json_null(&j);
+            }
+            mt_json_kv_u64(&j, "line", c->line);
+            mt_json_kv_cstr(&j, "module", c->module);
+            mt_json_kv_u64(&j, "calls", c->calls);
+            mt_json_kv_u64(&j, "bytes", c->bytes);
+            mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
+            mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
+            mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
+            mt_json_end_object(&j);
+        }
+        mt_json_end_array(&j);
+        mt_json_end_object(&j);
+        mt_json_finish(&j);
+        return;
+    }
+    char a[32], b[32];
+    fprintf(f, "mtrace report: %s\ncommand: %s\n", r->path, r->command);
+    fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
+            r->complete ? "" : " (the trace did not finish: killed or crashed)", r->truncated ? " (truncated)" : "");
+    fprintf(f, "%% calls        calls   bytes requested  failures  function\n");
+    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
+        if (!r->calls[op])
+            continue;
+        fprintf(f, "%7.2f %12" PRIu64 " %17s %9" PRIu64 "  %s\n", total ? 100.0 * (double)r->calls[op] / (double)total : 0,
+                r->calls[op], human(a, sizeof a, (double)r->bytes[op]), r->failures[op], mt_op_name(op));
+    }
+    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
+    fprintf(f, "100.00 %13" PRIu64 "                                    total\n\n", total);
+    fprintf(f, "peak live      %s in %" PRIu64 " blocks at %.3f s\n", human(a, sizeof a, (double)r->peak_live_bytes),
+            r->peak_live_blocks, r->peak_time_s);
+    fprintf(f, "leaked         %s in %" PRIu64 " blocks (live when the trace ended)\n",
+            human(a, sizeof a, (double)r->leaked_bytes), r->leaked_blocks);
+    fprintf(f, "temporary      %" PRIu64 " allocations (%.1f %%), %s: freed before the thread's next allocation\n",
+            r->temporary, r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
+            human(b, sizeof b, (double)r->temporary_bytes));
+    if (r->unknown_frees)
+        fprintf(f, "unknown frees  %" PRIu64 " (blocks allocated before tracing began)\n", r->unknown_frees);
+    print_hist(f, "allocation sizes (requested)", r->size_hist, 0);
+    print_hist(f, "lifetimes (allocation to free)", r->life_hist, 1);
+    fprintf(f, "\nthread      tid        calls  allocations       bytes   temporary\n");
+    for (uint32_t i = 0; i < r->threads; i++) {
+        const struct mt_report_thread *t = &r->thread[i];
+        fprintf(f, "%6u %8u %12" PRIu64 " %12" PRIu64 " %11s %11" PRIu64 "\n", t->thread, t->tid, t->calls,
+                t->allocations, human(a, sizeof a, (double)t->bytes), t->temporary);
+    }
+    if (!r->has_stacks) {
+        fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
+        return;
+    }
+    static const char *const by[] = { "calls", "bytes", "peak", "leaks" };
+    for (int k = 0; k < 4; k++) {
+        mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
+        if (!sorted)
+            return;
+        memcpy(sorted, r->callsites, r->ncallsites * sizeof *sorted);
+        for (size_t i = 1; i < r->ncallsites; i++) { /* insertion sort on the chosen key */
+            const mt_callsite_t x = sorted[i];
+            const uint64_t kx = k == 0 ? x.calls : k == 1 ? x.bytes : k == 2 ? x.peak_bytes : x.leaked_bytes;
+            size_t j = i;
+            while (j > 0) {
+                const mt_callsite_t *y = &sorted[j - 1];
+                const uint64_t ky = k == 0 ? y->calls : k == 1 ? y->bytes : k == 2 ? y->peak_bytes : y->leaked_bytes;
+                if (ky >= kx)
+                    break;
+                sorted[j] = sorted[j - 1];
+                j--;
+            }
+            sorted[j] = x;
+        }
+        fprintf(f, "\ntop callsites by %s\n", by[k]);
+        for (size_t i = 0; i < r->ncallsites && i < (top ? top : 10); i++) {
+            const mt_callsite_t *c = &sorted[i];
+            const uint64_t v = k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+            if (!v)
+                break;
+            char where[600];
+            if (c->file)
+                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
+            else
+                snprintf(where, sizeof where, "%s", c->module);
+            fprintf(f, "  %12s  %s  %s\n", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v),
+                    c->function, where);
+        }
+        free(sorted);
+    }
+}

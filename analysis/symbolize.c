@@ -1,0 +1,605 @@
+/* Offline symbolization with elfutils' libdwfl.
+ *
+ * Every recorded module becomes an entry with its load bias, its PT_LOAD segments and its build-id.
+ * Modules that the trace repeats in later snapshots (same path, bias, build-id and segments) are one
+ * entry whose generation is the latest seen. Addresses are looked up in a sorted list of disjoint
+ * ranges painted from the segments in order of generation, so that a later generation owns the
+ * addresses it shares with an earlier one.
+ *
+ * Each module's object file is opened lazily, the first time one of its addresses is symbolized, in
+ * a Dwfl of its own (one module per Dwfl: modules of different generations may overlap, which one
+ * address space cannot hold). The file is the recorded path (the `exe` argument for the main
+ * program); when it is missing or its build-id is not the recorded one, the build-id's file under
+ * /usr/lib/debug/.build-id is tried; failing both, the module is kept by name only and its addresses
+ * symbolize to module+offset. Separate debug info for a matching file is found by libdwfl's standard
+ * search (build-id, .gnu_debuglink, the default debuginfo path).
+ *
+ * Names come from the symbol table as libdw gives them: C++ names stay mangled (demangling would need
+ * libstdc++'s __cxa_demangle, which this C library does not link).
+ */
+#define _GNU_SOURCE
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtrace/symbolize.h"
+
+#define UNKNOWN "??"
+#define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id"
+
+enum { MOD_UNOPENED, MOD_OPEN, MOD_NAME_ONLY };
+
+typedef struct sym_module {
+    char *path;            /* file to open; "" when there is none */
+    const char *name;      /* interned base name */
+    uint64_t bias;
+    uint64_t generation;
+    uint64_t seq;          /* order of addition: breaks ties between equal generations */
+    uint32_t nseg;
+    struct {
+        uint64_t vaddr, memsz, offset;
+    } seg[MT_MAX_SEGMENTS];
+    uint32_t build_id_len;
+    uint8_t build_id[64];
+    int state;
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+} sym_module_t;
+
+typedef struct range {
+    uint64_t lo, hi; /* [lo, hi) */
+    uint32_t module;
+} range_t;
+
+typedef struct cache_slot {
+    uint64_t key;    /* return address */
+    uint32_t index;  /* 1 + index into syms; 0: empty */
+} cache_slot_t;
+
+struct mt_symbolizer {
+    char *exe;
+    char *debuginfo_path; /* NULL: libdwfl's default */
+    Dwfl_Callbacks callbacks;
+
+    sym_module_t *mods;
+    size_t nmods, capmods;
+    uint64_t seq;
+
+    range_t *ranges; /* disjoint, sorted by lo; rebuilt when modules were added */
+    size_t nranges;
+    int ranges_dirty;
+
+    char **strs; /* interned strings: open addressing, power-of-two capacity */
+    size_t nstrs, capstrs;
+
+    cache_slot_t *cache;
+    size_t ncache, capcache;
+    mt_symbol_t *syms;
+    size_t nsyms, capsyms;
+};
+
+/* ---- small helpers ----------------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 8;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*v, n * elem);
+    if (!p)
+        return -ENOMEM;
+    *v = p;
+    *cap = n;
+    return 0;
+}
+
+/* The interned copy of s[0..n) (owned by the symbolizer), or NULL when out of memory. */
+static const char *intern_n(mt_symbolizer_t *s, const char *str, size_t n)
+{
+    if (s->nstrs * 2 >= s->capstrs) {
+        const size_t cap = s->capstrs ? s->capstrs * 2 : 256;
+        char **t = calloc(cap, sizeof *t);
+        if (!t)
+            return NULL;
+        for (size_t i = 0; i < s->capstrs; i++) {
+            if (!s->strs[i])
+                continue;
+            size_t j = hash_bytes(s->strs[i], strlen(s->strs[i])) & (cap - 1);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = s->strs[i];
+        }
+        free(s->strs);
+        s->strs = t;
+        s->capstrs = cap;
+    }
+    size_t j = hash_bytes(str, n) & (s->capstrs - 1);
+    for (; s->strs[j]; j = (j + 1) & (s->capstrs - 1))
+        if (!strncmp(s->strs[j], str, n) && s->strs[j][n] == 0)
+            return s->strs[j];
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, str, n);
+    copy[n] = 0;
+    s->strs[j] = copy;
+    s->nstrs++;
+    return copy;
+}
+
+static const char *intern(mt_symbolizer_t *s, const char *str)
+{
+    return intern_n(s, str, strlen(str));
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+/* ---- open and close ---------------------------------------------------------------------------- */
+
+int mt_symbolizer_open(mt_symbolizer_t **out, const char *exe, mt_error_t *err)
+{
+    *out = NULL;
+    mt_symbolizer_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->exe = strdup(exe ? exe : ""))) {
+        free(s);
+        if (err)
+            snprintf(err->msg, sizeof err->msg, "symbolizer: out of memory");
+        return -ENOMEM;
+    }
+    s->callbacks.find_elf = dwfl_build_id_find_elf;
+    s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    s->callbacks.section_address = dwfl_offline_section_address;
+    s->callbacks.debuginfo_path = &s->debuginfo_path;
+    if (!intern(s, UNKNOWN)) {
+        mt_symbolizer_close(s);
+        if (err)
+            snprintf(err->msg, sizeof err->msg, "symbolizer: out of memory");
+        return -ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
+void mt_symbolizer_close(mt_symbolizer_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nmods; i++) {
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+        free(s->mods[i].path);
+    }
+    free(s->mods);
+    free(s->ranges);
+    for (size_t i = 0; i < s->capstrs; i++)
+        free(s->strs[i]);
+    free(s->strs);
+    free(s->cache);
+    free(s->syms);
+    free(s->exe);
+    free(s);
+}
+
+/* ---- modules ----------------------------------------------------------------------------------- */
+
+static int same_module(const sym_module_t *a, const mt_module_def_t *m, const char *path)
+{
+    if (a->bias != m->base || a->nseg != m->nseg || a->build_id_len != m->build_id_len ||
+        strcmp(a->path, path) != 0 || memcmp(a->build_id, m->build_id, m->build_id_len) != 0)
+        return 0;
+    for (uint32_t i = 0; i < m->nseg; i++)
+        if (a->seg[i].vaddr != m->seg[i].vaddr || a->seg[i].memsz != m->seg[i].memsz ||
+            a->seg[i].offset != m->seg[i].offset)
+            return 0;
+    return 1;
+}
+
+int mt_symbolizer_add_module(mt_symbolizer_t *s, const mt_module_def_t *m)
+{
+    if (!s || !m || m->nseg > MT_MAX_SEGMENTS || m->build_id_len > sizeof m->build_id)
+        return -EINVAL;
+    char *path;
+    if (m->name_len == 0)
+        path = strdup(s->exe);
+    else
+        path = strndup(m->name, m->name_len);
+    if (!path)
+        return -ENOMEM;
+    /* A name with a NUL inside is cut there; strndup already did. */
+    for (size_t i = 0; i < s->nmods; i++) {
+        if (same_module(&s->mods[i], m, path)) {
+            if (m->generation >= s->mods[i].generation) {
+                s->mods[i].generation = m->generation;
+                s->mods[i].seq = ++s->seq;
+                s->ranges_dirty = 1;
+            }
+            free(path);
+            return 0;
+        }
+    }
+    if (grow((void **)&s->mods, &s->capmods, s->nmods + 1, sizeof *s->mods) < 0) {
+        free(path);
+        return -ENOMEM;
+    }
+    sym_module_t *e = &s->mods[s->nmods];
+    memset(e, 0, sizeof *e);
+    const char *name = intern(s, path[0] ? base_name(path) : UNKNOWN);
+    if (!name) {
+        free(path);
+        return -ENOMEM;
+    }
+    e->path = path;
+    e->name = name;
+    e->bias = m->base;
+    e->generation = m->generation;
+    e->seq = ++s->seq;
+    e->nseg = m->nseg;
+    for (uint32_t i = 0; i < m->nseg; i++) {
+        e->seg[i].vaddr = m->seg[i].vaddr;
+        e->seg[i].memsz = m->seg[i].memsz;
+        e->seg[i].offset = m->seg[i].offset;
+    }
+    e->build_id_len = m->build_id_len;
+    memcpy(e->build_id, m->build_id, m->build_id_len);
+    e->state = MOD_UNOPENED;
+    s->nmods++;
+    s->ranges_dirty = 1;
+    return 0;
+}
+
+typedef struct paint {
+    uint64_t lo, hi, generation, seq;
+    uint32_t module;
+} paint_t;
+
+static int cmp_paint(const void *a, const void *b)
+{
+    const paint_t *x = a, *y = b;
+    if (x->generation != y->generation)
+        return x->generation < y->generation ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Paints [p->lo, p->hi) over the disjoint sorted ranges in `out` (capacity checked by the caller:
+ * one paint adds at most two ranges). */
+static void paint_range(range_t *out, size_t *n, const paint_t *p)
+{
+    size_t i = 0, w;
+    /* ranges entirely before */
+    while (i < *n && out[i].hi <= p->lo)
+        i++;
+    const size_t first = i;
+    range_t left = { 0, 0, 0 }, right = { 0, 0, 0 };
+    int has_left = 0, has_right = 0;
+    size_t j = i;
+    while (j < *n && out[j].lo < p->hi) {
+        if (out[j].lo < p->lo) {
+            left = out[j];
+            left.hi = p->lo;
+            has_left = 1;
+        }
+        if (out[j].hi > p->hi) {
+            right = out[j];
+            right.lo = p->hi;
+            has_right = 1;
+        }
+        j++;
+    }
+    /* out[first..j) are replaced by left?, new, right? */
+    const size_t add = (size_t)has_left + 1 + (size_t)has_right, removed = j - first;
+    memmove(out + first + add, out + j, (*n - j) * sizeof *out);
+    w = first;
+    if (has_left)
+        out[w++] = left;
+    out[w++] = (range_t){ p->lo, p->hi, p->module };
+    if (has_right)
+        out[w++] = right;
+    *n = *n - removed + add;
+}
+
+static int rebuild_ranges(mt_symbolizer_t *s)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->nmods; i++)
+        total += s->mods[i].nseg;
+    paint_t *p = malloc((total ? total : 1) * sizeof *p);
+    range_t *r = malloc((2 * total + 1) * sizeof *r);
+    if (!p || !r) {
+        free(p);
+        free(r);
+        return -ENOMEM;
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < s->nmods; i++) {
+        const sym_module_t *m = &s->mods[i];
+        for (uint32_t k = 0; k < m->nseg; k++) {
+            const uint64_t lo = m->bias + m->seg[k].vaddr, hi = lo + m->seg[k].memsz;
+            if (m->seg[k].memsz == 0 || hi <= lo)
+                continue; /* empty or wrapping: garbage, ignore */
+            p[np++] = (paint_t){ lo, hi, m->generation, m->seq, (uint32_t)i };
+        }
+    }
+    qsort(p, np, sizeof *p, cmp_paint);
+    size_t nr = 0;
+    for (size_t i = 0; i < np; i++)
+        paint_range(r, &nr, &p[i]);
+    free(p);
+    free(s->ranges);
+    s->ranges = r;
+    s->nranges = nr;
+    s->ranges_dirty = 0;
+    /* Addresses may now belong elsewhere: forget the cached results (their strings stay). */
+    if (s->cache)
+        memset(s->cache, 0, s->capcache * sizeof *s->cache);
+    s->ncache = 0;
+    s->nsyms = 0;
+    return 0;
+}
+
+static sym_module_t *find_module(mt_symbolizer_t *s, uint64_t pc)
+{
+    size_t lo = 0, hi = s->nranges;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (s->ranges[mid].hi <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < s->nranges && s->ranges[lo].lo <= pc && pc < s->ranges[lo].hi)
+        return &s->mods[s->ranges[lo].module];
+    return NULL;
+}
+
+/* Reports `file` as the module's object in a Dwfl of its own; keeps it when its build-id is the
+ * recorded one (or none was recorded). 0 or -1. */
+static int try_file(mt_symbolizer_t *s, sym_module_t *m, const char *file)
+{
+    Dwfl *d = dwfl_begin(&s->callbacks);
+    if (!d)
+        return -1;
+    dwfl_report_begin(d);
+    /* add_p_vaddr: the recorded base is the load bias (runtime = base + p_vaddr) whatever the first
+     * segment's p_vaddr; libdwfl ignores the base of an ET_EXEC file. */
+    Dwfl_Module *mod = dwfl_report_elf(d, m->name, file, -1, m->bias, true);
+    dwfl_report_end(d, NULL, NULL);
+    if (!mod) {
+        dwfl_end(d);
+        return -1;
+    }
+    if (m->build_id_len > 0) {
+        const unsigned char *bits = NULL;
+        GElf_Addr vaddr = 0;
+        const int n = dwfl_module_build_id(mod, &bits, &vaddr);
+        if (n != (int)m->build_id_len || !bits || memcmp(bits, m->build_id, m->build_id_len) != 0) {
+            dwfl_end(d);
+            return -1;
+        }
+    }
+    m->dwfl = d;
+    m->mod = mod;
+    return 0;
+}
+
+static void open_module(mt_symbolizer_t *s, sym_module_t *m)
+{
+    m->state = MOD_NAME_ONLY;
+    /* Only absolute paths (and the named main program): a name like linux-vdso.so.1 is no file, and
+     * must not be looked up in the current directory. */
+    const int is_exe = m->path[0] && !strcmp(m->path, s->exe);
+    if (m->path[0] && (m->path[0] == '/' || is_exe) && try_file(s, m, m->path) == 0) {
+        m->state = MOD_OPEN;
+        return;
+    }
+    if (m->build_id_len >= 2) {
+        char debug[sizeof DEBUG_BUILD_ID_DIR + 4 + 2 * 64 + 8], *q = debug;
+        q += sprintf(q, "%s/%02x/", DEBUG_BUILD_ID_DIR, m->build_id[0]);
+        for (uint32_t i = 1; i < m->build_id_len; i++)
+            q += sprintf(q, "%02x", m->build_id[i]);
+        strcpy(q, ".debug");
+        if (try_file(s, m, debug) == 0)
+            m->state = MOD_OPEN;
+    }
+}
+
+/* ---- lookups ----------------------------------------------------------------------------------- */
+
+/* The interned source path: a relative name from the line table joined to the CU's compilation
+ * directory ("./" dropped), an absolute one as it is. */
+static const char *source_path(mt_symbolizer_t *s, const char *file, const char *comp_dir)
+{
+    if (file[0] == '/' || !comp_dir || comp_dir[0] != '/')
+        return intern(s, file);
+    while (file[0] == '.' && file[1] == '/')
+        file += 2;
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s%s", comp_dir, comp_dir[strlen(comp_dir) - 1] == '/' ? "" : "/", file) < 0)
+        return intern(s, file);
+    const char *r = intern(s, joined);
+    free(joined);
+    return r;
+}
+
+static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
+{
+    const char *unknown = intern(s, UNKNOWN);
+    *out = (mt_symbol_t){ unknown ? unknown : UNKNOWN, NULL, 0, unknown ? unknown : UNKNOWN, ra };
+    if (ra == 0)
+        return;
+    const uint64_t pc = ra - 1; /* the call instruction, not the one after it */
+    sym_module_t *m = find_module(s, pc);
+    if (!m)
+        return;
+    out->module = m->name;
+    out->offset = ra - m->bias;
+    if (m->state == MOD_UNOPENED)
+        open_module(s, m);
+    if (m->state != MOD_OPEN)
+        return;
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *fn = dwfl_module_addrinfo(m->mod, pc, &off, &sym, NULL, NULL, NULL);
+    if (fn && *fn) {
+        /* without a symbol version ("__libc_start_main@@GLIBC_2.34" is __libc_start_main) */
+        const char *at = strchr(fn + 1, '@');
+        const char *f = intern_n(s, fn, at ? (size_t)(at - fn) : strlen(fn));
+        if (f)
+            out->function = f;
+    }
+    Dwfl_Line *line = dwfl_module_getsrc(m->mod, pc);
+    if (line) {
+        int lineno = 0;
+        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (file && *file) {
+            out->file = source_path(s, file, dwfl_line_comp_dir(line));
+            out->line = out->file && lineno > 0 ? (unsigned)lineno : 0;
+        }
+    }
+}
+
+int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out)
+{
+    if (s->ranges_dirty && rebuild_ranges(s) < 0) {
+        *out = (mt_symbol_t){ UNKNOWN, NULL, 0, UNKNOWN, return_address };
+        return -ENOMEM;
+    }
+    if (s->capcache) {
+        for (size_t j = hash_u64(return_address) & (s->capcache - 1); s->cache[j].index;
+             j = (j + 1) & (s->capcache - 1)) {
+            if (s->cache[j].key == return_address) {
+                *out = s->syms[s->cache[j].index - 1];
+                return 0;
+            }
+        }
+    }
+    lookup(s, return_address, out);
+
+    /* remember it */
+    if (grow((void **)&s->syms, &s->capsyms, s->nsyms + 1, sizeof *s->syms) < 0)
+        return 0; /* a result, just not cached */
+    if ((s->ncache + 1) * 2 > s->capcache) {
+        const size_t cap = s->capcache ? s->capcache * 2 : 1024;
+        cache_slot_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            return 0;
+        for (size_t i = 0; i < s->capcache; i++) {
+            if (!s->cache[i].index)
+                continue;
+            size_t j = hash_u64(s->cache[i].key) & (cap - 1);
+            while (t[j].index)
+                j = (j + 1) & (cap - 1);
+            t[j] = s->cache[i];
+        }
+        free(s->cache);
+        s->cache = t;
+        s->capcache = cap;
+    }
+    size_t j = hash_u64(return_address) & (s->capcache - 1);
+    while (s->cache[j].index)
+        j = (j + 1) & (s->capcache - 1);
+    s->syms[s->nsyms++] = *out;
+    s->cache[j] = (cache_slot_t){ return_address, (uint32_t)s->nsyms };
+    s->ncache++;
+    return 0;
+}
+
+/* ---- allocator frames -------------------------------------------------------------------------- */
+
+/* The rule: a frame belongs to the allocation machinery, and so is no callsite, when
+ *   1. its module is the C library or the dynamic loader (libc.so*, libc-2.*, ld-linux*, ld64.so*,
+ *      ld.so*, ld-2.*) or the recorder (libmtrace.so*): what they allocate they allocate for a call
+ *      made elsewhere (strdup, fopen, dlopen ...), and the callsite is the caller of that call (a
+ *      callback that libc calls, such as qsort's, is a frame of the program and ends the walk first);
+ *   2. or, in any module, its function is
+ *      - operator new / new[] in any form (mangled _Znw* / _Zna*: _Znwm, _Znam, _ZnwmRKSt9nothrow_t,
+ *        _ZnwmSt11align_val_t, _ZnamSt11align_val_tRKSt9nothrow_t ...; or a demangled "operator new"),
+ *        so libstdc++'s and any replacement operator new; likewise operator delete / delete[]
+ *        (_Zdl*, _Zda*) for the callsites of frees;
+ *      - libstdc++'s allocator templates' allocate and deallocate (std::allocator, mangled _ZNSa...,
+ *        __gnu_cxx::new_allocator, std::__new_allocator, std::allocator_traits), which only forward
+ *        to operator new / delete and are real frames in unoptimized code;
+ *      - an allocation entry point or a libc wrapper that allocates for its caller, by name:
+ *        malloc, calloc, realloc, reallocarray, free, memalign, posix_memalign, aligned_alloc,
+ *        valloc, pvalloc (a replacement allocator), strdup, strndup, wcsdup, the asprintf family
+ *        (for a C library whose file name is not recognised, or a static program).
+ * Unknown frames ("??" module) are not allocator frames. */
+static int name_in(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(name, *list))
+            return 1;
+    return 0;
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+int mt_symbol_is_allocator_frame(const mt_symbol_t *sym)
+{
+    static const char *const module_prefixes[] = {
+        "libc.so", "libc-2.", "ld-linux", "ld64.so", "ld.so", "ld-2.", "libmtrace.so", NULL,
+    };
+    static const char *const functions[] = {
+        "malloc", "calloc", "realloc", "reallocarray", "free", "memalign", "posix_memalign",
+        "aligned_alloc", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+        "__libc_reallocarray", "__libc_free", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
+        "strdup", "__strdup", "strndup", "__strndup", "wcsdup", "__wcsdup", "asprintf", "__asprintf",
+        "___asprintf", "vasprintf", "__vasprintf", "__vasprintf_internal", "__asprintf_chk",
+        "__vasprintf_chk", "__vasprintf_chk_internal", NULL,
+    };
+    /* The first NEW_DELETE entries match on their own; the others are the allocator templates,
+     * whose names must also contain "allocate" (allocate, deallocate: not construct and the like). */
+    enum { NEW_DELETE = 6 };
+    static const char *const function_prefixes[] = {
+        "_Znw", "_Zna", "_Zdl", "_Zda", "operator new", "operator delete",
+        "_ZN9__gnu_cxx13new_allocator", "_ZNSt15__new_allocator", "_ZNSa", "_ZNSt16allocator_traits",
+        "__gnu_cxx::new_allocator", "std::__new_allocator", "std::allocator<",
+        "std::allocator_traits", NULL,
+    };
+    if (!sym)
+        return 0;
+    if (sym->module && strcmp(sym->module, UNKNOWN) != 0) {
+        for (const char *const *p = module_prefixes; *p; p++)
+            if (has_prefix(sym->module, *p))
+                return 1;
+    }
+    const char *fn = sym->function;
+    if (!fn || !strcmp(fn, UNKNOWN))
+        return 0;
+    if (name_in(fn, functions))
+        return 1;
+    for (const char *const *p = function_prefixes; *p; p++)
+        if (has_prefix(fn, *p) && (p - function_prefixes < NEW_DELETE || strstr(fn, "allocate")))
+            return 1;
+    return 0;
+}

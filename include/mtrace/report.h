@@ -1,0 +1,73 @@
+/* mtrace report: what a trace says about a program's allocations, streamed over the trace with
+ * memory proportional to the live blocks. */
+#ifndef MTRACE_REPORT_H
+#define MTRACE_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mtrace/compare.h"
+#include "mtrace/trace_reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_HIST_BUCKETS 64
+
+typedef struct mt_callsite {
+    const char *function, *file, *module;
+    unsigned line;
+    uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
+} mt_callsite_t;
+
+typedef struct mt_report {
+    const char *path;
+    char command[512];
+    uint32_t threads;
+    double duration_s;
+    uint64_t calls[MT_OP_LAST_CALL + 1];
+    uint64_t bytes[MT_OP_LAST_CALL + 1];    /* bytes requested */
+    uint64_t failures[MT_OP_LAST_CALL + 1];
+    uint64_t allocations;                    /* calls that made a block */
+    uint64_t peak_live_bytes, peak_live_blocks;
+    double peak_time_s;
+    uint64_t leaked_blocks, leaked_bytes;
+    uint64_t temporary, temporary_bytes;
+    uint64_t unknown_frees;
+    uint64_t size_hist[MT_HIST_BUCKETS];     /* bucket k: sizes in [2^(k-1), 2^k), bucket 0: size 0 */
+    uint64_t life_hist[MT_HIST_BUCKETS];     /* bucket k: lifetimes in [2^(k-1), 2^k) ns */
+    struct mt_report_thread {
+        uint32_t thread, tid;
+        uint64_t calls, allocations, bytes, frees, temporary;
+        double start_s, end_s;
+    } *thread;
+    struct mt_report_point {
+        double t;
+        uint64_t live_bytes, rss_kb, vm_kb; /* rss_kb, vm_kb: the program's, 0 where not sampled */
+    } *series;                               /* at every RSS sample, else every 65536 calls */
+    size_t nseries;
+    mt_callsite_t *callsites;                /* sorted by calls, descending */
+    size_t ncallsites;
+    int has_stacks;
+    int truncated, complete;
+    /* private */
+    void *priv;
+} mt_report_t;
+
+typedef struct mt_report_opts {
+    const char *folded;     /* write folded stacks here (weight: see flame_weight) */
+    const char *flamegraph; /* write an SVG flame graph here */
+    const char *flame_weight; /* bytes (default), calls, leaked, peak */
+    const char *callsites_csv;
+} mt_report_opts_t;
+
+/* Reads the trace and fills the report. 0, or negative with the message in err. */
+int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
+void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top);
+void mt_report_free(mt_report_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,16 @@
+/* See libcallee.h. Each call shares its line with the store of __LINE__, so the line reported is
+ * the call's. */
+#include <stdlib.h>
+
+#include "libcallee.h"
+
+void *callee_alloc(size_t n, unsigned *line)
+{
+    void *p = malloc(n); *line = __LINE__;
+    return p;
+}
+
+void callee_call(void (*fn)(void), unsigned *line)
+{
+    fn(); *line = __LINE__;
+}
