@@ -796,7 +796,8 @@ static int cmd_compare(int argc, char **argv)
 static void usage_report(FILE *f)
 {
     fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
-               "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE] TRACE\n"
+               "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
+               "                     [--html OUT.html] TRACE [RESULT.json...]\n"
                "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
                "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n");
 }
@@ -806,7 +807,9 @@ static int cmd_report(int argc, char **argv)
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
     mt_report_opts_t o = { 0 };
     unsigned top = 0;
-    const char *path = NULL;
+    const char *path = NULL, *html = NULL;
+    const char *results[64];
+    int nresults = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json"))
@@ -823,11 +826,15 @@ static int cmd_report(int argc, char **argv)
             o.flame_weight = argv[++i];
         else if (!strcmp(a, "--callsites-csv") && v)
             o.callsites_csv = argv[++i];
+        else if (!strcmp(a, "--html") && v)
+            html = argv[++i];
         else if (!strcmp(a, "--help")) {
             usage_report(stdout);
             return 0;
         } else if (a[0] != '-' && !path)
             path = a;
+        else if (a[0] != '-' && html && nresults < 64)
+            results[nresults++] = a;
         else {
             usage_report(stderr);
             return 2;
@@ -838,15 +845,28 @@ static int cmd_report(int argc, char **argv)
         usage_report(stderr);
         return 2;
     }
+    /* The page gets a flame graph of its own when the user did not ask for one. */
+    char flame_tmp[] = "/tmp/mtrace-flame.XXXXXX.svg";
+    int flame_fd = -1;
+    if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
+        close(flame_fd);
+        o.flamegraph = flame_tmp;
+    }
     mt_report_t r;
     mt_error_t err;
-    if (mt_report_build(&r, path, &o, &err) < 0) {
-        mt_report_free(&r);
-        return mt_fail(&err);
-    }
-    mt_report_print(&r, stdout, fmt, top);
+    int rc = 0;
+    if (mt_report_build(&r, path, &o, &err) < 0)
+        rc = mt_fail(&err);
+    else if (html)
+        rc = mt_report_html(&r, html, results, nresults, r.has_stacks ? o.flamegraph : NULL) == 0 ? 0 : 1;
+    else
+        mt_report_print(&r, stdout, fmt, top);
+    if (html && rc == 0)
+        fprintf(stderr, "mtrace: wrote %s\n", html);
     mt_report_free(&r);
-    return 0;
+    if (flame_fd >= 0)
+        unlink(flame_tmp);
+    return rc;
 }
 
 /* ---- mtrace plot -------------------------------------------------------------------------------- */

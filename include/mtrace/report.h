@@ -66,6 +66,10 @@ typedef struct mt_report_opts {
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top);
 void mt_report_free(mt_report_t *r);
+/* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
+ * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
+int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
+                   const char *flame_svg);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,223 @@
+/* mtrace report --html: one self-contained page (no external file, script or font): the summary,
+ * the plots as inline SVG (drawn by gnuplot into temporary files, then inlined), the flame graph and
+ * the callsite tables, and the replay results beside them. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mtrace/compare.h"
+#include "mtrace/json_reader.h"
+#include "mtrace/plot.h"
+#include "mtrace/report.h"
+
+static void esc(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* Copies an SVG file into the page, without its XML prolog (not allowed inside HTML). */
+static int inline_svg(FILE *out, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int in_svg = 0;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        if (!in_svg) {
+            char *start = strstr(line, "<svg");
+            if (!start)
+                continue;
+            in_svg = 1;
+            fputs(start, out);
+            continue;
+        }
+        fwrite(line, 1, (size_t)n, out);
+    }
+    free(line);
+    fclose(f);
+    return in_svg ? 0 : -1;
+}
+
+static void human(char *buf, size_t cap, double v)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    unsigned u = 0;
+    while (v >= 1024 && u + 1 < 5)
+        v /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static const char *style =
+    "body{font-family:sans-serif;margin:2em;max-width:1250px;color:#222}"
+    "h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}"
+    "table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}"
+    "td.l,th.l{text-align:left}code{background:#f4f4f4;padding:0 .3em}.kv td{text-align:left}"
+    ".figure svg{max-width:100%;height:auto}.note{color:#666;font-size:.9em}";
+
+int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
+                   const char *flame_svg)
+{
+    char tmp[] = "/tmp/mtrace-html.XXXXXX";
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "mtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        return -1;
+    }
+    char live_svg[64], sizes_svg[64], rss_svg[64], bars_svg[64];
+    snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
+    snprintf(sizes_svg, sizeof sizes_svg, "%s/sizes.svg", tmp);
+    snprintf(rss_svg, sizeof rss_svg, "%s/rss.svg", tmp);
+    snprintf(bars_svg, sizeof bars_svg, "%s/bars.svg", tmp);
+    const int have_live = mt_plot_trace(r, live_svg) == 0;
+    const int have_sizes = mt_plot_sizes(r, sizes_svg) == 0;
+    int have_rss = 0, have_bars = 0;
+    if (nresults) {
+        have_bars = mt_plot_compare(results, nresults, bars_svg) == 0;
+        int all_series = 1;
+        for (int i = 0; i < nresults; i++) {
+            mt_jval_t *j;
+            mt_error_t err;
+            if (mt_json_load(results[i], &j, &err) < 0) {
+                fprintf(stderr, "mtrace: %s\n", err.msg);
+                return -1;
+            }
+            all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
+            mt_json_free(j);
+        }
+        if (all_series)
+            have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
+    }
+    char part[4096];
+    snprintf(part, sizeof part, "%s.partial", out);
+    FILE *f = fopen(part, "w");
+    if (!f) {
+        fprintf(stderr, "mtrace: cannot write %s: %s\n", part, strerror(errno));
+        return -1;
+    }
+    char a[32], b[32];
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtrace: ");
+    esc(f, r->command);
+    fprintf(f, "</title><style>%s</style></head><body>\n<h1>mtrace report</h1>\n", style);
+    fprintf(f, "<table class=\"kv\"><tr><td>trace</td><td><code>");
+    esc(f, r->path);
+    fprintf(f, "</code></td></tr><tr><td>command</td><td><code>");
+    esc(f, r->command);
+    human(a, sizeof a, (double)r->peak_live_bytes);
+    fprintf(f, "</code></td></tr><tr><td>threads</td><td>%u</td></tr><tr><td>duration</td><td>%.3f s%s</td></tr>"
+               "<tr><td>peak live</td><td>%s in %" PRIu64 " blocks at %.3f s</td></tr>",
+            r->threads, r->duration_s, r->complete ? "" : " (the trace did not finish)", a, r->peak_live_blocks,
+            r->peak_time_s);
+    human(a, sizeof a, (double)r->leaked_bytes);
+    human(b, sizeof b, (double)r->temporary_bytes);
+    fprintf(f, "<tr><td>leaked</td><td>%s in %" PRIu64 " blocks</td></tr><tr><td>temporary</td><td>%" PRIu64
+               " allocations (%.1f %%), %s</td></tr></table>\n",
+            a, r->leaked_blocks, r->temporary, r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
+            b);
+
+    fprintf(f, "<h2>Calls</h2>\n<table><tr><th class=\"l\">function</th><th>calls</th><th>%%</th>"
+               "<th>bytes requested</th><th>failures</th></tr>\n");
+    uint64_t total = 0;
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        total += r->calls[op];
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
+        if (!r->calls[op])
+            continue;
+        human(a, sizeof a, (double)r->bytes[op]);
+        fprintf(f, "<tr><td class=\"l\">%s</td><td>%" PRIu64 "</td><td>%.2f</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+                mt_op_name(op), r->calls[op], total ? 100.0 * (double)r->calls[op] / (double)total : 0, a,
+                r->failures[op]);
+    }
+    fprintf(f, "</table>\n");
+
+    if (have_live) {
+        fprintf(f, "<h2>Live bytes and RSS over time</h2>\n<div class=\"figure\">");
+        inline_svg(f, live_svg);
+        fprintf(f, "</div>\n");
+    }
+    if (have_sizes) {
+        fprintf(f, "<h2>Allocation sizes</h2>\n<div class=\"figure\">");
+        inline_svg(f, sizes_svg);
+        fprintf(f, "</div>\n");
+    }
+    if (nresults) {
+        fprintf(f, "<h2>Replays</h2>\n<pre>");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&buf, &len);
+        if (mem) {
+            mt_compare_print(mem, results, nresults, MT_TABLE_TEXT);
+            fclose(mem);
+            esc(f, buf);
+            free(buf);
+        }
+        fprintf(f, "</pre>\n");
+        if (have_bars) {
+            fprintf(f, "<div class=\"figure\">");
+            inline_svg(f, bars_svg);
+            fprintf(f, "</div>\n");
+        }
+        if (have_rss) {
+            fprintf(f, "<div class=\"figure\">");
+            inline_svg(f, rss_svg);
+            fprintf(f, "</div>\n");
+        }
+    }
+    if (r->has_stacks) {
+        if (flame_svg) {
+            fprintf(f, "<h2>Flame graph (bytes allocated)</h2>\n<div class=\"figure\">");
+            inline_svg(f, flame_svg);
+            fprintf(f, "</div>\n");
+        }
+        fprintf(f, "<h2>Top callsites</h2>\n<table><tr><th class=\"l\">function</th><th class=\"l\">where</th>"
+                   "<th>calls</th><th>bytes</th><th>at peak</th><th>leaked</th></tr>\n");
+        for (size_t i = 0; i < r->ncallsites && i < 50; i++) {
+            const mt_callsite_t *c = &r->callsites[i];
+            char where[600], by[32], pk[32], lk[32];
+            if (c->file)
+                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
+            else
+                snprintf(where, sizeof where, "%s", c->module);
+            human(by, sizeof by, (double)c->bytes);
+            human(pk, sizeof pk, (double)c->peak_bytes);
+            human(lk, sizeof lk, (double)c->leaked_bytes);
+            fprintf(f, "<tr><td class=\"l\"><code>");
+            esc(f, c->function);
+            fprintf(f, "</code></td><td class=\"l\">");
+            esc(f, where);
+            fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", c->calls, by, pk, lk);
+        }
+        fprintf(f, "</table>\n");
+    } else {
+        fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
+    }
+    fprintf(f, "<p class=\"note\">Written by mtrace.</p>\n</body></html>\n");
+    const int bad = ferror(f) | (fclose(f) != 0);
+    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
+    for (size_t i = 0; i < 4; i++) {
+        unlink(files[i]);
+        char dat[80];
+        snprintf(dat, sizeof dat, "%.*s.dat", (int)(strlen(files[i]) - 4), files[i]);
+        unlink(dat);
+    }
+    rmdir(tmp);
+    if (bad || rename(part, out) != 0) {
+        fprintf(stderr, "mtrace: cannot write %s\n", out);
+        unlink(part);
+        return -1;
+    }
+    return 0;
+}
