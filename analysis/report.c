@@ -461,8 +461,9 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
     size_t len;
     const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
+    /* Arguments joined by spaces, on one line: a script given with -c may hold newlines. */
     for (size_t i = 0; s && i < len && i + 1 < sizeof rep->command; i++)
-        rep->command[i] = s[i] ? s[i] : ' ';
+        rep->command[i] = (unsigned char)s[i] < ' ' ? ' ' : s[i];
     s = mt_trace_string(t, MT_STR_EXE, 0, &len);
     if (s)
         snprintf(pv->exe, sizeof pv->exe, "%.*s", (int)len, s);
