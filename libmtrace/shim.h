@@ -72,6 +72,7 @@ typedef struct mt_global {
     uint64_t reserved_chunks;
     _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
     _Atomic uint64_t mapped_chunks;
+    _Atomic uint64_t dropped_chunks; /* chunks below this have left our page tables */
     _Atomic uint32_t next_thread;
     _Atomic uint64_t next_rss_time;
     _Atomic uint64_t lost;
