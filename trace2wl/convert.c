@@ -71,6 +71,7 @@ typedef struct cthread {
     uint32_t creator;    /* index + 1 */
     uint64_t create_seq; /* the creator's op count when it created this thread; 0: unknown yet */
     int create_seen;
+    int exited;          /* the trace recorded its exit */
     uint64_t *pending;   /* exits of children to wait for at the next op: pairs (index, count) */
     uint32_t npending, cap_pending;
 } cthread_t;
@@ -310,13 +311,19 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
         /* A batch of the oldest, under one wait for the newest of them (they were freed in order). */
         c->victim = v;
         uint64_t seq = 0;
-        for (uint32_t taken = 0; taken < STEAL_BATCH && d->tail > d->head; taken++) {
+        uint32_t taken = 0;
+        for (; taken < STEAL_BATCH && d->tail > d->head; taken++) {
             const uint32_t s = d->v[d->head++ % d->cap];
             seq = c->slots[s].seq;
             if (deque_push(own, s) < 0)
                 return -ENOMEM;
         }
         int rc = depend(c, i, v, seq, time_ns);
+        /* The batch is ours now, behind our wait: a thread that takes one of them from us later
+         * must wait for us, at the count we have reached, not for the thread that freed it. */
+        const uint64_t now = mt_wl_writer_thread_ops(c->out, i);
+        for (uint64_t q = own->tail - taken; q < own->tail; q++)
+            c->slots[own->v[q % own->cap]] = (slot_info_t){ .owner = i, .seq = now };
         *slot = own->v[--own->tail % own->cap];
         return rc;
     }
@@ -331,6 +338,15 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
     }
     *slot = (uint32_t)++c->next_slot;
     return 0;
+}
+
+/* Thread i has just read a live block (malloc_usable_size, a failed realloc): whoever frees or reads
+ * it next must come after this read, so the block's last toucher is now thread i. Readers chain:
+ * each waited for the previous toucher, so waiting for the last one covers them all. */
+static void touched(conv_t *c, uint32_t i, uint32_t slot)
+{
+    c->slots[slot].owner = i;
+    c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i);
 }
 
 /* Thread i has just written the op that freed `slot`. */
@@ -384,6 +400,35 @@ static void count_unknown(conv_t *c, const mt_record_t *r)
     }
     if (!c->st->unknown_frees++)
         c->st->first_unknown_free_offset = r->offset;
+}
+
+/* Thread i has no records left: a thread that exited gets its THREAD_EXIT op, and its creator
+ * waits for it before its own next op, as a join would make it. */
+static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
+{
+    cthread_t *t = &c->t[i];
+    t->state = DONE;
+    if (!t->exited)
+        return 0;
+    mt_wl_rec_t w = { .op = MT_WL_THREAD_EXIT, .time_ns = to_ns(c, time) };
+    int rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
+    if (rc < 0 || (rc = put(c, i, &w)) < 0)
+        return rc;
+    if (!t->creator)
+        return 0;
+    cthread_t *p = &c->t[t->creator - 1];
+    if (p->npending == p->cap_pending) {
+        const uint32_t cap = p->cap_pending ? p->cap_pending * 2 : 8;
+        uint64_t *n = realloc(p->pending, 2 * cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        p->pending = n;
+        p->cap_pending = cap;
+    }
+    p->pending[2 * p->npending] = i;
+    p->pending[2 * p->npending + 1] = mt_wl_writer_thread_ops(c->out, i);
+    p->npending++;
+    return 0;
 }
 
 typedef enum { APPLIED, HELD } outcome_t;
@@ -457,7 +502,10 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             end_block(c, b);
         if ((rc = put(c, i, &w)) < 0)
             return rc;
-        return r->op == MT_OP_FREE ? slot_release(c, i, (uint32_t)w.slot) : 0;
+        if (r->op == MT_OP_FREE)
+            return slot_release(c, i, (uint32_t)w.slot);
+        touched(c, i, (uint32_t)w.slot);
+        return 0;
     }
     case MT_OP_REALLOC:
     case MT_OP_REALLOCARRAY: {
@@ -500,7 +548,11 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 end_block(c, b);
             if ((rc = put(c, i, &w)) < 0)
                 return rc;
-            return frees_old ? slot_release(c, i, (uint32_t)w.slot) : 0;
+            if (frees_old)
+                return slot_release(c, i, (uint32_t)w.slot);
+            if (b)
+                touched(c, i, (uint32_t)w.slot);
+            return 0;
         }
         uint32_t slot;
         if (b) {
@@ -548,26 +600,11 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         }
         return 0;
     }
-    case MT_EV_THREAD_EXIT: {
-        w.op = MT_WL_THREAD_EXIT;
-        if ((rc = put(c, i, &w)) < 0)
-            return rc;
-        if (t->creator) {
-            cthread_t *p = &c->t[t->creator - 1];
-            if (p->npending == p->cap_pending) {
-                const uint32_t cap = p->cap_pending ? p->cap_pending * 2 : 8;
-                uint64_t *n = realloc(p->pending, 2 * cap * sizeof *n);
-                if (!n)
-                    return -ENOMEM;
-                p->pending = n;
-                p->cap_pending = cap;
-            }
-            p->pending[2 * p->npending] = i;
-            p->pending[2 * p->npending + 1] = mt_wl_writer_thread_ops(c->out, i);
-            p->npending++;
-        }
+    case MT_EV_THREAD_EXIT:
+        /* Destructors that run after the shim's own can still allocate in this thread: the exit op
+         * is written when the thread's records end (finish_thread), as its stream's last op. */
+        t->exited = 1;
         return 0;
-    }
     case MT_EV_RSS: {
         if (r->nargs < 3)
             return 0;
@@ -719,14 +756,20 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         if (c.t[i].has_head)
             heap_push(&c, i);
         else
-            c.t[i].state = DONE;
+            c.t[i].state = DONE; /* no records at all */
     }
 
-    uint64_t last_ns = 0;
+    uint64_t last_time = 0;
+    /* The thread just applied goes on without a trip through the heap while it stays the earliest:
+     * most records follow one of their own thread. */
+    uint32_t cur = UINT32_MAX;
     for (uint64_t step = 0;; step++) {
         uint32_t i;
         int force = 0;
-        if (c.heap_n) {
+        if (cur != UINT32_MAX) {
+            i = cur;
+            cur = UINT32_MAX;
+        } else if (c.heap_n) {
             i = heap_pop(&c);
         } else if (c.blocked) {
             /* Every remaining thread waits on something that will never come: the trace lacks the
@@ -749,15 +792,20 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         }
         if (out == HELD)
             continue;
-        const uint64_t ns = to_ns(&c, c.t[i].head.time);
-        if (ns > last_ns)
-            last_ns = ns;
+        const uint64_t applied_time = c.t[i].head.time;
+        if (applied_time > last_time)
+            last_time = applied_time;
         if ((rc = advance(&c, i)) < 0)
             goto done;
-        if (c.t[i].has_head)
-            heap_push(&c, i);
+        if (!c.t[i].has_head) {
+            if ((rc = finish_thread(&c, i, applied_time)) < 0) {
+                snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+                goto done;
+            }
+        } else if (!c.heap_n || !heap_less(&c, c.heap[0], i))
+            cur = i;
         else
-            c.t[i].state = DONE;
+            heap_push(&c, i);
         if (opts->progress && (step & 0xfffff) == 0)
             progress(&c, mt_trace_chunk_count(c.trace), 0);
     }
@@ -772,7 +820,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.peak_live_bytes = c.peak_bytes;
     fin.peak_live_time_ns = c.peak_time_ns;
     fin.source_peak_rss_kb = c.source_peak_rss_kb;
-    fin.duration_ns = last_ns;
+    fin.duration_ns = to_ns(&c, last_time);
     fin.unknown_frees = st->unknown_frees;
     fin.double_frees = st->double_frees;
     fin.inversions = st->inversions;
