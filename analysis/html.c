@@ -101,9 +101,11 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         if (all_series)
             have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
     }
+    /* A fresh name beside OUT (never one planted there), renamed into place when complete. */
     char part[4096];
-    snprintf(part, sizeof part, "%s.partial", out);
-    FILE *f = fopen(part, "w");
+    snprintf(part, sizeof part, "%s.partial.XXXXXX", out);
+    const int pfd = mkstemp(part);
+    FILE *f = pfd >= 0 ? fdopen(pfd, "w") : NULL;
     if (!f) {
         fprintf(stderr, "mtrace: cannot write %s: %s\n", part, strerror(errno));
         return -1;

@@ -29,6 +29,34 @@ int mt_gnuplot(const char *script)
     return 0;
 }
 
+/* Text from files (a trace's command line, a result's allocator name or series path) goes into a
+ * gnuplot script between single quotes: a quote or a newline there would end the string or the
+ * command and let the file run gnuplot commands (system, or a '<' pipe as a file name). */
+const char *mt_gp_text(char *buf, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; s && *s && n + 3 < cap; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '\'')
+            buf[n++] = '\'', buf[n++] = '\''; /* '' is a quote inside a single-quoted string */
+        else
+            buf[n++] = c < ' ' || c == 0x7f ? ' ' : (char)c;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+const char *mt_gp_file(char *buf, size_t cap, const char *path)
+{
+    /* gnuplot reads "<cmd" and "|cmd" as commands to run, not files */
+    if (path[0] == '<' || path[0] == '|') {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "./%s", path);
+        return mt_gp_text(buf, cap, tmp);
+    }
+    return mt_gp_text(buf, cap, path);
+}
+
 const char *mt_gnuplot_terminal(const char *out)
 {
     const size_t n = strlen(out);
@@ -40,11 +68,11 @@ const char *mt_gnuplot_terminal(const char *out)
 int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
                   const char *out)
 {
-    char titles[2048] = "";
+    char titles[4096] = "", t[512], o[4096], d[4096], x[256];
     size_t n = 0;
     for (int g = 0; g < ngroups && n < sizeof titles; g++)
-        n += (size_t)snprintf(titles + n, sizeof titles - n, "%s'%s'", g ? "," : "", names[g]);
-    char script[8192];
+        n += (size_t)snprintf(titles + n, sizeof titles - n, "%s'%s'", g ? "," : "", mt_gp_text(t, sizeof t, names[g]));
+    char script[16384];
     snprintf(script, sizeof script,
              "%s\n"
              "set output '%s'\n"
@@ -62,7 +90,8 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
              "set ylabel 'wall time (ms)'\n"
              "plot for [i=0:%d] '%s' index i using 1:2 with linespoints lw 2 title T[i+1] noenhanced\n"
              "unset multiplot\n",
-             mt_gnuplot_terminal(out), out, logx ? "set logscale x 2" : "", xlabel, ngroups, titles, ngroups - 1,
-             dat, ngroups - 1, dat);
+             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), logx ? "set logscale x 2" : "",
+             mt_gp_text(x, sizeof x, xlabel), ngroups, titles, ngroups - 1, mt_gp_file(d, sizeof d, dat), ngroups - 1,
+             d);
     return mt_gnuplot(script);
 }

@@ -20,12 +20,12 @@ static void data_path(char *buf, size_t cap, const char *out, const char *suffix
         snprintf(buf, cap, "%.*s%s", (int)(dot - out), out, suffix);
 }
 
-/* Escapes a title for a single-quoted gnuplot string. */
-static void title_of(char *buf, size_t cap, const char *s)
+/* A name for a gnuplot data file's quoted column: no quotes, no line breaks. */
+static void data_name(char *buf, size_t cap, const char *s)
 {
     size_t n = 0;
-    for (; *s && n + 2 < cap; s++)
-        buf[n++] = *s == '\'' ? '"' : *s;
+    for (; *s && n + 1 < cap; s++)
+        buf[n++] = (*s == '"' || (unsigned char)*s < ' ') ? ' ' : *s;
     buf[n] = 0;
 }
 
@@ -48,13 +48,13 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
     }
     if (fclose(f) != 0)
         return -1;
-    char title[600], script[16384];
-    title_of(title, sizeof title, r->command);
+    char title[1200], o[4096], d[4096], script[16384];
+    mt_gp_text(title, sizeof title, r->command);
     snprintf(script, sizeof script,
              "%s\nset output '%s'\nset grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
              "set title '%s' noenhanced\n"
              "plot '%s' using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
-             mt_gnuplot_terminal(out), out, title, dat,
+             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat),
              has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
     return mt_gnuplot(script);
 }
@@ -80,24 +80,24 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
     }
     if (fclose(f) != 0)
         return -1;
-    char title[600], script[16384];
-    title_of(title, sizeof title, r->command);
+    char title[1200], o[4096], d[4096], script[16384];
+    mt_gp_text(title, sizeof title, r->command);
     snprintf(script, sizeof script,
              "%s\nset output '%s'\nset grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
              "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
              "set title 'allocation sizes: %s' noenhanced\nplot '%s' using 1:3:xtic(2) with boxes notitle\n",
-             mt_gnuplot_terminal(out), out, title, dat);
+             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat));
     return mt_gnuplot(script);
 }
 
 /* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
 int mt_plot_replays(const char *const *results, int n, const char *out)
 {
-    char script[16384];
+    char script[16384], o[4096], sp[4096];
     size_t len = (size_t)snprintf(script, sizeof script,
                                   "%s\nset output '%s'\nset grid\nset key top left\nset xlabel 'time (s)'\n"
                                   "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ",
-                                  mt_gnuplot_terminal(out), out);
+                                  mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out));
     int plotted = 0;
     for (int i = 0; i < n && len < sizeof script - 1024; i++) {
         mt_jval_t *j;
@@ -114,15 +114,16 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             return -1;
         }
         char title[256];
-        title_of(title, sizeof title, name);
+        mt_gp_text(title, sizeof title, name);
+        mt_gp_file(sp, sizeof sp, series);
         len += (size_t)snprintf(script + len, sizeof script - len,
                                 "%s'%s' using 1:($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
                                 "'' using 1:($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
-                                plotted ? ", " : "", series, i + 1, title, i + 1, title);
+                                plotted ? ", " : "", sp, i + 1, title, i + 1, title);
         if (!plotted) /* the traced program's own curve, once */
             len += (size_t)snprintf(script + len, sizeof script - len,
                                     ", '%s' using 1:($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'",
-                                    series);
+                                    sp);
         plotted++;
         mt_json_free(j);
     }
@@ -149,20 +150,20 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
             return -1;
         }
         char name[256];
-        title_of(name, sizeof name, mt_json_str_at(j, "allocator", "?"));
+        data_name(name, sizeof name, mt_json_str_at(j, "allocator", "?"));
         fprintf(f, "%d \"%s\" %.3f %.3f %.3f\n", i, name, mt_json_num(j, "wall_us", 0) / 1e3,
                 mt_json_num(j, "max_rss_kb", 0) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
         mt_json_free(j);
     }
     if (fclose(f) != 0)
         return -1;
-    char script[16384];
+    char script[16384], o[4096], d[4096];
     snprintf(script, sizeof script,
              "%s\nset output '%s'\nset style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
              "set multiplot layout 1,2 title 'allocator comparison'\n"
              "set ylabel 'wall time (ms)'\nset yrange [0:*]\nplot '%s' using 1:3:xtic(2) with boxes lc 1 notitle\n"
              "set ylabel 'peak RSS (MiB)'\nplot '%s' using 1:4:xtic(2) with boxes lc 2 title 'peak RSS', "
              "'' using 1:5 with points pt 7 ps 1.5 lc rgb 'black' title 'ideal'\nunset multiplot\n",
-             mt_gnuplot_terminal(out), out, dat, dat);
+             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), mt_gp_file(d, sizeof d, dat), d);
     return mt_gnuplot(script);
 }

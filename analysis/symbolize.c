@@ -412,10 +412,10 @@ static int try_file(mt_symbolizer_t *s, sym_module_t *m, const char *file)
 static void open_module(mt_symbolizer_t *s, sym_module_t *m)
 {
     m->state = MOD_NAME_ONLY;
-    /* Only absolute paths (and the named main program): a name like linux-vdso.so.1 is no file, and
-     * must not be looked up in the current directory. */
-    const int is_exe = m->path[0] && !strcmp(m->path, s->exe);
-    if (m->path[0] && (m->path[0] == '/' || is_exe) && try_file(s, m, m->path) == 0) {
+    /* Only absolute paths, the main program's included: a name like linux-vdso.so.1 is no file, and
+     * a relative name (which a forged trace could give the program too) must not be looked up in
+     * the analyst's current directory. */
+    if (m->path[0] == '/' && try_file(s, m, m->path) == 0) {
         m->state = MOD_OPEN;
         return;
     }

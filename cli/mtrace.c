@@ -26,6 +26,19 @@
 
 extern char **environ;
 
+/* Strings from files go to a terminal: control characters (escape sequences) are shown as \xNN,
+ * never sent. */
+static void put_safe(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        if (c < ' ' || c == 0x7f || c == '\\')
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
 /* The shim next to this executable in a build tree, else the installed one. */
@@ -197,7 +210,9 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
                 printf(" rss_kb=%" PRIu64 " vm_kb=%" PRIu64, r.rss_kb, r.vm_kb);
                 break;
             case MT_WL_MARK:
-                printf(" \"%.*s\"", (int)r.len, (const char *)r.data);
+                printf(" \"");
+                put_safe((const char *)r.data, r.len);
+                printf("\"");
                 break;
             case MT_WL_THREAD_START:
             case MT_WL_THREAD_EXIT:
@@ -276,8 +291,11 @@ static int info_workload(const char *path, int json)
     } else {
         printf("file          %s (workload, %" PRIu64 " bytes, format version %u)\n", path, mt_wl_file_size(w),
                h->version);
-        if (src)
-            printf("source        %.*s (pid %" PRIu64 ")\n", (int)len, src, h->source_pid);
+        if (src) {
+            printf("source        ");
+            put_safe(src, len);
+            printf(" (pid %" PRIu64 ")\n", h->source_pid);
+        }
         printf("threads       %u\n", h->threads);
         printf("ops           %" PRIu64 " in %" PRIu64 " frames\n", s.ops, h->frames);
         printf("slots         %" PRIu64 " (peak live blocks)\n", h->slots);
@@ -385,14 +403,22 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
         mt_json_end_array(j);
         return;
     }
-    printf("command       %s\n", cmd);
+    printf("command       ");
+    put_safe(cmd, n);
+    putchar('\n');
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
         const char *v = mt_trace_string(t, tags[i].tag, 0, &len);
-        if (v)
-            printf("%-13s %.*s\n", tags[i].name, (int)len, v);
+        if (v) {
+            printf("%-13s ", tags[i].name);
+            put_safe(v, len);
+            putchar('\n');
+        }
     }
-    for (unsigned k = 0; (s = mt_trace_string(t, MT_STR_ENV, k, &len)); k++)
-        printf("setting       %.*s\n", (int)len, s);
+    for (unsigned k = 0; (s = mt_trace_string(t, MT_STR_ENV, k, &len)); k++) {
+        printf("setting       ");
+        put_safe(s, len);
+        putchar('\n');
+    }
 }
 
 static int cmd_info(int argc, char **argv)
@@ -562,7 +588,9 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
         break;
     case MT_EV_MARK:
     case MT_EV_EXEC:
-        printf(" \"%.*s\"", (int)r->len, (const char *)r->data);
+        printf(" \"");
+        put_safe((const char *)r->data, r->len);
+        printf("\"");
         break;
     case MT_EV_STACK: {
         mt_stack_def_t s;
@@ -581,7 +609,9 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
             printf(" (damaged payload)");
             break;
         }
-        printf(" gen=%" PRIu64 " base=0x%" PRIx64 " \"%.*s\" build-id=", m.generation, m.base, (int)m.name_len, m.name);
+        printf(" gen=%" PRIu64 " base=0x%" PRIx64 " \"", m.generation, m.base);
+        put_safe(m.name, m.name_len);
+        printf("\" build-id=");
         for (uint32_t i = 0; i < m.build_id_len; i++)
             printf("%02x", m.build_id[i]);
         break;

@@ -46,6 +46,7 @@ typedef struct mt_options {
     unsigned follow_fork; /* MTRACE_FOLLOW_FORK: trace forked children into their own files */
     uint64_t max_bytes; /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
     unsigned quiet;     /* MTRACE_QUIET: no diagnostics on stderr */
+    int secure;         /* secure-execution mode (setuid): no tracing */
 } mt_options_t;
 
 /* Per-thread writer state. */
@@ -59,7 +60,8 @@ typedef struct mt_thread {
     uint32_t seq;       /* next chunk number of this thread */
     uint32_t creator;   /* thread number of the pthread_create caller, if known */
     uint64_t lost;      /* calls not recorded by this thread */
-    uint8_t busy;       /* inside the shim: nested calls (signal handlers, our own libc calls) pass through */
+    uint8_t busy;       /* inside the shim: nested calls pass through. 1: writing a record (a nested call
+                         * is a signal handler's, counted as lost); 2: the shim's own libc calls */
     uint8_t exited;     /* THREAD_EXIT written */
     uint8_t started;    /* THREAD_START written */
 } mt_thread_t;

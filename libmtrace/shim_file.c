@@ -44,6 +44,9 @@ void mt_say(const char *fmt, ...)
 {
     if (mt_g.opt.quiet)
         return;
+    /* strerror and vsnprintf may allocate: those calls are ours, not the program's (busy 2). */
+    const uint8_t busy = mt_self.busy;
+    mt_self.busy = 2;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
@@ -58,6 +61,7 @@ void mt_say(const char *fmt, ...)
     ssize_t w = write(STDERR_FILENO, line, (size_t)n);
     (void)w;
     errno = saved;
+    mt_self.busy = busy;
 }
 
 static void lock_grow(void)
@@ -459,8 +463,8 @@ void mt_thread_exit(mt_thread_t *t)
     atomic_fetch_add(&mt_g.lost, t->lost);
     t->lost = 0;
     t->exited = 1;
-    seal_chunk(t->chunk, t->pos);
-    t->chunk = t->pos = t->end = NULL;
+    /* The chunk stays open: destructors that run after ours (other keys', glibc's own) can still
+     * allocate and free in this thread, and their records follow THREAD_EXIT in the same chunk. */
 }
 
 void mt_stop_tracing(int err, const char *why)
@@ -586,7 +590,7 @@ void mt_file_after_fork_child(void)
     atomic_store(&mt_g.next_thread, 0);
     atomic_store(&mt_g.lost, 0);
     memset(&mt_self, 0, sizeof mt_self);
-    if (!mt_g.opt.follow_fork) {
+    if (!mt_g.opt.follow_fork || mt_g.opt.secure) {
         atomic_store(&mt_g.stopped, 1);
         atomic_store(&mt_g.off, 1);
         return;

@@ -128,7 +128,9 @@ static void resolve_real(void)
     r->aligned_alloc = (void *(*)(size_t, size_t))resolve_same("aligned_alloc", base);
     r->valloc = (void *(*)(size_t))resolve_same("valloc", base);
     r->pvalloc = (void *(*)(size_t))resolve_same("pvalloc", base);
-    r->reallocarray = (void *(*)(void *, size_t, size_t))resolve_same("reallocarray", base);
+    /* Not the allocator's reallocarray: glibc's calls realloc through the PLT, that is our realloc,
+     * and the call would be recorded twice. emu_reallocarray does what glibc's does. */
+    r->reallocarray = NULL;
     r->malloc_usable_size = (size_t(*)(void *))resolve_same("malloc_usable_size", base);
     r->mallopt = (int (*)(int, int))dlsym(RTLD_NEXT, "mallopt");
     if (!m || !r->free || !r->calloc || !r->realloc)
@@ -165,14 +167,14 @@ static void thread_key_destructor(void *arg)
 {
     mt_thread_t *t = &mt_self;
     (void)arg;
-    t->busy = 1;
+    t->busy = 2;
     mt_thread_exit(t);
     t->busy = 0;
 }
 
 static void fork_child(void)
 {
-    mt_self.busy = 1;
+    mt_self.busy = 2;
     mt_stacks_after_fork_child();
     mt_file_after_fork_child();
     mt_self.busy = 0;
@@ -181,7 +183,7 @@ static void fork_child(void)
 static void start_tracing(void)
 {
     mt_thread_t *t = &mt_self;
-    t->busy = 1;
+    t->busy = 2;
     mt_options_read(&mt_g.opt);
     mt_g.paused = mt_g.opt.paused != 0;
     if (pthread_key_create(&mt_g.exit_key, thread_key_destructor) == 0)
@@ -191,7 +193,9 @@ static void start_tracing(void)
         mt_g.last_brk = (uint64_t)(uintptr_t)sbrk(0);
     if (mt_g.opt.stacks && mt_stacks_init() < 0)
         mt_g.opt.stacks = 0;
-    if (mt_file_open() == 0)
+    if (mt_g.opt.secure) {
+        atomic_store(&mt_g.stopped, 1); /* calls pass through; no file is made */
+    } else if (mt_file_open() == 0)
         atomic_store(&mt_g.off, mt_g.paused);
     t->busy = 0;
 }
@@ -209,8 +213,11 @@ static int init(void)
         resolving_here = 1;
         resolve_real();
         resolving_here = 0;
-        start_tracing();
+        /* Published before start-up: a libc call made while starting (strerror for an error
+         * message) may allocate and must reach the real allocator, not wait here for ever. Nothing
+         * is recorded before start_tracing() clears mt_g.off. */
         atomic_store(&resolve_state, 2);
+        start_tracing();
         return 1;
     }
     while (atomic_load(&resolve_state) != 2)
@@ -226,7 +233,7 @@ __attribute__((constructor(101))) static void mt_constructor(void)
 __attribute__((destructor(101))) static void mt_destructor(void)
 {
     mt_thread_t *t = &mt_self;
-    t->busy = 1;
+    t->busy = 2;
     mt_file_finish();
     t->busy = 0;
 }
@@ -241,7 +248,10 @@ static inline int pass_through(const mt_thread_t *t)
 
 static void count_lost(mt_thread_t *t)
 {
-    /* Nested calls and calls after truncation are losses; pauses and stops are the user's choice. */
+    /* Calls nested in a record being written (a signal handler's) and calls after truncation are
+     * losses; the shim's own calls (busy 2), pauses and stops are not. */
+    if (t->busy == 2)
+        return;
     if (t->busy || mt_g.truncated)
         t->lost++;
 }
@@ -504,7 +514,7 @@ static void emit_u64_event(unsigned op, uint64_t now, uint64_t v)
     mt_thread_t *t = &mt_self;
     if (pass_through(t))
         return;
-    t->busy = 1;
+    t->busy = 2;
     uint8_t payload[16], *q = mt_put_uvarint(payload, v);
     mt_emit_event_at(t, op, now, payload, (size_t)(q - payload));
     t->busy = 0;
@@ -526,7 +536,7 @@ static void note_exec(const char *path)
     /* A vfork child runs on its parent's memory: the exec is its own, not the parent's. */
     if (pass_through(t) || getpid() != mt_g.pid)
         return;
-    t->busy = 1;
+    t->busy = 2;
     mt_file_note_exec(path);
     t->busy = 0;
 }
@@ -575,7 +585,7 @@ static void *thread_trampoline(void *arg)
     t->creator = s.creator;
     /* Claim the chunk now, so the thread's start is on record even if it never allocates. */
     if (!pass_through(t)) {
-        t->busy = 1;
+        t->busy = 2;
         mt_thread_reserve(t, mt_now());
         t->busy = 0;
     }
@@ -593,7 +603,7 @@ MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
         return real_pthread_create(th, attr, fn, arg);
     const uint64_t now = mt_now();
     if (!t->started) { /* the creator needs a number before it can be named as one */
-        t->busy = 1;
+        t->busy = 2;
         mt_thread_reserve(t, now);
         t->busy = 0;
     }
@@ -619,7 +629,7 @@ MT_EXPORT int mtrace_control(int cmd, const char *label)
     if (mt_g.fd < 0 || !mt_g.base || atomic_load(&mt_g.stopped))
         return -ENODEV;
     const int was_busy = t->busy;
-    t->busy = 1;
+    t->busy = 2;
     int rc = 0;
     uint8_t payload[8], *q = mt_put_uvarint(payload, (uint64_t)cmd);
     switch (cmd) {

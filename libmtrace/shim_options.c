@@ -1,6 +1,7 @@
 /* Every MTRACE_* environment option, in one table. README.md documents the same table. */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <string.h>
 
 #include "shim.h"
@@ -43,6 +44,10 @@ static unsigned long long parse_uint(const char *s, unsigned long long dflt)
 
 void mt_options_read(mt_options_t *opt)
 {
+    /* A setuid or setgid program (secure-execution mode) is not traced at all: with no option
+     * trusted, the trace would land where the caller's working directory says, owned by the
+     * program's user. */
+    opt->secure = getauxval(AT_SECURE) != 0;
     for (size_t i = 0; i < sizeof opt_table / sizeof opt_table[0]; i++) {
         const opt_desc_t *d = &opt_table[i];
         /* secure_getenv: a setuid program must not write files where its caller points it. */

@@ -29,6 +29,9 @@ static int write_all(int fd, const void *buf, size_t len)
 
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
 {
+    mt_error_t unused;
+    if (!err)
+        err = &unused;
     mt_trace_t *t = NULL;
     int rc = mt_trace_open(&t, in, err);
     if (rc < 0)

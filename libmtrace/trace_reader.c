@@ -19,6 +19,7 @@ struct mt_trace {
     int packed;
     uint64_t size;
     uint8_t *head; /* the header chunk (as much of it as the file holds), zero-padded */
+    size_t head_len; /* bytes of it the file holds: header strings end there at the latest */
     mt_file_header_t hdr;
     mt_chunk_ref_t *chunks;
     size_t nchunks;
@@ -251,14 +252,18 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
         goto out;
     }
     memcpy(&t->hdr, t->head, sizeof t->hdr);
+    t->head_len = got;
     rc = check_header(t, got, err);
     if (rc < 0)
         goto out;
     t->packed = (t->hdr.flags & MT_HDR_PACKED) != 0;
     if (t->packed) {
         /* Only the header and its strings are stored; what follows is frames, not strings. */
-        if (t->hdr.data_offset >= MT_HEADER_STRINGS_OFFSET && t->hdr.data_offset < MT_CHUNK_SIZE)
+        if (t->hdr.data_offset >= MT_HEADER_STRINGS_OFFSET && t->hdr.data_offset < MT_CHUNK_SIZE) {
             memset(t->head + t->hdr.data_offset, 0, MT_CHUNK_SIZE - t->hdr.data_offset);
+            if (t->head_len > t->hdr.data_offset)
+                t->head_len = t->hdr.data_offset;
+        }
         t->dctx = ZSTD_createDCtx();
         t->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
         if (!t->dctx || !t->zbuf) {
@@ -309,7 +314,8 @@ const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t) { return t->thread_c
 
 const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len)
 {
-    const uint8_t *p = t->head + MT_HEADER_STRINGS_OFFSET, *end = t->head + MT_CHUNK_SIZE;
+    /* A cut file ends the list where its bytes end: a string cut short is not returned. */
+    const uint8_t *p = t->head + MT_HEADER_STRINGS_OFFSET, *end = t->head + t->head_len;
     while (p + 4 <= end) {
         uint16_t tg, l;
         memcpy(&tg, p, 2);

@@ -357,8 +357,9 @@ int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, 
 {
     if (op < MT_FIRST_EVENT || !mt_op_name(op))
         return set_error(w, -EINVAL, "opcode %u is not an event", op);
-    /* op, a 10-byte time delta and a 10-byte length at most, then the payload */
-    if (len > RECORD_AREA - 21)
+    /* In the worst case it starts a chunk: op, a 1-byte time delta (0 from the chunk's base time),
+     * the length and the payload must fit in the record area. */
+    if (len > RECORD_AREA || 2 + uvarint_len(len) + len > RECORD_AREA)
         return set_error(w, -EMSGSIZE, "a %s payload of %zu bytes does not fit in a chunk", mt_op_name(op), len);
     pending_t p = { .is_event = 1, .b0 = op, .time = time, .payload = payload ? payload : "", .len = len };
     return put(w, thread, tid, &p);

@@ -547,6 +547,20 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         rc = wfail(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u", h->header_size);
         goto fail;
     }
+    /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
+     * size its slot table from a number nothing backs (and overflow it). */
+    /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
+    if (h->ops > h->frames * ((MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2)) {
+        rc = wfail(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
+                   (unsigned long long)h->ops, (unsigned long long)h->frames,
+                   (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2);
+        goto fail;
+    }
+    if (h->slots > h->ops) {
+        rc = wfail(err, -EINVAL, path, 24, "the header claims %llu slots for %llu ops; expected at most one per op",
+                   (unsigned long long)h->slots, (unsigned long long)h->ops);
+        goto fail;
+    }
     const uint64_t idx_need = 8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
     if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
         h->index_offset > w->size || w->size - h->index_offset < idx_need) {
@@ -574,6 +588,14 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     }
     if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
         rc = wfail(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads", h->threads);
+        goto fail;
+    }
+    uint64_t listed = 0;
+    for (uint32_t i = 0; i < h->threads; i++)
+        listed += w->threads[i].frames;
+    if (listed != h->frames) {
+        rc = wfail(err, -EINVAL, path, h->index_offset + 8, "the thread entries list %llu frames, the header %llu",
+                   (unsigned long long)listed, (unsigned long long)h->frames);
         goto fail;
     }
     uint32_t *fill = calloc(h->threads + 1, sizeof *fill);

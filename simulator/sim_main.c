@@ -138,7 +138,8 @@ void sim_spawn(sim_t *s, uint32_t child)
  * trace knew its creator; it is created once the creator has completed n ops. */
 static int plan_spawns(sim_t *s, mt_error_t *err)
 {
-    for (uint32_t k = 0; k < s->nthreads; k++) {
+    /* Thread 0 runs on the main thread, whatever the index says of its creator. */
+    for (uint32_t k = 1; k < s->nthreads; k++) {
         const mt_wl_thread_entry_t *e = mt_wl_thread(s->wl, k);
         if (!e->creator || e->creator - 1 >= s->nthreads || e->creator - 1 == k)
             continue;
@@ -389,6 +390,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s: the workload has no threads\n", path);
         return 1;
     }
+    if (s.nslots >= (1ull << 40)) { /* the reader bounds it by the ops; this bounds the multiplication */
+        fprintf(stderr, "mtrace-sim: %s: %" PRIu64 " slots is more than a replay can map\n", path, s.nslots);
+        return 1;
+    }
     s.th = sim_map(&s, s.nthreads * sizeof *s.th);
     s.slots = sim_map(&s, (s.nslots + 1) * sizeof *s.slots);
     s.slot_size = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_size);
@@ -426,10 +431,12 @@ int main(int argc, char **argv)
         return 1;
     }
     const uint64_t start_rss_kb = rss0 * (s.page / 1024);
-    s.first_op_ns = mt_wl_thread(s.wl, 0)->start_ns;
-    for (uint32_t i = 1; i < s.nthreads; i++)
-        if (mt_wl_thread(s.wl, i)->start_ns < s.first_op_ns)
+    s.first_op_ns = UINT64_MAX;
+    for (uint32_t i = 0; i < s.nthreads; i++) /* threads without ops say nothing of time */
+        if (mt_wl_thread(s.wl, i)->ops && mt_wl_thread(s.wl, i)->start_ns < s.first_op_ns)
             s.first_op_ns = mt_wl_thread(s.wl, i)->start_ns;
+    if (s.first_op_ns == UINT64_MAX)
+        s.first_op_ns = 0;
 
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);

@@ -60,7 +60,9 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     mt_wl_frame_header_t fh;
     const int fd = mt_wl_fd(s->wl);
     if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
-        fh.thread != t->index || fh.raw_size > RAW_CAP || fh.zsize > ZSTD_compressBound(RAW_CAP)) {
+        fh.thread != t->index || fh.nops != fe->nops || fh.raw_size > RAW_CAP ||
+        fh.zsize > ZSTD_compressBound(RAW_CAP) ||
+        fe->offset + sizeof fh + fh.zsize > mt_wl_header(s->wl)->index_offset) {
         snprintf(err->msg, sizeof err->msg, "%s: offset %llu: expected a frame of thread %u", mt_wl_path(s->wl),
                  (unsigned long long)fe->offset, t->index);
         return -EINVAL;
@@ -91,6 +93,11 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
 static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
 {
     while (!t->left) {
+        if (t->p != t->end) {
+            snprintf(err->msg, sizeof err->msg, "%s: a frame of thread %u has bytes after its last op",
+                     mt_wl_path(s->wl), t->index);
+            return -EINVAL;
+        }
         if (t->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
             return 0;
         const int rc = load_frame(s, t, err);
@@ -338,6 +345,11 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 snprintf(msg, sizeof msg, "thread %u waits for thread %u to complete %llu ops; it has only %llu",
                          t->index, r.thread, (unsigned long long)r.n,
                          (unsigned long long)mt_wl_thread(s->wl, r.thread)->ops);
+                thread_fail(s, t, msg);
+            } else if (w == -EINVAL) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "thread %u waits for thread %u; the workload has %u threads", t->index,
+                         r.thread, s->nthreads);
                 thread_fail(s, t, msg);
             } else if (w < 0) {
                 thread_fail(s, t, "the replay was stopped while this thread waited");

@@ -10,6 +10,11 @@ extern "C" {
  * package to install is named). */
 int mt_gnuplot(const char *script);
 
+/* Quoting for gnuplot's single-quoted strings: text that comes from files can neither end the
+ * string nor add a command; file names cannot be "<cmd" or "|cmd" pipes. Return buf. */
+const char *mt_gp_text(char *buf, size_t cap, const char *s);
+const char *mt_gp_file(char *buf, size_t cap, const char *path);
+
 /* The terminal line for an output file by its extension: .svg gives SVG, anything else PNG. */
 const char *mt_gnuplot_terminal(const char *out);
 

@@ -1,0 +1,1057 @@
+/* The preload shim end to end: small programs (tests/prog_*.c) run under LD_PRELOAD=libmtrace.so
+ * and their traces are read back with the reader. The programs print the pointers, sizes and return
+ * values they saw ("key value" lines), so the test can predict each record exactly.
+ *
+ * Not built under a sanitizer: an ASan runtime must come first in the link order, and LD_PRELOAD
+ * puts the shim ahead of it (see tests/meson.build). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mtrace/trace_reader.h"
+#include "test_util.h"
+
+#ifndef MT_SHIM_PATH
+#error "MT_SHIM_PATH (the built libmtrace.so) comes from tests/meson.build"
+#endif
+#ifndef MT_PROG_DIR
+#error "MT_PROG_DIR (where the prog_* test programs are built) comes from tests/meson.build"
+#endif
+
+static char *g_dir; /* one per test case, removed by the runner even when a test fails */
+
+static void dir_setup(void)
+{
+    g_dir = make_temp_dir("shim");
+}
+
+static void dir_teardown(void)
+{
+    remove_tree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+}
+
+/* ---- running programs -------------------------------------------------------------------------- */
+
+typedef struct run_opts {
+    const char *prog;      /* file name in MT_PROG_DIR */
+    const char *args[4];   /* after argv[0] */
+    int preload;           /* run under the shim */
+    const char *trace;     /* MTRACE_OUT, or NULL */
+    const char *env[6];    /* more NAME=VALUE */
+    rlim_t fsize;          /* RLIMIT_FSIZE for the program, 0: as is */
+} run_opts_t;
+
+typedef struct run_result {
+    int status;   /* from waitpid */
+    char *out;    /* stdout, NUL-terminated */
+    char *err;    /* stderr */
+} run_result_t;
+
+static char *prog_path(const char *name)
+{
+    return path_in(MT_PROG_DIR, name);
+}
+
+/* Starts the program with a clean environment (only what the test sets: the tests' own MALLOC_*
+ * settings must not reach it). stdout goes to `out_fd`, stderr to `err_fd`. */
+static pid_t spawn(const run_opts_t *o, int out_fd, int err_fd)
+{
+    char *path = prog_path(o->prog);
+    char *argv[8] = { path };
+    for (int i = 0; i < 4 && o->args[i]; i++)
+        argv[i + 1] = (char *)o->args[i];
+    char *envp[16];
+    int n = 0;
+    char preload[4200], out[4200];
+    if (o->preload) {
+        snprintf(preload, sizeof preload, "LD_PRELOAD=%s", MT_SHIM_PATH);
+        envp[n++] = preload;
+    }
+    if (o->trace) {
+        snprintf(out, sizeof out, "MTRACE_OUT=%s", o->trace);
+        envp[n++] = out;
+    }
+    for (int i = 0; i < 6 && o->env[i]; i++)
+        envp[n++] = (char *)o->env[i];
+    envp[n] = NULL;
+
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(err_fd, STDERR_FILENO);
+        if (o->fsize) {
+            const struct rlimit rl = { o->fsize, o->fsize };
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(126);
+        }
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    free(path);
+    return pid;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(m);
+    fclose(f);
+    return buf;
+}
+
+/* Runs the program to its end, capturing stdout and stderr in files of g_dir. */
+static void run(const run_opts_t *o, run_result_t *r)
+{
+    static int seq;
+    char *out = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&out, "%s/stdout.%d", g_dir, seq), 0);
+    ck_assert_int_ge(asprintf(&err, "%s/stderr.%d", g_dir, seq++), 0);
+    const int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(ofd, 0);
+    ck_assert_int_ge(efd, 0);
+    const pid_t pid = spawn(o, ofd, efd);
+    close(ofd);
+    close(efd);
+    ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
+    r->out = slurp(out);
+    r->err = slurp(err);
+    unlink(out);
+    unlink(err);
+    free(out);
+    free(err);
+}
+
+static void run_free(run_result_t *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static void assert_exit(const run_result_t *r, int code)
+{
+    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
+                  "status %#x, expected exit %d; stderr: %s", r->status, code, r->err);
+}
+
+/* The value the program printed for `key`. */
+static uint64_t value(const run_result_t *r, const char *key)
+{
+    const size_t klen = strlen(key);
+    for (const char *line = r->out; line && *line;) {
+        if (!strncmp(line, key, klen) && line[klen] == ' ')
+            return strtoull(line + klen + 1, NULL, 10);
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    ck_abort_msg("the program printed no \"%s\"; its output:\n%s", key, r->out);
+    return 0;
+}
+
+/* Lines of `s` that start with `prefix`, and all its lines. */
+static void count_lines(const char *s, const char *prefix, int *matching, int *all)
+{
+    *matching = *all = 0;
+    for (const char *line = s; *line;) {
+        const char *nl = strchr(line, '\n');
+        (*all)++;
+        if (!strncmp(line, prefix, strlen(prefix)))
+            (*matching)++;
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+}
+
+/* ---- reading traces ---------------------------------------------------------------------------- */
+
+static mt_trace_t *open_ok(const char *path)
+{
+    mt_trace_t *t;
+    mt_error_t err = { "" };
+    const int rc = mt_trace_open(&t, path, &err);
+    ck_assert_msg(rc == 0, "opening %s: %d %s", path, rc, err.msg);
+    return t;
+}
+
+static void thread_records(const mt_trace_t *t, size_t i, rec_list_t *out)
+{
+    mt_error_t err = { "" };
+    const int rc = read_thread(t, i, out, &err);
+    ck_assert_msg(rc == 0, "reading thread %zu: %d %s", i, rc, err.msg);
+}
+
+/* Index of the thread with OS thread id `tid`. */
+static size_t thread_by_tid(const mt_trace_t *t, uint64_t tid)
+{
+    for (size_t i = 0; i < mt_trace_thread_count(t); i++)
+        if (mt_trace_thread(t, i)->tid == tid)
+            return i;
+    ck_abort_msg("no thread with tid %llu in the trace", (unsigned long long)tid);
+    return 0;
+}
+
+/* The call records of a list (events left out). */
+static void calls_of(const rec_list_t *l, rec_list_t *out)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].op <= MT_OP_LAST_CALL)
+            rec_list_push(out, &l->v[i]);
+}
+
+static size_t count_op(const rec_list_t *l, unsigned op)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++)
+        n += l->v[i].op == op;
+    return n;
+}
+
+/* The first record with `op`, or NULL. */
+static const mt_record_t *find_op(const rec_list_t *l, unsigned op)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].op == op)
+            return &l->v[i];
+    return NULL;
+}
+
+static int string_is(const mt_trace_t *t, unsigned tag, const char *want)
+{
+    size_t len;
+    const char *s = mt_trace_string(t, tag, 0, &len);
+    return s && len == strlen(want) && !memcmp(s, want, len);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Entries of g_dir whose names start with `prefix`. */
+static int count_files(const char *prefix)
+{
+    DIR *d = opendir(g_dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* A thread's stream starts with THREAD_START and, when the thread ended normally, ends with
+ * THREAD_EXIT carrying its count of lost calls. */
+static void assert_framed(const rec_list_t *l, uint64_t creator, uint64_t lost)
+{
+    ck_assert_uint_ge(l->n, 2);
+    ck_assert_uint_eq(l->v[0].op, MT_EV_THREAD_START);
+    ck_assert_uint_eq(l->v[0].nargs, 1);
+    ck_assert_int_eq(l->v[0].arg[0], (int64_t)creator);
+    const mt_record_t *last = &l->v[l->n - 1];
+    ck_assert_uint_eq(last->op, MT_EV_THREAD_EXIT);
+    ck_assert_uint_eq(last->nargs, 1);
+    ck_assert_int_eq(last->arg[0], (int64_t)lost);
+}
+
+/* ---- (a) every call, in order ------------------------------------------------------------------ */
+
+START_TEST(known_calls_recorded_exactly)
+{
+    char *trace = path_in(g_dir, "calls.mtr");
+    char *prog = prog_path("prog_calls");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_calls", .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+#define V(key) value(&r, key)
+    /* the scenario does what it says: realloc shrinks in place, then moves; the failures fail */
+    ck_assert_uint_eq(V("r1"), V("r0"));
+    ck_assert_uint_ne(V("r2"), V("r1"));
+    ck_assert_uint_eq(V("r3"), 0);
+    ck_assert_uint_eq(V("e1"), 0);
+    ck_assert_uint_eq(V("e2"), EINVAL);
+    ck_assert_uint_eq(V("fail"), 0);
+
+    /* what the trace must hold, call by call (time aside) */
+    const mt_record_t want[] = {
+        { .op = MT_OP_MALLOC, .size = 100, .result = V("a"), .usable = V("u_a") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("a"), .size = V("u_a") },
+        { .op = MT_OP_CALLOC, .count = 10, .size = 24, .result = V("c"), .usable = V("u_c") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("c"), .size = V("u_c") },
+        { .op = MT_OP_REALLOC, .ptr = 0, .size = 64, .result = V("r0"), .usable = V("u_r0") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("r0"), .size = V("u_r0") },
+        { .op = MT_OP_REALLOC, .ptr = V("r0"), .size = 32, .result = V("r1"), .usable = V("u_r1") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("r1"), .size = V("u_r1") },
+        { .op = MT_OP_REALLOC, .ptr = V("r1"), .size = 100000, .result = V("r2"), .usable = V("u_r2") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("r2"), .size = V("u_r2") },
+        { .op = MT_OP_REALLOC, .flags = MT_FLAG_NULL, .ptr = V("r2"), .size = 0 },
+        { .op = MT_OP_REALLOCARRAY, .ptr = 0, .count = 8, .size = 16, .result = V("ra"), .usable = V("u_ra") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("ra"), .size = V("u_ra") },
+        { .op = MT_OP_POSIX_MEMALIGN, .align = 64, .size = 200, .result = V("pm"), .usable = V("u_pm") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("pm"), .size = V("u_pm") },
+        { .op = MT_OP_POSIX_MEMALIGN, .flags = MT_FLAG_NULL, .align = 3, .size = 10, .arg = { EINVAL }, .nargs = 1 },
+        { .op = MT_OP_ALIGNED_ALLOC, .align = 128, .size = 256, .result = V("al"), .usable = V("u_al") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("al"), .size = V("u_al") },
+        { .op = MT_OP_MEMALIGN, .align = 32, .size = 100, .result = V("me"), .usable = V("u_me") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("me"), .size = V("u_me") },
+        { .op = MT_OP_VALLOC, .size = 1000, .result = V("va"), .usable = V("u_va") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("va"), .size = V("u_va") },
+        { .op = MT_OP_PVALLOC, .size = 1000, .result = V("pv"), .usable = V("u_pv") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("pv"), .size = V("u_pv") },
+        { .op = MT_OP_MALLOC, .flags = MT_FLAG_MMAPPED, .size = 1 << 20, .result = V("big"), .usable = V("u_big") },
+        { .op = MT_OP_USABLE_SIZE, .ptr = V("big"), .size = V("u_big") },
+        { .op = MT_OP_MALLOPT, .arg = { M_ARENA_TEST, -1, (int64_t)V("m1") }, .nargs = 3 },
+        { .op = MT_OP_MALLOPT, .arg = { -100, -7, (int64_t)V("m2") }, .nargs = 3 },
+        { .op = MT_OP_MALLOPT, .arg = { M_MXFAST, 1000, (int64_t)V("m3") }, .nargs = 3 },
+        { .op = MT_OP_FREE, .ptr = 0 },
+        { .op = MT_OP_MALLOC, .flags = MT_FLAG_NULL, .size = SIZE_MAX },
+        { .op = MT_OP_FREE, .ptr = V("a") },
+        { .op = MT_OP_FREE, .ptr = V("c") },
+        { .op = MT_OP_FREE, .ptr = V("ra") },
+        { .op = MT_OP_FREE, .ptr = V("pm") },
+        { .op = MT_OP_FREE, .ptr = V("al") },
+        { .op = MT_OP_FREE, .ptr = V("me") },
+        { .op = MT_OP_FREE, .ptr = V("va") },
+        { .op = MT_OP_FREE, .ptr = V("pv") },
+        { .op = MT_OP_FREE, .ptr = V("big") },
+    };
+    const size_t nwant = sizeof want / sizeof want[0];
+    ck_assert_int_eq((int64_t)V("m1"), 1);
+    ck_assert_int_eq((int64_t)V("m3"), 0);
+
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->pid, V("pid"));
+    ck_assert_uint_eq(h->flags & (MT_HDR_COMPLETE | MT_HDR_TRUNCATED | MT_HDR_GLIBC_FLAGS),
+                      MT_HDR_COMPLETE | MT_HDR_GLIBC_FLAGS);
+    ck_assert_uint_eq(h->lost_calls, 0);
+    ck_assert_uint_eq(h->threads, 1);
+    ck_assert_uint_ne(h->end_time, 0);
+    ck_assert_msg(string_is(t, MT_STR_PATH, trace), "PATH string is not %s", trace);
+    ck_assert_msg(string_is(t, MT_STR_EXE, prog), "EXE string is not %s", prog);
+    ck_assert_msg(string_is(t, MT_STR_CMDLINE, prog), "CMDLINE string is not %s", prog);
+    ck_assert_uint_eq(mt_trace_thread_count(t), 1);
+    rec_list_t all = { 0 }, calls = { 0 };
+    thread_records(t, 0, &all);
+    assert_framed(&all, 0, 0);
+    calls_of(&all, &calls);
+    for (size_t i = 0; i < calls.n && i < nwant; i++) {
+        mt_record_t got = calls.v[i], exp = want[i];
+        exp.time = got.time;
+        got.flags &= ~(uint32_t)MT_FLAG_HEAP_GREW; /* depends on where the heap top happens to be */
+        assert_record_eq(&got, &exp, "prog_calls", i);
+    }
+    ck_assert_uint_eq(calls.n, nwant);
+    /* the file ends where its last chunk does: finished traces are truncated to chunks_used */
+    ck_assert_uint_eq(mt_trace_file_size(t), h->chunks_used * MT_CHUNK_SIZE);
+#undef V
+    rec_list_free(&all);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    run_free(&r);
+    free(prog);
+    free(trace);
+}
+END_TEST
+
+/* ---- (b) threads ------------------------------------------------------------------------------- */
+
+START_TEST(threads_lose_nothing)
+{
+    enum { NTHREADS = 4, CALLS = 1000000 };
+    char *trace = path_in(g_dir, "threads.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_threads", .args = { "1000000" }, .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->flags & (MT_HDR_COMPLETE | MT_HDR_TRUNCATED), MT_HDR_COMPLETE);
+    ck_assert_uint_eq(h->lost_calls, 0);
+    ck_assert_uint_eq(h->threads, NTHREADS + 1);
+    ck_assert_uint_eq(mt_trace_thread_count(t), NTHREADS + 1);
+
+    /* the main thread (number 1) created the others, one THREAD_CREATE each */
+    ck_assert_uint_eq(mt_trace_thread(t, 0)->thread, 1);
+    rec_list_t main_recs = { 0 };
+    thread_records(t, 0, &main_recs);
+    assert_framed(&main_recs, 0, 0);
+    ck_assert_uint_eq(count_op(&main_recs, MT_EV_THREAD_CREATE), NTHREADS);
+    uint32_t created = 0; /* bit per thread number */
+    for (size_t i = 0; i < main_recs.n; i++)
+        if (main_recs.v[i].op == MT_EV_THREAD_CREATE)
+            created |= 1u << main_recs.v[i].arg[0];
+    ck_assert_uint_eq(created, 0x3cu); /* threads 2 to 5 */
+
+    for (int k = 0; k < NTHREADS; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "calls%d", k);
+        ck_assert_uint_eq(value(&r, key), CALLS);
+        snprintf(key, sizeof key, "tid%d", k);
+        const size_t ti = thread_by_tid(t, value(&r, key));
+        rec_list_t recs = { 0 }, calls = { 0 };
+        thread_records(t, ti, &recs);
+        /* The shim records glibc's two free(NULL) of thread teardown after THREAD_EXIT (and an RSS
+         * sample they may trigger), in a chunk claimed for them: the knownbug case
+         * thread_exit_ends_the_stream. Here: the stream up to THREAD_EXIT. */
+        const mt_record_t *exit_ev = find_op(&recs, MT_EV_THREAD_EXIT);
+        ck_assert_ptr_nonnull(exit_ev);
+        for (const mt_record_t *after = exit_ev + 1; after < recs.v + recs.n; after++)
+            ck_assert_msg((after->op == MT_OP_FREE && after->ptr == 0) || after->op == MT_EV_RSS,
+                          "thread %d: op %u after its exit", k, after->op);
+        recs.n = (size_t)(exit_ev - recs.v) + 1;
+        assert_framed(&recs, 1, 0);
+        calls_of(&recs, &calls);
+        /* exactly the thread's calls, in order: malloc of its sizes, then free of that block */
+        ck_assert_uint_eq(calls.n, CALLS);
+        size_t bad = calls.n;
+        for (size_t i = 0; i + 1 < calls.n; i += 2) {
+            const mt_record_t *m = &calls.v[i], *f = &calls.v[i + 1];
+            if (m->op != MT_OP_MALLOC || m->size != (uint64_t)(k + 1) * 1000 + (i % 7) || !m->result ||
+                f->op != MT_OP_FREE || f->ptr != m->result) {
+                bad = i;
+                break;
+            }
+        }
+        ck_assert_msg(bad == calls.n, "thread %d: record %zu breaks the malloc/free pattern", k, bad);
+        rec_list_free(&recs);
+        rec_list_free(&calls);
+    }
+    rec_list_free(&main_recs);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+/* glibc frees (free(NULL), twice) after the thread's key destructors have run, the shim's included:
+ * those records follow THREAD_EXIT in the thread's last chunk, not in a chunk claimed for them
+ * (64 KiB of file per exiting thread, as the shim once did). */
+START_TEST(thread_exit_ends_the_stream)
+{
+    char *trace = path_in(g_dir, "exit.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_threads", .args = { "1000" }, .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    mt_trace_t *t = open_ok(trace);
+    for (int k = 0; k < 4; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "tid%d", k);
+        const size_t ti = thread_by_tid(t, value(&r, key));
+        rec_list_t recs = { 0 };
+        thread_records(t, ti, &recs);
+        const mt_record_t *exit_ev = find_op(&recs, MT_EV_THREAD_EXIT);
+        ck_assert_ptr_nonnull(exit_ev);
+        for (const mt_record_t *after = exit_ev + 1; after < recs.v + recs.n; after++)
+            ck_assert_msg(after->op <= MT_OP_LAST_CALL || after->op == MT_EV_RSS, "thread %d: event %u after its exit",
+                          k, after->op);
+        recs.n = (size_t)(exit_ev - recs.v) + 1;
+        assert_framed(&recs, 1, 0);
+        ck_assert_uint_eq(mt_trace_thread(t, ti)->nchunks, 1);
+        rec_list_free(&recs);
+    }
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+/* ---- (c) fork ---------------------------------------------------------------------------------- */
+
+/* Checks the parent's and the child's trace of prog_fork. */
+static void check_fork_traces(const run_result_t *r, const char *parent_path, const char *child_path)
+{
+    const uint64_t child = value(r, "child_pid"), parent = value(r, "parent_pid");
+    ck_assert_uint_eq(value(r, "forked"), child);
+
+    mt_trace_t *t = open_ok(parent_path);
+    ck_assert_uint_eq(mt_trace_header(t)->pid, parent);
+    ck_assert_uint_eq(mt_trace_header(t)->flags & MT_HDR_COMPLETE, MT_HDR_COMPLETE);
+    rec_list_t recs = { 0 }, calls = { 0 };
+    thread_records(t, 0, &recs);
+    const mt_record_t *fork_ev = find_op(&recs, MT_EV_FORK);
+    ck_assert_ptr_nonnull(fork_ev);
+    ck_assert_uint_eq(fork_ev->nargs, 1);
+    ck_assert_int_eq(fork_ev->arg[0], (int64_t)child);
+    calls_of(&recs, &calls);
+    /* the parent's calls only: 111 before the fork, 444 after; nothing of the child's */
+    int saw111 = 0, saw444 = 0;
+    for (size_t i = 0; i < calls.n; i++) {
+        const mt_record_t *c = &calls.v[i];
+        if (c->op != MT_OP_MALLOC)
+            continue;
+        ck_assert_uint_ne(c->size, 222);
+        ck_assert_uint_ne(c->size, 333);
+        saw111 += c->size == 111 && c->result == value(r, "parent_p");
+        saw444 += c->size == 444 && c->result == value(r, "parent_q");
+    }
+    ck_assert_int_eq(saw111, 1);
+    ck_assert_int_eq(saw444, 1);
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+
+    /* the child's own file: its pid, its parent, exactly its calls */
+    t = open_ok(child_path);
+    ck_assert_uint_eq(mt_trace_header(t)->pid, child);
+    ck_assert_uint_eq(mt_trace_header(t)->ppid, parent);
+    ck_assert_uint_eq(mt_trace_header(t)->flags & MT_HDR_COMPLETE, MT_HDR_COMPLETE);
+    ck_assert_uint_eq(mt_trace_thread_count(t), 1);
+    thread_records(t, 0, &recs);
+    assert_framed(&recs, 0, 0);
+    calls_of(&recs, &calls);
+    ck_assert_uint_eq(calls.n, 3);
+    ck_assert_uint_eq(calls.v[0].op, MT_OP_MALLOC);
+    ck_assert_uint_eq(calls.v[0].size, 222);
+    ck_assert_uint_eq(calls.v[0].result, value(r, "child_c1"));
+    ck_assert_uint_eq(calls.v[1].op, MT_OP_MALLOC);
+    ck_assert_uint_eq(calls.v[1].size, 333);
+    ck_assert_uint_eq(calls.v[1].result, value(r, "child_c2"));
+    ck_assert_uint_eq(calls.v[2].op, MT_OP_FREE);
+    ck_assert_uint_eq(calls.v[2].ptr, value(r, "child_c1"));
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+}
+
+START_TEST(fork_child_gets_its_own_file)
+{
+    char *trace = path_in(g_dir, "fork.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_fork", .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    /* MTRACE_OUT names no %p: the child's file is the path with ".PID" appended */
+    char *child_trace;
+    ck_assert_int_ge(asprintf(&child_trace, "%s.%llu", trace, (unsigned long long)value(&r, "child_pid")), 0);
+    check_fork_traces(&r, trace, child_trace);
+    ck_assert_int_eq(count_files("fork.mtr"), 2);
+    run_free(&r);
+    free(child_trace);
+    free(trace);
+}
+END_TEST
+
+START_TEST(fork_with_pid_in_path)
+{
+    char *pattern = path_in(g_dir, "pfork.%p.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_fork", .preload = 1, .trace = pattern }, &r);
+    assert_exit(&r, 0);
+    char *parent, *child;
+    ck_assert_int_ge(asprintf(&parent, "%s/pfork.%llu.mtr", g_dir, (unsigned long long)value(&r, "parent_pid")), 0);
+    ck_assert_int_ge(asprintf(&child, "%s/pfork.%llu.mtr", g_dir, (unsigned long long)value(&r, "child_pid")), 0);
+    check_fork_traces(&r, parent, child);
+    ck_assert_int_eq(count_files("pfork."), 2);
+    run_free(&r);
+    free(parent);
+    free(child);
+    free(pattern);
+}
+END_TEST
+
+START_TEST(fork_not_followed)
+{
+    char *trace = path_in(g_dir, "nofollow.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_fork", .preload = 1, .trace = trace, .env = { "MTRACE_FOLLOW_FORK=0" } }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    ck_assert_int_eq(count_files("nofollow.mtr"), 1); /* no file for the child */
+    mt_trace_t *t = open_ok(trace);
+    rec_list_t recs = { 0 };
+    thread_records(t, 0, &recs);
+    const mt_record_t *fork_ev = find_op(&recs, MT_EV_FORK);
+    ck_assert_ptr_nonnull(fork_ev);
+    ck_assert_int_eq(fork_ev->arg[0], (int64_t)value(&r, "child_pid"));
+    rec_list_free(&recs);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+/* ---- (d) SIGKILL ------------------------------------------------------------------------------- */
+
+/* Checks that `calls` is prog_loop's sequence from its start: the i-th malloc of size i % 1000 + 1,
+ * then the free of that block. Returns the number of mallocs. */
+static size_t check_loop_prefix(const rec_list_t *calls)
+{
+    size_t i = 0;
+    for (; i < calls->n; i++) {
+        const mt_record_t *c = &calls->v[i];
+        const size_t k = i / 2;
+        const int ok = (i % 2 == 0) ? (c->op == MT_OP_MALLOC && c->size == k % 1000 + 1 && c->result != 0)
+                                    : (c->op == MT_OP_FREE && c->ptr == calls->v[i - 1].result);
+        if (!ok) {
+            char buf[512];
+            ck_abort_msg("call %zu is not prog_loop's: %s", i, record_str(c, buf, sizeof buf));
+        }
+    }
+    return (calls->n + 1) / 2;
+}
+
+START_TEST(sigkill_leaves_a_readable_prefix)
+{
+    char *trace = path_in(g_dir, "killed.mtr");
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    char *err = path_in(g_dir, "killed.err");
+    const int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const pid_t pid = spawn(&(run_opts_t){ .prog = "prog_loop", .preload = 1, .trace = trace }, fds[1], efd);
+    close(fds[1]);
+    close(efd);
+
+    /* read progress lines until the program has done 300000 iterations, then kill it mid-call */
+    FILE *in = fdopen(fds[0], "r");
+    ck_assert_ptr_nonnull(in);
+    char line[128];
+    unsigned long long reported = 0;
+    while (reported < 300000 && fgets(line, sizeof line, in))
+        ck_assert_int_eq(sscanf(line, "done %llu", &reported), 1);
+    ck_assert_uint_ge(reported, 300000);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    fclose(in);
+
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->flags & MT_HDR_COMPLETE, 0);
+    ck_assert_uint_eq(h->end_time, 0);
+    ck_assert_uint_eq(mt_trace_thread_count(t), 1);
+    rec_list_t recs = { 0 }, calls = { 0 };
+    thread_records(t, 0, &recs); /* no error: at most the record being written is missing */
+    ck_assert_uint_eq(recs.v[0].op, MT_EV_THREAD_START);
+    ck_assert_ptr_null(find_op(&recs, MT_EV_THREAD_EXIT));
+    calls_of(&recs, &calls);
+    const size_t mallocs = check_loop_prefix(&calls);
+    ck_assert_msg(mallocs >= reported, "%zu mallocs in the trace, the program reported %llu", mallocs, reported);
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    free(err);
+    free(trace);
+}
+END_TEST
+
+/* ---- (e) file size limit ----------------------------------------------------------------------- */
+
+/* Runs prog_loop with RLIMIT_FSIZE of 256 KiB, untraced and traced. `exact`: the calls recorded and
+ * the calls counted lost add up to the program's calls exactly. */
+static void check_file_size_limit(int exact)
+{
+    enum { ITER = 300000, LIMIT = 256 * 1024 };
+    char *trace = path_in(g_dir, "fsize.mtr");
+    run_result_t plain, traced;
+    const run_opts_t o = { .prog = "prog_loop", .args = { "300000", "3" }, .fsize = LIMIT };
+    run(&o, &plain);
+    run_opts_t ot = o;
+    ot.preload = 1;
+    ot.trace = trace;
+    run(&ot, &traced);
+
+    /* the program does not notice: same output, same exit status, no SIGXFSZ */
+    assert_exit(&plain, 3);
+    assert_exit(&traced, 3);
+    ck_assert_str_eq(traced.out, plain.out);
+    int mtrace_lines, lines;
+    count_lines(traced.err, "mtrace:", &mtrace_lines, &lines);
+    ck_assert_msg(mtrace_lines == 1 && lines == 1, "expected one mtrace: line on stderr, got: %s", traced.err);
+
+    struct stat st;
+    ck_assert_int_eq(stat(trace, &st), 0);
+    ck_assert_int_le(st.st_size, LIMIT);
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->flags & MT_HDR_TRUNCATED, MT_HDR_TRUNCATED);
+    ck_assert_int_eq(h->truncated_errno, EFBIG);
+    rec_list_t recs = { 0 }, calls = { 0 };
+    thread_records(t, 0, &recs);
+    calls_of(&recs, &calls);
+    const size_t mallocs = check_loop_prefix(&calls);
+    ck_assert_uint_gt(mallocs, 1000);
+    ck_assert_uint_lt(mallocs, ITER);
+    /* the stop is on record, and every call is either recorded or counted as lost */
+    const mt_record_t *trunc = find_op(&recs, MT_EV_TRUNCATED);
+    ck_assert_ptr_nonnull(trunc);
+    ck_assert_int_eq(trunc->arg[0], EFBIG);
+    const mt_record_t *exit_ev = &recs.v[recs.n - 1];
+    ck_assert_uint_eq(exit_ev->op, MT_EV_THREAD_EXIT);
+    ck_assert_uint_eq((uint64_t)exit_ev->arg[0], h->lost_calls);
+    /* Every call of the program is recorded or counted lost, and nothing else: the loop's calls
+     * plus the one malloc of stdout's buffer by its first printf (a pipe is fully buffered). The
+     * shim's own calls while it stops (strerror's for its message) are not the program's. */
+    (void)exact;
+    ck_assert_uint_eq(calls.n + h->lost_calls, 2 * ITER + 1);
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    run_free(&plain);
+    run_free(&traced);
+    free(trace);
+}
+
+START_TEST(file_size_limit_truncates_quietly)
+{
+    check_file_size_limit(0);
+}
+END_TEST
+
+/* knownbug: the shim counts the free(NULL) that strerror makes for its own message as a lost call. */
+START_TEST(lost_counts_only_program_calls)
+{
+    check_file_size_limit(1);
+}
+END_TEST
+
+/* ---- (f) no place to write --------------------------------------------------------------------- */
+
+/* Runs prog_loop untraced and traced into `trace`: the same output and status, one line of
+ * explanation on stderr that names the path. */
+static void check_untraceable(const char *trace)
+{
+    run_result_t plain, traced;
+    const run_opts_t o = { .prog = "prog_loop", .args = { "20000", "5" } };
+    run(&o, &plain);
+    run_opts_t ot = o;
+    ot.preload = 1;
+    ot.trace = trace;
+    run(&ot, &traced);
+    assert_exit(&plain, 5);
+    assert_exit(&traced, 5);
+    ck_assert_str_eq(traced.out, plain.out);
+    int mtrace_lines, lines;
+    count_lines(traced.err, "mtrace:", &mtrace_lines, &lines);
+    ck_assert_msg(mtrace_lines == 1 && lines == 1, "expected one mtrace: line on stderr, got: %s", traced.err);
+    ck_assert_msg(strstr(traced.err, trace), "the message does not name %s: %s", trace, traced.err);
+    run_free(&plain);
+    run_free(&traced);
+}
+
+START_TEST(unwritable_directory)
+{
+    check_untraceable("/proc/nonexistent/x.mtr");
+    /* a regular file where a directory is expected */
+    char *file = path_in(g_dir, "plainfile");
+    const int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_eq(write(fd, "data", 4), 4);
+    close(fd);
+    char *trace = path_in(file, "x.mtr");
+    check_untraceable(trace);
+    struct stat st;
+    ck_assert_int_eq(stat(file, &st), 0);
+    ck_assert(S_ISREG(st.st_mode) && st.st_size == 4);
+    /* a directory without write permission stops only an unprivileged user */
+    if (geteuid() != 0) {
+        char *ro = path_in(g_dir, "readonly");
+        ck_assert_int_eq(mkdir(ro, 0500), 0);
+        char *t2 = path_in(ro, "x.mtr");
+        check_untraceable(t2);
+        ck_assert(!file_exists(t2));
+        free(t2);
+        free(ro);
+    }
+    free(trace);
+    free(file);
+}
+END_TEST
+
+/* ---- (g) symlinks and existing files ----------------------------------------------------------- */
+
+START_TEST(symlink_not_followed)
+{
+    char *target = path_in(g_dir, "precious");
+    char *link = path_in(g_dir, "link.mtr");
+    const int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_eq(write(fd, "precious\n", 9), 9);
+    close(fd);
+    ck_assert_int_eq(symlink(target, link), 0);
+    check_untraceable(link);
+    char *content = slurp(target);
+    ck_assert_str_eq(content, "precious\n");
+    free(content);
+    char buf[4096];
+    const ssize_t n = readlink(link, buf, sizeof buf - 1);
+    ck_assert_int_gt(n, 0);
+    buf[n] = 0;
+    ck_assert_str_eq(buf, target);
+
+    /* a dangling link: its target is not created */
+    char *dangling = path_in(g_dir, "dangling.mtr");
+    char *nowhere = path_in(g_dir, "nowhere");
+    ck_assert_int_eq(symlink(nowhere, dangling), 0);
+    check_untraceable(dangling);
+    ck_assert(!file_exists(nowhere));
+    free(nowhere);
+    free(dangling);
+    free(link);
+    free(target);
+}
+END_TEST
+
+START_TEST(existing_file_not_overwritten)
+{
+    char *trace = path_in(g_dir, "taken.mtr");
+    const int fd = open(trace, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_eq(write(fd, "mine", 4), 4);
+    close(fd);
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_calls", .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    char *content = slurp(trace);
+    ck_assert_str_eq(content, "mine");
+    free(content);
+    /* the trace went next to it, with the pid appended */
+    char *actual;
+    ck_assert_int_ge(asprintf(&actual, "%s.%llu", trace, (unsigned long long)value(&r, "pid")), 0);
+    mt_trace_t *t = open_ok(actual);
+    ck_assert_msg(string_is(t, MT_STR_PATH, actual), "PATH string is not %s", actual);
+    mt_trace_close(t);
+    free(actual);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+/* ---- (h) the control API ----------------------------------------------------------------------- */
+
+START_TEST(control_api_under_the_shim)
+{
+    char *trace = path_in(g_dir, "control.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_control", .preload = 1, .trace = trace, .env = { "MTRACE_PAUSED=1" } }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    ck_assert_int_eq((int64_t)value(&r, "rc_start"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_mark"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_pause"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_resume"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_sync"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_stop"), 0);
+    ck_assert_int_eq((int64_t)value(&r, "rc_after_stop"), -ENODEV);
+
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->flags & MT_HDR_COMPLETE, MT_HDR_COMPLETE);
+    ck_assert_uint_eq(mt_trace_thread_count(t), 1);
+    rec_list_t recs = { 0 };
+    thread_records(t, 0, &recs);
+    /* exactly this, RSS samples aside: nothing before start, while paused or after stop */
+    const uint64_t ctl_start[] = { MT_CTL_START }, ctl_pause[] = { MT_CTL_PAUSE }, ctl_resume[] = { MT_CTL_RESUME },
+                   ctl_stop[] = { MT_CTL_STOP }, zero[] = { 0 };
+    rec_list_t want = { 0 };
+    mt_record_t e = exp_event_varints(MT_EV_THREAD_START, 0, 1, zero);
+    rec_list_push(&want, &e);
+    e = exp_event_varints(MT_EV_CONTROL, 0, 1, ctl_start);
+    rec_list_push(&want, &e);
+    e = (mt_record_t){ .op = MT_OP_MALLOC, .size = 1002, .result = value(&r, "recorded1") };
+    rec_list_push(&want, &e);
+    e = (mt_record_t){ .op = MT_OP_FREE, .ptr = value(&r, "recorded1") };
+    rec_list_push(&want, &e);
+    e = exp_event_bytes(MT_EV_MARK, 0, "x", 1);
+    rec_list_push(&want, &e);
+    e = exp_event_varints(MT_EV_CONTROL, 0, 1, ctl_pause);
+    rec_list_push(&want, &e);
+    e = exp_event_varints(MT_EV_CONTROL, 0, 1, ctl_resume);
+    rec_list_push(&want, &e);
+    e = (mt_record_t){ .op = MT_OP_MALLOC, .size = 1004, .result = value(&r, "recorded2") };
+    rec_list_push(&want, &e);
+    e = (mt_record_t){ .op = MT_OP_FREE, .ptr = value(&r, "recorded2") };
+    rec_list_push(&want, &e);
+    e = exp_event_varints(MT_EV_CONTROL, 0, 1, ctl_stop);
+    rec_list_push(&want, &e);
+    e = exp_event_varints(MT_EV_THREAD_EXIT, 0, 1, zero);
+    rec_list_push(&want, &e);
+
+    rec_list_t got = { 0 };
+    for (size_t i = 0; i < recs.n; i++) {
+        if (recs.v[i].op == MT_EV_RSS)
+            continue;
+        mt_record_t g = recs.v[i];
+        g.time = 0;
+        g.flags &= ~(uint32_t)(MT_FLAG_HEAP_GREW | MT_FLAG_MMAPPED);
+        g.usable = 0; /* glibc's business */
+        rec_list_push(&got, &g);
+    }
+    assert_lists_eq(&got, &want, "control");
+    /* stopped traces are finished like any other: the file ends at its last chunk */
+    ck_assert_uint_eq(mt_trace_file_size(t), h->chunks_used * MT_CHUNK_SIZE);
+    ck_assert_uint_eq(h->chunks_used, mt_trace_chunk_count(t) + 1);
+    rec_list_free(&got);
+    rec_list_free(&want);
+    rec_list_free(&recs);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+START_TEST(control_api_without_the_shim)
+{
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_control" }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    static const char *const keys[] = { "rc_start", "rc_mark", "rc_pause", "rc_resume", "rc_sync", "rc_stop",
+                                        "rc_after_stop" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq((int64_t)value(&r, keys[i]), -ENODEV);
+    ck_assert_uint_ne(value(&r, "recorded2"), 0); /* and the program did its work */
+    run_free(&r);
+}
+END_TEST
+
+/* ---- (i) exec ---------------------------------------------------------------------------------- */
+
+START_TEST(exec_gets_its_own_file)
+{
+    char *trace = path_in(g_dir, "exec.mtr");
+    char *prog = prog_path("prog_exec");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_exec", .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    const uint64_t pid = value(&r, "first_pid");
+    ck_assert_uint_eq(value(&r, "second_pid"), pid);
+
+    /* the first image: its malloc, the exec event with the path, end fields but not complete */
+    mt_trace_t *t = open_ok(trace);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_uint_eq(h->pid, pid);
+    ck_assert_uint_eq(h->flags & MT_HDR_COMPLETE, 0);
+    ck_assert_uint_ne(h->end_time, 0);
+    rec_list_t recs = { 0 };
+    thread_records(t, 0, &recs);
+    const mt_record_t *m = find_op(&recs, MT_OP_MALLOC);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(m->size, 333);
+    ck_assert_uint_eq(m->result, value(&r, "first_p"));
+    const mt_record_t *ex = find_op(&recs, MT_EV_EXEC);
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_uint_eq(ex->len, strlen(prog));
+    ck_assert_mem_eq(ex->data, prog, ex->len);
+    for (size_t i = 0; i < recs.n; i++)
+        ck_assert_msg(recs.v[i].op != MT_OP_MALLOC || recs.v[i].size != 444, "the second image's call in the first file");
+    rec_list_free(&recs);
+    mt_trace_close(t);
+
+    /* the second image: its own file, path.PID, with its call */
+    char *second;
+    ck_assert_int_ge(asprintf(&second, "%s.%llu", trace, (unsigned long long)pid), 0);
+    t = open_ok(second);
+    h = mt_trace_header(t);
+    ck_assert_uint_eq(h->pid, pid);
+    ck_assert_uint_eq(h->flags & MT_HDR_COMPLETE, MT_HDR_COMPLETE);
+    thread_records(t, 0, &recs);
+    rec_list_t calls = { 0 };
+    calls_of(&recs, &calls);
+    ck_assert_uint_eq(calls.n, 2);
+    ck_assert_uint_eq(calls.v[0].op, MT_OP_MALLOC);
+    ck_assert_uint_eq(calls.v[0].size, 444);
+    ck_assert_uint_eq(calls.v[0].result, value(&r, "second_p"));
+    ck_assert_uint_eq(calls.v[1].op, MT_OP_FREE);
+    ck_assert_uint_eq(calls.v[1].ptr, value(&r, "second_p"));
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    ck_assert_int_eq(count_files("exec.mtr"), 2);
+    free(second);
+    free(prog);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------------- */
+
+static TCase *tcase(Suite *s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+static Suite *shim_suite(void)
+{
+    Suite *s = suite_create("shim");
+    TCase *tc = tcase(s, "calls");
+    tcase_add_test(tc, known_calls_recorded_exactly);
+
+    tc = tcase(s, "threads");
+    tcase_add_test(tc, threads_lose_nothing);
+
+    tc = tcase(s, "fork");
+    tcase_add_test(tc, fork_child_gets_its_own_file);
+    tcase_add_test(tc, fork_with_pid_in_path);
+    tcase_add_test(tc, fork_not_followed);
+
+    tc = tcase(s, "kill");
+    tcase_add_test(tc, sigkill_leaves_a_readable_prefix);
+
+    tc = tcase(s, "limits");
+    tcase_add_test(tc, file_size_limit_truncates_quietly);
+    tcase_add_test(tc, unwritable_directory);
+
+    tc = tcase(s, "files");
+    tcase_add_test(tc, symlink_not_followed);
+    tcase_add_test(tc, existing_file_not_overwritten);
+
+    tc = tcase(s, "control");
+    tcase_add_test(tc, control_api_under_the_shim);
+    tcase_add_test(tc, control_api_without_the_shim);
+
+    tc = tcase(s, "exec");
+    tcase_add_test(tc, exec_gets_its_own_file);
+
+    /* Known shim bugs, one case each (named in tests/meson.build): left out of the main run
+     * (CK_EXCLUDE_TAGS=knownbug), each run on its own and expected to fail until fixed. */
+    tc = tcase(s, "thread_exit_ends_the_stream");
+    tcase_add_test(tc, thread_exit_ends_the_stream);
+    tc = tcase(s, "lost_counts_only_program_calls");
+    tcase_add_test(tc, lost_counts_only_program_calls);
+    return s;
+}
+
+int main(void)
+{
+    /* The shim must exist: a missing one would make every test fail for the wrong reason. */
+    if (access(MT_SHIM_PATH, R_OK) != 0) {
+        fprintf(stderr, "%s: %s; skipping\n", MT_SHIM_PATH, strerror(errno));
+        return 77;
+    }
+    SRunner *sr = srunner_create(shim_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
