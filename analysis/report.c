@@ -9,6 +9,7 @@
 
 #include "mtrace/flamegraph.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
 #include "mtrace/symbolize.h"
@@ -37,7 +38,8 @@ typedef struct pass {
     mt_trace_t *trace;
     rthread_t *t;
     uint32_t n;
-    uint32_t *heap, heap_n;
+    mt_merge_heap_t heap; /* threads by the time of their next record */
+    uint64_t *key;
     mt_ptr_map_t live;
     block_t *blocks;
     uint64_t nblocks, cap_blocks;
@@ -57,50 +59,14 @@ typedef struct priv {
     size_t nstrings;
 } priv_t;
 
-static int heap_less(const pass_t *p, uint32_t a, uint32_t b)
-{
-    const uint64_t ta = p->t[a].head.time, tb = p->t[b].head.time;
-    return ta < tb || (ta == tb && a < b);
-}
-
-static void heap_push(pass_t *p, uint32_t x)
-{
-    uint32_t i = p->heap_n++;
-    p->heap[i] = x;
-    while (i && heap_less(p, p->heap[i], p->heap[(i - 1) / 2])) {
-        const uint32_t up = (i - 1) / 2, tmp = p->heap[up];
-        p->heap[up] = p->heap[i];
-        p->heap[i] = tmp;
-        i = up;
-    }
-}
-
-static uint32_t heap_pop(pass_t *p)
-{
-    const uint32_t top = p->heap[0];
-    p->heap[0] = p->heap[--p->heap_n];
-    for (uint32_t i = 0;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < p->heap_n && heap_less(p, p->heap[l], p->heap[m]))
-            m = l;
-        if (r < p->heap_n && heap_less(p, p->heap[r], p->heap[m]))
-            m = r;
-        if (m == i)
-            break;
-        const uint32_t tmp = p->heap[m];
-        p->heap[m] = p->heap[i];
-        p->heap[i] = tmp;
-        i = m;
-    }
-    return top;
-}
 
 static void pass_fini(pass_t *p)
 {
     for (uint32_t i = 0; p->t && i < p->n; i++)
         mt_thread_cursor_fini(&p->t[i].cur);
     free(p->t);
-    free(p->heap);
+    free(p->heap.v);
+    free(p->key);
     free(p->blocks);
     free(p->free_idx);
     mt_ptr_map_fini(&p->live);
@@ -112,8 +78,10 @@ static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
     p->trace = t;
     p->n = (uint32_t)mt_trace_thread_count(t);
     p->t = calloc(p->n + 1, sizeof *p->t);
-    p->heap = calloc(p->n + 1, sizeof *p->heap);
-    if (!p->t || !p->heap || mt_ptr_map_init(&p->live) < 0)
+    p->heap.v = calloc(p->n + 1, sizeof *p->heap.v);
+    p->key = calloc(p->n + 1, sizeof *p->key);
+    p->heap.key = p->key;
+    if (!p->t || !p->heap.v || !p->key || mt_ptr_map_init(&p->live) < 0)
         goto oom;
     for (uint32_t i = 0; i < p->n; i++) {
         if (mt_thread_cursor_init(&p->t[i].cur, t, i) < 0)
@@ -122,8 +90,9 @@ static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
         if (rc < 0)
             return rc;
         p->t[i].has_head = rc;
+        p->key[i] = p->t[i].head.time;
         if (rc)
-            heap_push(p, i);
+            mt_merge_push(&p->heap, i);
     }
     return 0;
 oom:
@@ -134,9 +103,9 @@ oom:
 /* The next record in time order: 1, 0 at the end, negative on damage. */
 static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *err)
 {
-    if (!p->heap_n)
+    if (!p->heap.n)
         return 0;
-    const uint32_t i = heap_pop(p);
+    const uint32_t i = mt_merge_pop(&p->heap);
     *thread = i;
     *r = p->t[i].head;
     /* The payload of r points into the cursor's buffer, which the next read may replace: events
@@ -145,8 +114,9 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
     if (rc < 0)
         return rc;
     p->t[i].has_head = rc;
+    p->key[i] = p->t[i].head.time;
     if (rc)
-        heap_push(p, i);
+        mt_merge_push(&p->heap, i);
     p->steps++;
     return 1;
 }

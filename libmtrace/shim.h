@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "mtrace/clock.h"
 #include "mtrace/trace_format.h"
 
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -121,22 +122,7 @@ void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline uint64_t mt_now(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-#else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-#endif
-}
-
-static inline uint64_t mt_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return mt_clock();
 }
 
 #endif

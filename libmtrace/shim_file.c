@@ -202,11 +202,10 @@ static void write_header(void)
     h->start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     h->start_mono_ns = mt_mono_ns();
     h->start_time = mt_now();
-#if defined(__x86_64__) || defined(__i386__)
-    h->flags |= MT_HDR_TIME_TSC;
-#else
-    h->ticks_per_sec = 1000000000u;
-#endif
+    if (MT_CLOCK_IS_TSC)
+        h->flags |= MT_HDR_TIME_TSC;
+    else
+        h->ticks_per_sec = 1000000000u;
     if (mt_g.glibc)
         h->flags |= MT_HDR_GLIBC_FLAGS;
     if (mt_g.opt.stacks)

@@ -9,23 +9,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "file_io.h"
 #include "mtrace/trace_reader.h"
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        const ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
 
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
 {
@@ -88,7 +73,7 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
         h.flags |= MT_HDR_PACKED;
         h.data_offset = end;
         memcpy(head, &h, sizeof h);
-        if ((rc = write_all(fd, head, end)) < 0)
+        if ((rc = mt_write_full(fd, head, end, UINT64_MAX)) < 0)
             goto write_failed;
     }
     for (size_t i = 0; i < mt_trace_chunk_count(t); i++) {
@@ -114,7 +99,7 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
         memcpy(fh, &magic, 4);
         memcpy(fh + 4, &zs, 4);
         memcpy(fh + MT_PACK_FRAME_HEADER_SIZE, &h, sizeof h);
-        if ((rc = write_all(fd, fh, sizeof fh)) < 0 || (rc = write_all(fd, zbuf, z)) < 0)
+        if ((rc = mt_write_full(fd, fh, sizeof fh, UINT64_MAX)) < 0 || (rc = mt_write_full(fd, zbuf, z, UINT64_MAX)) < 0)
             goto write_failed;
     }
     if (fsync(fd) < 0 && errno != EINVAL) {

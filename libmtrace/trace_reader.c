@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "file_io.h"
 #include "mtrace/trace_reader.h"
 
 struct mt_trace {
@@ -32,58 +33,23 @@ struct mt_trace {
     uint64_t est_time, est_mono;
 };
 
-static int fail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int fail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
-{
-    if (err) {
-        int n = snprintf(err->msg, sizeof err->msg, "%s: offset %llu: ", path, (unsigned long long)offset);
-        if (n < 0 || (size_t)n >= sizeof err->msg)
-            n = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-static int read_at(int fd, void *buf, size_t len, uint64_t off, size_t *got)
-{
-    size_t n = 0;
-    while (n < len) {
-        const ssize_t r = pread(fd, (uint8_t *)buf + n, len - n, (off_t)(off + n));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    *got = n;
-    return 0;
-}
-
 static int check_header(mt_trace_t *t, size_t got, mt_error_t *err)
 {
     const mt_file_header_t *h = &t->hdr;
     if (got < MT_TRACE_MAGIC_LEN || memcmp(h->magic, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN) != 0)
-        return fail(err, -EINVAL, t->path, 0, "expected the mtrace trace magic 89 4d 54 52 0d 0a 1a 0a: not a trace");
+        return mt_errorf(err, -EINVAL, t->path, 0, "expected the mtrace trace magic 89 4d 54 52 0d 0a 1a 0a: not a trace");
     if (got < sizeof *h)
-        return fail(err, -EINVAL, t->path, got, "expected a %zu-byte trace header, the file ends", sizeof *h);
+        return mt_errorf(err, -EINVAL, t->path, got, "expected a %zu-byte trace header, the file ends", sizeof *h);
     if (h->version > MT_TRACE_VERSION || h->version == 0)
-        return fail(err, -ENOTSUP, t->path, 8,
+        return mt_errorf(err, -ENOTSUP, t->path, 8,
                     "trace format version %u, this mtrace reads versions 1 to %u", h->version, MT_TRACE_VERSION);
     if (h->chunk_size != MT_CHUNK_SIZE)
-        return fail(err, -EINVAL, t->path, 16, "expected chunk size %u, found %u", MT_CHUNK_SIZE, h->chunk_size);
+        return mt_errorf(err, -EINVAL, t->path, 16, "expected chunk size %u, found %u", MT_CHUNK_SIZE, h->chunk_size);
     if (!h->little_endian || h->ptr_size != sizeof(void *))
-        return fail(err, -ENOTSUP, t->path, 20, "trace written by a %u-byte-pointer %s-endian process; this reader needs %zu-byte little-endian",
+        return mt_errorf(err, -ENOTSUP, t->path, 20, "trace written by a %u-byte-pointer %s-endian process; this reader needs %zu-byte little-endian",
                     h->ptr_size, h->little_endian ? "little" : "big", sizeof(void *));
     if (h->header_size < sizeof *h || h->header_size > MT_HEADER_STRINGS_OFFSET)
-        return fail(err, -EINVAL, t->path, 12, "expected a header size of %zu to %u bytes, found %u", sizeof *h,
+        return mt_errorf(err, -EINVAL, t->path, 12, "expected a header size of %zu to %u bytes, found %u", sizeof *h,
                     MT_HEADER_STRINGS_OFFSET, h->header_size);
     return 0;
 }
@@ -107,13 +73,13 @@ static int add_chunk(mt_trace_t *t, size_t *cap, uint64_t offset, uint32_t store
 static int check_chunk_header(const mt_trace_t *t, const mt_chunk_header_t *h, uint64_t off, mt_error_t *err)
 {
     if (h->magic != MT_CHUNK_MAGIC)
-        return fail(err, -EINVAL, t->path, off, "expected a chunk header (magic \"MTCK\"), found 0x%08x", h->magic);
+        return mt_errorf(err, -EINVAL, t->path, off, "expected a chunk header (magic \"MTCK\"), found 0x%08x", h->magic);
     if (h->kind != MT_CHUNK_THREAD)
-        return fail(err, -EINVAL, t->path, off + 4, "expected chunk kind 1 (thread records), found %u", h->kind);
+        return mt_errorf(err, -EINVAL, t->path, off + 4, "expected chunk kind 1 (thread records), found %u", h->kind);
     if (h->thread == 0)
-        return fail(err, -EINVAL, t->path, off + 8, "expected a thread number of 1 or more, found 0");
+        return mt_errorf(err, -EINVAL, t->path, off + 8, "expected a thread number of 1 or more, found 0");
     if (h->used > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
-        return fail(err, -EINVAL, t->path, off + 20, "chunk claims %u bytes of records, at most %u fit", h->used,
+        return mt_errorf(err, -EINVAL, t->path, off + 20, "chunk claims %u bytes of records, at most %u fit", h->used,
                     MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE);
     return 0;
 }
@@ -124,9 +90,9 @@ static int index_raw(mt_trace_t *t, mt_error_t *err)
     for (uint64_t off = MT_CHUNK_SIZE; off + MT_CHUNK_HEADER_SIZE <= t->size; off += MT_CHUNK_SIZE) {
         mt_chunk_header_t h;
         size_t got;
-        const int rc = read_at(t->fd, &h, sizeof h, off, &got);
+        const int rc = mt_pread_some(t->fd, &h, sizeof h, off, &got);
         if (rc < 0)
-            return fail(err, rc, t->path, off, "read failed: %s", strerror(-rc));
+            return mt_errorf(err, rc, t->path, off, "read failed: %s", strerror(-rc));
         if (got < sizeof h)
             break;
         if (h.magic == 0)
@@ -138,7 +104,7 @@ static int index_raw(mt_trace_t *t, mt_error_t *err)
         if (stored > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
             stored = MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
         if (add_chunk(t, &cap, off, (uint32_t)stored, &h) < 0)
-            return fail(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
+            return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
     }
     return 0;
 }
@@ -148,18 +114,18 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
     size_t cap = 0;
     uint64_t off = t->hdr.data_offset;
     if (off < MT_HEADER_STRINGS_OFFSET || off > MT_CHUNK_SIZE)
-        return fail(err, -EINVAL, t->path, 112, "expected the packed data offset between %u and %u, found %llu",
+        return mt_errorf(err, -EINVAL, t->path, 112, "expected the packed data offset between %u and %u, found %llu",
                     MT_HEADER_STRINGS_OFFSET, MT_CHUNK_SIZE, (unsigned long long)off);
     while (off < t->size) {
         uint8_t fh[MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE];
         size_t got;
-        const int rc = read_at(t->fd, fh, sizeof fh, off, &got);
+        const int rc = mt_pread_some(t->fd, fh, sizeof fh, off, &got);
         if (rc < 0)
-            return fail(err, rc, t->path, off, "read failed: %s", strerror(-rc));
+            return mt_errorf(err, rc, t->path, off, "read failed: %s", strerror(-rc));
         if (got < sizeof fh)
-            return fail(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends", sizeof fh);
+            return mt_errorf(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends", sizeof fh);
         if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC)
-            return fail(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\"), found 0x%08x",
+            return mt_errorf(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\"), found 0x%08x",
                         mt_load_u32(fh));
         const uint32_t csize = mt_load_u32(fh + 4);
         mt_chunk_header_t h;
@@ -168,10 +134,10 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         if (bad < 0)
             return bad;
         if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
-            return fail(err, -EINVAL, t->path, off + 4, "packed frame of %u bytes runs past the end of the file (%llu bytes)",
+            return mt_errorf(err, -EINVAL, t->path, off + 4, "packed frame of %u bytes runs past the end of the file (%llu bytes)",
                         csize, (unsigned long long)t->size);
         if (add_chunk(t, &cap, off, csize, &h) < 0)
-            return fail(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
+            return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
         off += sizeof fh + csize;
     }
     return 0;
@@ -192,7 +158,7 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
 {
     t->thread_chunks = malloc((t->nchunks + 1) * sizeof *t->thread_chunks);
     if (!t->thread_chunks)
-        return fail(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
+        return mt_errorf(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
     for (size_t i = 0; i < t->nchunks; i++)
         t->thread_chunks[i] = (uint32_t)i;
     qsort_r(t->thread_chunks, t->nchunks, sizeof *t->thread_chunks, cmp_thread_chunk, t);
@@ -202,7 +168,7 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
         if (t->nthreads && t->threads[t->nthreads - 1].thread == c->h.thread) {
             mt_thread_info_t *ti = &t->threads[t->nthreads - 1];
             if (c->h.seq == t->chunks[t->thread_chunks[i - 1]].h.seq)
-                return fail(err, -EINVAL, t->path, c->offset + (t->packed ? MT_PACK_FRAME_HEADER_SIZE : 0) + 16,
+                return mt_errorf(err, -EINVAL, t->path, c->offset + (t->packed ? MT_PACK_FRAME_HEADER_SIZE : 0) + 16,
                             "thread %u has two chunks numbered %u", c->h.thread, c->h.seq);
             ti->nchunks++;
             continue;
@@ -211,7 +177,7 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
             cap = cap ? cap * 2 : 16;
             mt_thread_info_t *n = realloc(t->threads, cap * sizeof *n);
             if (!n)
-                return fail(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
+                return mt_errorf(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
             t->threads = n;
         }
         t->threads[t->nthreads++] = (mt_thread_info_t){
@@ -225,30 +191,30 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
     *out = NULL;
     mt_trace_t *t = calloc(1, sizeof *t);
     if (!t)
-        return fail(err, -ENOMEM, path, 0, "out of memory");
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     t->fd = -1;
     t->path = strdup(path);
     t->head = calloc(1, MT_CHUNK_SIZE);
     int rc = -ENOMEM;
     if (!t->path || !t->head) {
-        fail(err, rc, path, 0, "out of memory");
+        mt_errorf(err, rc, path, 0, "out of memory");
         goto out;
     }
     t->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (t->fd < 0 || fstat(t->fd, &st) < 0) {
-        rc = fail(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+        rc = mt_errorf(err, -errno, path, 0, "cannot open: %s", strerror(errno));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = fail(err, -EINVAL, path, 0, "expected a regular file");
+        rc = mt_errorf(err, -EINVAL, path, 0, "expected a regular file");
         goto out;
     }
     t->size = (uint64_t)st.st_size;
     size_t got;
-    rc = read_at(t->fd, t->head, MT_CHUNK_SIZE, 0, &got);
+    rc = mt_pread_some(t->fd, t->head, MT_CHUNK_SIZE, 0, &got);
     if (rc < 0) {
-        fail(err, rc, path, 0, "read failed: %s", strerror(-rc));
+        mt_errorf(err, rc, path, 0, "read failed: %s", strerror(-rc));
         goto out;
     }
     memcpy(&t->hdr, t->head, sizeof t->hdr);
@@ -267,7 +233,7 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
         t->dctx = ZSTD_createDCtx();
         t->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
         if (!t->dctx || !t->zbuf) {
-            rc = fail(err, -ENOMEM, path, 0, "out of memory");
+            rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
             goto out;
         }
         rc = index_packed(t, err);
@@ -350,30 +316,30 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
 {
     mt_trace_t *t = (mt_trace_t *)c->trace;
     if (chunk >= t->nchunks)
-        return fail(err, -EINVAL, t->path, 0, "no chunk %zu (the trace has %zu)", chunk, t->nchunks);
+        return mt_errorf(err, -EINVAL, t->path, 0, "no chunk %zu (the trace has %zu)", chunk, t->nchunks);
     const mt_chunk_ref_t *ref = &t->chunks[chunk];
     memcpy(c->buf, &ref->h, sizeof ref->h);
     size_t have;
     if (t->packed) {
         size_t got;
         const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
-        int rc = read_at(t->fd, t->zbuf, ref->stored, zoff, &got);
+        int rc = mt_pread_some(t->fd, t->zbuf, ref->stored, zoff, &got);
         if (rc < 0 || got < ref->stored)
-            return fail(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
+            return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
         const size_t n = ZSTD_decompressDCtx(t->dctx, c->buf + MT_CHUNK_HEADER_SIZE,
                                              MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, t->zbuf, ref->stored);
         if (ZSTD_isError(n))
-            return fail(err, -EINVAL, t->path, zoff, "expected a zstd frame: %s", ZSTD_getErrorName(n));
+            return mt_errorf(err, -EINVAL, t->path, zoff, "expected a zstd frame: %s", ZSTD_getErrorName(n));
         if (n != ref->h.used)
-            return fail(err, -EINVAL, t->path, zoff, "frame holds %zu bytes, its header says %u", n, ref->h.used);
+            return mt_errorf(err, -EINVAL, t->path, zoff, "frame holds %zu bytes, its header says %u", n, ref->h.used);
         have = n;
         c->base_offset = 0;
         c->complete = 1;
     } else {
         size_t got;
-        const int rc = read_at(t->fd, c->buf + MT_CHUNK_HEADER_SIZE, ref->stored, ref->offset + MT_CHUNK_HEADER_SIZE, &got);
+        const int rc = mt_pread_some(t->fd, c->buf + MT_CHUNK_HEADER_SIZE, ref->stored, ref->offset + MT_CHUNK_HEADER_SIZE, &got);
         if (rc < 0)
-            return fail(err, rc, t->path, ref->offset, "read failed: %s", strerror(-rc));
+            return mt_errorf(err, rc, t->path, ref->offset, "read failed: %s", strerror(-rc));
         have = got;
         c->base_offset = ref->offset;
         c->complete = got == MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
@@ -434,11 +400,11 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
     const unsigned op = b0 & MT_RF_OPMASK;
     r->op = (uint8_t)op;
     if (!mt_op_name(op))
-        return fail(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
+        return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
     int64_t dt;
     if (op >= MT_FIRST_EVENT) {
         if (b0 & ~MT_RF_OPMASK)
-            return fail(err, -EINVAL, t->path, off, "event record 0x%02x carries call flags", b0);
+            return mt_errorf(err, -EINVAL, t->path, off, "event record 0x%02x carries call flags", b0);
         GET_S(dt);
         uint64_t len;
         GET_U(len);
@@ -453,7 +419,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
             while (pq < pend && r->nargs < 4) {
                 uint64_t v;
                 if (mt_get_uvarint(&pq, pend, &v) < 0)
-                    return fail(err, -EINVAL, t->path, off, "bad varint in %s event payload", mt_op_name(op));
+                    return mt_errorf(err, -EINVAL, t->path, off, "bad varint in %s event payload", mt_op_name(op));
                 r->arg[r->nargs++] = (int64_t)v;
             }
         }
@@ -463,7 +429,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
                 goto short_record;
             const uint8_t ext = *q++;
             if (ext & ~(MT_XF_HEAP_GREW | MT_XF_STACK))
-                return fail(err, -EINVAL, t->path, off + 1, "unknown extension flags 0x%02x", ext);
+                return mt_errorf(err, -EINVAL, t->path, off + 1, "unknown extension flags 0x%02x", ext);
             if (ext & MT_XF_HEAP_GREW)
                 r->flags |= MT_FLAG_HEAP_GREW;
             if (ext & MT_XF_STACK)
@@ -518,7 +484,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
             block = 0;
             break;
         default:
-            return fail(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
+            return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
         }
         if (block && !(b0 & MT_RF_NULL)) {
             GET_PTR(r->result);
@@ -532,7 +498,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
             r->arg[0] = (int64_t)e;
             r->nargs = 1;
         } else if (!block && (b0 & (MT_RF_NULL | MT_RF_MMAPPED))) {
-            return fail(err, -EINVAL, t->path, off, "%s record 0x%02x carries block flags", mt_op_name(op), b0);
+            return mt_errorf(err, -EINVAL, t->path, off, "%s record 0x%02x carries block flags", mt_op_name(op), b0);
         }
         if (r->flags & MT_FLAG_STACK) {
             uint64_t id;
@@ -547,7 +513,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
 short_record:
     c->prev_ptr = saved_ptr;
     if (c->sealed && c->complete)
-        return fail(err, -EINVAL, t->path, off, "%s record runs past the end of its sealed chunk", mt_op_name(op));
+        return mt_errorf(err, -EINVAL, t->path, off, "%s record runs past the end of its sealed chunk", mt_op_name(op));
     c->end = c->p; /* the cut or the crash ended the chunk here */
     return 0;
 }

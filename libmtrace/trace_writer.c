@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/trace_writer.h"
 
 #define RECORD_AREA (MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
@@ -149,22 +150,10 @@ int mt_writer_header_string(mt_writer_t *w, unsigned tag, const void *s, size_t 
 
 static int pwrite_all(mt_writer_t *w, const void *buf, size_t len, uint64_t off)
 {
-    const uint8_t *p = buf;
-    while (len) {
-        const ssize_t n = pwrite(w->fd, p, len, (off_t)off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            w->failed = -errno;
-            return set_error(w, -errno, "offset %llu: write failed: %s", (unsigned long long)off, strerror(errno));
-        }
-        if (n == 0) {
-            w->failed = -EIO;
-            return set_error(w, -EIO, "offset %llu: write wrote nothing", (unsigned long long)off);
-        }
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
+    const int rc = mt_write_full(w->fd, buf, len, off);
+    if (rc < 0) {
+        w->failed = rc;
+        return set_error(w, rc, "offset %llu: write failed: %s", (unsigned long long)off, strerror(-rc));
     }
     return 0;
 }

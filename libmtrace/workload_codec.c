@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "file_io.h"
 #include "mtrace/workload.h"
 
 static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
@@ -35,59 +36,6 @@ static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
 const char *mt_wl_op_name(unsigned op)
 {
     return op <= MT_WL_OP_MAX ? wl_op_names[op] : NULL;
-}
-
-static int wfail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static int wfail(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
-{
-    if (err) {
-        int n = snprintf(err->msg, sizeof err->msg, "%s: offset %llu: ", path, (unsigned long long)offset);
-        if (n < 0 || (size_t)n >= sizeof err->msg)
-            n = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        const ssize_t w = pwrite(fd, p, len, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        off += (uint64_t)w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-    uint8_t *p = buf;
-    while (len) {
-        const ssize_t r = pread(fd, p, len, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            return -EIO;
-        p += r;
-        off += (uint64_t)r;
-        len -= (size_t)r;
-    }
-    return 0;
 }
 
 /* ---- op codec ---------------------------------------------------------------------------------- */
@@ -273,14 +221,14 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
     *out = NULL;
     mt_wl_writer_t *w = calloc(1, sizeof *w);
     if (!w)
-        return wfail(err, -ENOMEM, path, 0, "out of memory");
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     w->fd = -1;
     w->path = strdup(path);
     w->cctx = ZSTD_createCCtx();
     w->zbuf = malloc(ZSTD_compressBound(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300));
     if (!w->path || !w->cctx || !w->zbuf) {
         mt_wl_writer_abort(w);
-        return wfail(err, -ENOMEM, path, 0, "out of memory");
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     }
     /* Level 1: the converter must keep up with tens of millions of ops a second; higher levels
      * cost more time than the few percent of size they save on op streams. */
@@ -291,7 +239,7 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
         const int e = errno;
         w->tmp[0] = 0;
         mt_wl_writer_abort(w);
-        return wfail(err, -e, path, 0, "cannot create the output: %s", strerror(e));
+        return mt_errorf(err, -e, path, 0, "cannot create the output: %s", strerror(e));
     }
     if (tmpl)
         w->hdr = *tmpl;
@@ -304,16 +252,16 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
     uint8_t *head = calloc(1, w->hdr.header_size);
     if (!head) {
         mt_wl_writer_abort(w);
-        return wfail(err, -ENOMEM, path, 0, "out of memory");
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     }
     memcpy(head, &w->hdr, sizeof w->hdr);
     if (strings)
         memcpy(head + MT_WL_HEADER_STRINGS_OFFSET, strings, strings_len);
-    const int rc = pwrite_all(w->fd, head, w->hdr.header_size, 0);
+    const int rc = mt_write_full(w->fd, head, w->hdr.header_size, 0);
     free(head);
     if (rc < 0) {
         mt_wl_writer_abort(w);
-        return wfail(err, rc, path, 0, "write failed: %s", strerror(-rc));
+        return mt_errorf(err, rc, path, 0, "write failed: %s", strerror(-rc));
     }
     w->off = w->hdr.header_size;
     *out = w;
@@ -358,21 +306,21 @@ static int flush_stream(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
         return 0;
     const size_t z = ZSTD_compress2(w->cctx, w->zbuf, ZSTD_compressBound(s->used), s->buf, s->used);
     if (ZSTD_isError(z))
-        return wfail(err, -EIO, w->path, w->off, "zstd: %s", ZSTD_getErrorName(z));
+        return mt_errorf(err, -EIO, w->path, w->off, "zstd: %s", ZSTD_getErrorName(z));
     mt_wl_frame_header_t fh = {
         .magic = MT_WL_FRAME_MAGIC, .thread = thread, .raw_size = (uint32_t)s->used, .zsize = (uint32_t)z,
         .first_op = s->first_op, .nops = s->nops,
     };
-    int rc = pwrite_all(w->fd, &fh, sizeof fh, w->off);
+    int rc = mt_write_full(w->fd, &fh, sizeof fh, w->off);
     if (rc == 0)
-        rc = pwrite_all(w->fd, w->zbuf, z, w->off + sizeof fh);
+        rc = mt_write_full(w->fd, w->zbuf, z, w->off + sizeof fh);
     if (rc < 0)
-        return wfail(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
+        return mt_errorf(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
     if (w->nframes == w->frames_cap) {
         const uint64_t cap = w->frames_cap ? w->frames_cap * 2 : 256;
         mt_wl_frame_entry_t *n = realloc(w->frames, cap * sizeof *n);
         if (!n)
-            return wfail(err, -ENOMEM, w->path, w->off, "out of memory");
+            return mt_errorf(err, -ENOMEM, w->path, w->off, "out of memory");
         w->frames = n;
         w->frames_cap = cap;
     }
@@ -418,16 +366,16 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     /* The index: magic, thread count, thread entries, frame entries. */
     const uint64_t index_off = w->off;
     const uint32_t head[2] = { MT_WL_INDEX_MAGIC, w->nstreams };
-    rc = pwrite_all(w->fd, head, sizeof head, w->off);
+    rc = mt_write_full(w->fd, head, sizeof head, w->off);
     w->off += sizeof head;
     for (uint32_t i = 0; i < w->nstreams && rc == 0; i++) {
-        rc = pwrite_all(w->fd, &w->streams[i].entry, sizeof w->streams[i].entry, w->off);
+        rc = mt_write_full(w->fd, &w->streams[i].entry, sizeof w->streams[i].entry, w->off);
         w->off += sizeof w->streams[i].entry;
     }
     if (rc == 0 && w->nframes)
-        rc = pwrite_all(w->fd, w->frames, w->nframes * sizeof *w->frames, w->off);
+        rc = mt_write_full(w->fd, w->frames, w->nframes * sizeof *w->frames, w->off);
     if (rc < 0) {
-        wfail(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
+        mt_errorf(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
         goto fail;
     }
     mt_wl_header_t h = *final;
@@ -440,18 +388,18 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     h.index_offset = index_off;
     h.frames = w->nframes;
     h.flags |= MT_WLH_COMPLETE;
-    if ((rc = pwrite_all(w->fd, &h, sizeof h, 0)) < 0) {
-        wfail(err, rc, w->path, 0, "write failed: %s", strerror(-rc));
+    if ((rc = mt_write_full(w->fd, &h, sizeof h, 0)) < 0) {
+        mt_errorf(err, rc, w->path, 0, "write failed: %s", strerror(-rc));
         goto fail;
     }
     if (fsync(w->fd) < 0 && errno != EINVAL) {
-        rc = wfail(err, -errno, w->path, 0, "fsync failed: %s", strerror(errno));
+        rc = mt_errorf(err, -errno, w->path, 0, "fsync failed: %s", strerror(errno));
         goto fail;
     }
     close(w->fd);
     w->fd = -1;
     if (rename(w->tmp, w->path) < 0) {
-        rc = wfail(err, -errno, w->path, 0, "cannot rename the output into place: %s", strerror(errno));
+        rc = mt_errorf(err, -errno, w->path, 0, "cannot rename the output into place: %s", strerror(errno));
         goto fail;
     }
     w->tmp[0] = 0;
@@ -510,61 +458,61 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     *out = NULL;
     mt_wl_t *w = calloc(1, sizeof *w);
     if (!w)
-        return wfail(err, -ENOMEM, path, 0, "out of memory");
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     w->fd = -1;
     int rc;
     w->path = strdup(path);
     if (!w->path) {
-        rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+        rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
         goto fail;
     }
     w->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (w->fd < 0 || fstat(w->fd, &st) < 0) {
-        rc = wfail(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+        rc = mt_errorf(err, -errno, path, 0, "cannot open: %s", strerror(errno));
         goto fail;
     }
     w->size = (uint64_t)st.st_size;
-    if (w->size < 8 || pread_all(w->fd, &w->hdr, 8, 0) < 0 || memcmp(w->hdr.magic, MT_WL_MAGIC, 8)) {
-        rc = wfail(err, -EINVAL, path, 0, "expected the mtrace workload magic 89 4d 54 57 0d 0a 1a 0a: not a workload");
+    if (w->size < 8 || mt_pread_full(w->fd, &w->hdr, 8, 0) < 0 || memcmp(w->hdr.magic, MT_WL_MAGIC, 8)) {
+        rc = mt_errorf(err, -EINVAL, path, 0, "expected the mtrace workload magic 89 4d 54 57 0d 0a 1a 0a: not a workload");
         goto fail;
     }
-    if (w->size < sizeof w->hdr || pread_all(w->fd, &w->hdr, sizeof w->hdr, 0) < 0) {
-        rc = wfail(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
+    if (w->size < sizeof w->hdr || mt_pread_full(w->fd, &w->hdr, sizeof w->hdr, 0) < 0) {
+        rc = mt_errorf(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
         goto fail;
     }
     const mt_wl_header_t *h = &w->hdr;
     if (h->version == 0 || h->version > MT_WL_VERSION) {
-        rc = wfail(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions 1 to %u", h->version,
+        rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions 1 to %u", h->version,
                    MT_WL_VERSION);
         goto fail;
     }
     if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
-        rc = wfail(err, -EINVAL, path, 20, "the workload was not finished by its writer (no index)");
+        rc = mt_errorf(err, -EINVAL, path, 20, "the workload was not finished by its writer (no index)");
         goto fail;
     }
     if (h->header_size < MT_WL_HEADER_STRINGS_OFFSET || h->header_size > w->size) {
-        rc = wfail(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u", h->header_size);
+        rc = mt_errorf(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u", h->header_size);
         goto fail;
     }
     /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
      * size its slot table from a number nothing backs (and overflow it). */
     /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
     if (h->ops > h->frames * ((MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2)) {
-        rc = wfail(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
+        rc = mt_errorf(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
                    (unsigned long long)h->ops, (unsigned long long)h->frames,
                    (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2);
         goto fail;
     }
     if (h->slots > h->ops) {
-        rc = wfail(err, -EINVAL, path, 24, "the header claims %llu slots for %llu ops; expected at most one per op",
+        rc = mt_errorf(err, -EINVAL, path, 24, "the header claims %llu slots for %llu ops; expected at most one per op",
                    (unsigned long long)h->slots, (unsigned long long)h->ops);
         goto fail;
     }
     const uint64_t idx_need = 8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
     if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
         h->index_offset > w->size || w->size - h->index_offset < idx_need) {
-        rc = wfail(err, -EINVAL, path, h->index_offset, "expected an index of %u threads and %llu frames, the file ends at %llu",
+        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected an index of %u threads and %llu frames, the file ends at %llu",
                    h->threads, (unsigned long long)h->frames, (unsigned long long)w->size);
         goto fail;
     }
@@ -574,42 +522,42 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     w->frames = calloc(h->frames + 1, sizeof *w->frames);
     w->thread_frames = calloc(h->threads + 1, sizeof *w->thread_frames);
     if (!w->strings || !w->threads || !w->frames || !w->thread_frames) {
-        rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+        rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
         goto fail;
     }
     uint32_t ih[2];
-    if (pread_all(w->fd, w->strings, w->strings_len, MT_WL_HEADER_STRINGS_OFFSET) < 0 ||
-        pread_all(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
-        pread_all(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
-        pread_all(w->fd, w->frames, h->frames * sizeof *w->frames,
+    if (mt_pread_full(w->fd, w->strings, w->strings_len, MT_WL_HEADER_STRINGS_OFFSET) < 0 ||
+        mt_pread_full(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
+        mt_pread_full(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
+        mt_pread_full(w->fd, w->frames, h->frames * sizeof *w->frames,
                   h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
-        rc = wfail(err, -EIO, path, h->index_offset, "cannot read the index");
+        rc = mt_errorf(err, -EIO, path, h->index_offset, "cannot read the index");
         goto fail;
     }
     if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
-        rc = wfail(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads", h->threads);
+        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads", h->threads);
         goto fail;
     }
     uint64_t listed = 0;
     for (uint32_t i = 0; i < h->threads; i++)
         listed += w->threads[i].frames;
     if (listed != h->frames) {
-        rc = wfail(err, -EINVAL, path, h->index_offset + 8, "the thread entries list %llu frames, the header %llu",
+        rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8, "the thread entries list %llu frames, the header %llu",
                    (unsigned long long)listed, (unsigned long long)h->frames);
         goto fail;
     }
     uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
-    rc = fill ? 0 : wfail(err, -ENOMEM, path, 0, "out of memory");
+    rc = fill ? 0 : mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     for (uint32_t i = 0; i < h->threads && rc == 0; i++) {
         w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t));
         if (!w->thread_frames[i])
-            rc = wfail(err, -ENOMEM, path, 0, "out of memory");
+            rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
     }
     for (uint64_t f = 0; f < h->frames && rc == 0; f++) {
         const mt_wl_frame_entry_t *fe = &w->frames[f];
         if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||
             fe->offset < h->header_size || fe->offset + sizeof(mt_wl_frame_header_t) > h->index_offset)
-            rc = wfail(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
+            rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
                        "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
                        fe->thread, (unsigned long long)fe->offset);
         else
@@ -617,7 +565,7 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     }
     for (uint32_t i = 0; i < h->threads && rc == 0; i++)
         if (fill[i] != w->threads[i].frames)
-            rc = wfail(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i, fill[i],
+            rc = mt_errorf(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i, fill[i],
                        w->threads[i].frames);
     free(fill);
     if (rc < 0)
@@ -717,17 +665,17 @@ static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
     const mt_wl_frame_entry_t *fe = &w->frames[w->thread_frames[c->thread][c->next_frame++]];
     mt_wl_frame_header_t fh;
     const size_t raw_cap = MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300;
-    if (pread_all(w->fd, &fh, sizeof fh, fe->offset) < 0)
-        return wfail(err, -EIO, w->path, fe->offset, "expected a frame header, the file ends");
+    if (mt_pread_full(w->fd, &fh, sizeof fh, fe->offset) < 0)
+        return mt_errorf(err, -EIO, w->path, fe->offset, "expected a frame header, the file ends");
     if (fh.magic != MT_WL_FRAME_MAGIC || fh.thread != c->thread || fh.nops != fe->nops || fh.raw_size > raw_cap ||
         fh.zsize > ZSTD_compressBound(raw_cap) || fe->offset + sizeof fh + fh.zsize > w->hdr.index_offset)
-        return wfail(err, -EINVAL, w->path, fe->offset, "expected a frame of thread %u (magic \"MLWF\", %u ops)", c->thread,
+        return mt_errorf(err, -EINVAL, w->path, fe->offset, "expected a frame of thread %u (magic \"MLWF\", %u ops)", c->thread,
                      fe->nops);
-    if (pread_all(w->fd, c->z, fh.zsize, fe->offset + sizeof fh) < 0)
-        return wfail(err, -EIO, w->path, fe->offset + sizeof fh, "cannot read %u bytes of frame", fh.zsize);
+    if (mt_pread_full(w->fd, c->z, fh.zsize, fe->offset + sizeof fh) < 0)
+        return mt_errorf(err, -EIO, w->path, fe->offset + sizeof fh, "cannot read %u bytes of frame", fh.zsize);
     const size_t n = ZSTD_decompressDCtx(c->dctx, c->raw, raw_cap, c->z, fh.zsize);
     if (ZSTD_isError(n) || n != fh.raw_size)
-        return wfail(err, -EINVAL, w->path, fe->offset + sizeof fh, "expected a zstd frame of %u bytes%s%s", fh.raw_size,
+        return mt_errorf(err, -EINVAL, w->path, fe->offset + sizeof fh, "expected a zstd frame of %u bytes%s%s", fh.raw_size,
                      ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
     c->p = c->raw;
     c->end = c->raw + n;
@@ -740,7 +688,7 @@ int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err)
 {
     while (c->left == 0) {
         if (c->p != c->end)
-            return wfail(err, -EINVAL, c->w->path, c->frame_off, "frame of thread %u has bytes after its last op",
+            return mt_errorf(err, -EINVAL, c->w->path, c->frame_off, "frame of thread %u has bytes after its last op",
                          c->thread);
         if (c->next_frame >= c->w->threads[c->thread].frames)
             return 0;
@@ -750,7 +698,7 @@ int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err)
     }
     const size_t at = (size_t)(c->p - c->raw);
     if (mt_wl_decode_op(&c->p, c->end, r, &c->prev_ns) < 0)
-        return wfail(err, -EINVAL, c->w->path, c->frame_off,
+        return mt_errorf(err, -EINVAL, c->w->path, c->frame_off,
                      "damaged op at byte %zu of the frame's data (thread %u): expected a workload op", at, c->thread);
     c->left--;
     return 1;

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "mtrace/clock.h"
 #include "mtrace/workload.h"
 
 #define SIM_HIST_SUB 8u      /* sub-buckets per power of two: about 9 % resolution */
@@ -96,15 +97,7 @@ void sim_spawn(sim_t *s, uint32_t child);
 
 static inline uint64_t sim_cycles(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-#else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-#endif
+    return mt_clock();
 }
 
 #endif

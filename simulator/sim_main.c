@@ -58,12 +58,6 @@ uint64_t sim_resident_bytes(const sim_t *s)
     return total;
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- glibc settings ---------------------------------------------------------------------------- */
 
@@ -221,7 +215,7 @@ static void sample(sim_t *s)
         s->peak_vm_kb = vm * kb;
     if (s->series_n < s->series_cap) {
         sim_series_row_t *r = &s->series[s->series_n++];
-        r->t = (double)(mono_ns() - s->replay_start_ns) / 1e9;
+        r->t = (double)(mt_mono_ns() - s->replay_start_ns) / 1e9;
         r->rss_kb = rss * kb;
         r->vm_kb = vm * kb;
         r->ideal_kb = live > 0 ? (uint64_t)live / 1024 : 0;
@@ -234,7 +228,7 @@ static char stall_msg[512];
 static void *sampler_main(void *arg)
 {
     sim_t *s = arg;
-    uint64_t last_sum = UINT64_MAX, still_since = mono_ns();
+    uint64_t last_sum = UINT64_MAX, still_since = mt_mono_ns();
     const struct timespec period = { s->sample_ms / 1000, (long)(s->sample_ms % 1000) * 1000000 };
     while (atomic_load(&s->running)) {
         nanosleep(&period, NULL);
@@ -242,7 +236,7 @@ static void *sampler_main(void *arg)
         uint64_t sum = 0;
         for (uint32_t i = 0; i < s->nthreads; i++)
             sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
-        const uint64_t now = mono_ns();
+        const uint64_t now = mt_mono_ns();
         if (sum != last_sum) {
             last_sum = sum;
             still_since = now;
@@ -441,7 +435,7 @@ int main(int argc, char **argv)
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
     atomic_store(&s.running, 1);
-    s.replay_start_ns = mono_ns();
+    s.replay_start_ns = mt_mono_ns();
     const uint64_t c_start = sim_cycles();
     pthread_t sampler;
     sample(&s);
@@ -463,7 +457,7 @@ int main(int argc, char **argv)
             pthread_join(t->th, NULL);
     }
     const uint64_t cycles = sim_cycles() - c_start;
-    const uint64_t wall_ns = mono_ns() - s.replay_start_ns;
+    const uint64_t wall_ns = mt_mono_ns() - s.replay_start_ns;
     sample(&s);
     atomic_store(&s.running, 0);
     pthread_join(sampler, NULL);

@@ -31,12 +31,6 @@ static void wake_all(sim_thread_t *t)
     futex(&t->wake_seq, FUTEX_WAKE_PRIVATE, 0x7fffffff);
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void sim_stop_all(sim_t *s)
 {
@@ -217,7 +211,7 @@ static void pace(const sim_t *s, uint64_t op_ns)
 {
     const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
     for (;;) {
-        const uint64_t now = mono_ns();
+        const uint64_t now = mt_mono_ns();
         if (now >= due)
             return;
         if (due - now > 200000) {
@@ -251,7 +245,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     mt_wl_rec_t r;
     mt_error_t err;
     int rc;
-    t->start_ns = mono_ns();
+    t->start_ns = mt_mono_ns();
     while ((rc = next_op(s, t, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
             thread_fail(s, t, "an op names a slot past the workload's slot count");
@@ -368,7 +362,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     }
     if (rc < 0)
         thread_fail(s, t, err.msg);
-    t->end_ns = mono_ns();
+    t->end_ns = mt_mono_ns();
     /* Children whose creation point was never reached still run, so that the replay ends. */
     while (t->next_spawn < t->nspawn)
         sim_spawn(s, t->spawn_child[t->next_spawn++]);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "mtrace/convert.h"
+#include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
 
@@ -81,8 +82,8 @@ typedef struct conv {
     mt_wl_writer_t *out;
     cthread_t *t;
     uint32_t n;
-    uint32_t *heap; /* thread indices, ordered by head time */
-    uint32_t heap_n;
+    mt_merge_heap_t heap; /* runnable threads by head time */
+    uint64_t *key;        /* key[i]: thread i's head time */
     uint32_t blocked;      /* threads held back, for any reason */
     uint32_t hard_blocked; /* held back on a live address or a thread creation */
     mt_ptr_map_t live;
@@ -109,43 +110,6 @@ static uint64_t to_ns(const conv_t *c, uint64_t time)
     return (uint64_t)((double)(time - c->t0) * 1e9 / c->rate);
 }
 
-static int heap_less(const conv_t *c, uint32_t a, uint32_t b)
-{
-    const uint64_t ta = c->t[a].head.time, tb = c->t[b].head.time;
-    return ta < tb || (ta == tb && a < b);
-}
-
-static void heap_push(conv_t *c, uint32_t x)
-{
-    uint32_t i = c->heap_n++;
-    c->heap[i] = x;
-    while (i && heap_less(c, c->heap[i], c->heap[(i - 1) / 2])) {
-        const uint32_t p = (i - 1) / 2, tmp = c->heap[p];
-        c->heap[p] = c->heap[i];
-        c->heap[i] = tmp;
-        i = p;
-    }
-}
-
-static uint32_t heap_pop(conv_t *c)
-{
-    const uint32_t top = c->heap[0];
-    c->heap[0] = c->heap[--c->heap_n];
-    for (uint32_t i = 0;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < c->heap_n && heap_less(c, c->heap[l], c->heap[m]))
-            m = l;
-        if (r < c->heap_n && heap_less(c, c->heap[r], c->heap[m]))
-            m = r;
-        if (m == i)
-            break;
-        const uint32_t tmp = c->heap[m];
-        c->heap[m] = c->heap[i];
-        c->heap[i] = tmp;
-        i = m;
-    }
-    return top;
-}
 
 static inline __attribute__((always_inline)) void prefetch_record(const conv_t *c, const mt_record_t *r)
 {
@@ -185,6 +149,7 @@ static int advance(conv_t *c, uint32_t i)
     t->has_head = t->ring_n > 0;
     if (t->has_head) {
         t->head = t->ring[t->ring_pos].r;
+        c->key[i] = t->head.time;
         t->ring_pos = (t->ring_pos + 1) % LOOKAHEAD;
         t->ring_n--;
     }
@@ -219,14 +184,14 @@ static void wake(conv_t *c, tstate_t why, uint64_t key)
         if (t->state == why && t->key == key) {
             unblock(c, i);
             c->st->inversions++;
-            heap_push(c, i);
+            mt_merge_push(&c->heap, i);
         }
     }
     if (c->blocked && !c->hard_blocked) {
         for (uint32_t i = 0; i < c->n; i++) {
             if (c->t[i].state == BLOCKED_UNKNOWN) {
                 unblock(c, i);
-                heap_push(c, i);
+                mt_merge_push(&c->heap, i);
             }
         }
     }
@@ -674,10 +639,12 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     c.page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;
     c.n = (uint32_t)mt_trace_thread_count(c.trace);
     c.t = calloc(c.n + 1, sizeof *c.t);
-    c.heap = calloc(c.n + 1, sizeof *c.heap);
+    c.heap.v = calloc(c.n + 1, sizeof *c.heap.v);
+    c.key = calloc(c.n + 1, sizeof *c.key);
+    c.heap.key = c.key;
     mt_ptr_map_init(&c.live);
     c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
-    if (!c.t || !c.heap || !c.live.v || !c.recent_frees) {
+    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.recent_frees) {
         rc = -ENOMEM;
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         goto done;
@@ -754,7 +721,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
             goto done;
         }
         if (c.t[i].has_head)
-            heap_push(&c, i);
+            mt_merge_push(&c.heap, i);
         else
             c.t[i].state = DONE; /* no records at all */
     }
@@ -769,8 +736,8 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         if (cur != UINT32_MAX) {
             i = cur;
             cur = UINT32_MAX;
-        } else if (c.heap_n) {
-            i = heap_pop(&c);
+        } else if (c.heap.n) {
+            i = mt_merge_pop(&c.heap);
         } else if (c.blocked) {
             /* Every remaining thread waits on something that will never come: the trace lacks the
              * record that would release them (a pause, a loss). Release the earliest one. */
@@ -802,10 +769,10 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
                 snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
                 goto done;
             }
-        } else if (!c.heap_n || !heap_less(&c, c.heap[0], i))
+        } else if (!c.heap.n || !mt_merge_less(&c.heap, c.heap.v[0], i))
             cur = i;
         else
-            heap_push(&c, i);
+            mt_merge_push(&c.heap, i);
         if (opts->progress && (step & 0xfffff) == 0)
             progress(&c, mt_trace_chunk_count(c.trace), 0);
     }
@@ -838,7 +805,8 @@ done:
         free(c.t[i].pending);
     }
     free(c.t);
-    free(c.heap);
+    free(c.heap.v);
+    free(c.key);
     mt_ptr_map_fini(&c.live);
     free(c.slots);
     free(c.recent_frees);
