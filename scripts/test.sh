@@ -10,7 +10,10 @@ run_suite() {
     local dir=$1
     shift
     if [ ! -f "$dir/build.ninja" ]; then
-        meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
+        local log
+        log=$(mktemp)
+        meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+        rm -f "$log"
     fi
     ninja -C "$dir" || return 1
     meson test -C "$dir" --print-errorlogs --num-processes "$jobs"
