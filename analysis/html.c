@@ -72,6 +72,23 @@ static const char *style =
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
                    const char *flame_svg)
 {
+    /* The results are checked before anything is drawn: a bad one fails the page, once. */
+    int all_series = 1;
+    for (int i = 0; i < nresults; i++) {
+        mt_jval_t *j;
+        mt_error_t err;
+        if (mt_json_load(results[i], &j, &err) < 0) {
+            fprintf(stderr, "mtrace: %s\n", err.msg);
+            return -1;
+        }
+        const int replay = !strcmp(mt_json_str_at(j, "kind", ""), "replay");
+        all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
+        mt_json_free(j);
+        if (!replay) {
+            fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", results[i]);
+            return -1;
+        }
+    }
     char tmp[] = "/tmp/mtrace-html.XXXXXX";
     if (!mkdtemp(tmp)) {
         fprintf(stderr, "mtrace: cannot create a temporary directory: %s\n", strerror(errno));
@@ -87,17 +104,6 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     int have_rss = 0, have_bars = 0;
     if (nresults) {
         have_bars = mt_plot_compare(results, nresults, bars_svg) == 0;
-        int all_series = 1;
-        for (int i = 0; i < nresults; i++) {
-            mt_jval_t *j;
-            mt_error_t err;
-            if (mt_json_load(results[i], &j, &err) < 0) {
-                fprintf(stderr, "mtrace: %s\n", err.msg);
-                return -1;
-            }
-            all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
-            mt_json_free(j);
-        }
         if (all_series)
             have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
     }
@@ -106,9 +112,15 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     snprintf(part, sizeof part, "%s.partial.XXXXXX", out);
     const int pfd = mkstemp(part);
     FILE *f = pfd >= 0 ? fdopen(pfd, "w") : NULL;
+    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
+    int bad = 1;
     if (!f) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", part, strerror(errno));
-        return -1;
+        fprintf(stderr, "mtrace: cannot write %s: %s\n", out, strerror(errno));
+        if (pfd >= 0) {
+            close(pfd);
+            unlink(part);
+        }
+        goto cleanup;
     }
     char a[32], b[32];
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtrace: ");
@@ -207,8 +219,8 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
     }
     fprintf(f, "<p class=\"note\">Written by mtrace.</p>\n</body></html>\n");
-    const int bad = ferror(f) | (fclose(f) != 0);
-    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
+    bad = ferror(f) | (fclose(f) != 0);
+cleanup:
     for (size_t i = 0; i < 4; i++) {
         unlink(files[i]);
         char dat[80];
@@ -216,6 +228,8 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         unlink(dat);
     }
     rmdir(tmp);
+    if (!f)
+        return -1;
     if (bad || rename(part, out) != 0) {
         fprintf(stderr, "mtrace: cannot write %s\n", out);
         unlink(part);

@@ -9,24 +9,44 @@
 
 #include "mtrace/plot.h"
 
-int mt_gnuplot(const char *script)
+int mt_gnuplot(const char *script, const char *out)
 {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mtrace: gnuplot is not installed: apt-get install gnuplot-nox\n");
         return -1;
     }
-    FILE *p = popen("gnuplot", "w");
-    if (!p) {
-        fprintf(stderr, "mtrace: cannot run gnuplot: %s\n", strerror(errno));
+    /* gnuplot's stderr goes aside (it warns about empty ranges on good data) and is shown only when
+     * the plot fails, which then leaves no output file behind. */
+    char log[] = "/tmp/mtrace-gnuplot.XXXXXX";
+    const int lfd = mkstemp(log);
+    if (lfd < 0) {
+        fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));
         return -1;
     }
-    fputs(script, p);
-    const int st = pclose(p);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "mtrace: gnuplot failed (status %d)\n", st);
-        return -1;
+    close(lfd);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "gnuplot 2>%s", log);
+    FILE *p = popen(cmd, "w");
+    int rc = -1;
+    if (p) {
+        fputs(script, p);
+        const int st = pclose(p);
+        rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
     }
-    return 0;
+    if (rc < 0) {
+        fprintf(stderr, "mtrace: gnuplot failed to draw %s:", out);
+        FILE *l = fopen(log, "r");
+        char line[512];
+        while (l && fgets(line, sizeof line, l))
+            if (strstr(line, "rror") || strstr(line, "annot"))
+                fprintf(stderr, " %s", line);
+        if (l)
+            fclose(l);
+        fputc('\n', stderr);
+        unlink(out);
+    }
+    unlink(log);
+    return rc;
 }
 
 /* Text from files (a trace's command line, a result's allocator name or series path) goes into a
@@ -93,5 +113,5 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
              mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), logx ? "set logscale x 2" : "",
              mt_gp_text(x, sizeof x, xlabel), ngroups, titles, ngroups - 1, mt_gp_file(d, sizeof d, dat), ngroups - 1,
              d);
-    return mt_gnuplot(script);
+    return mt_gnuplot(script, out);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
@@ -27,6 +28,24 @@ static void data_name(char *buf, size_t cap, const char *s)
     for (; *s && n + 1 < cap; s++)
         buf[n++] = (*s == '"' || (unsigned char)*s < ' ') ? ' ' : *s;
     buf[n] = 0;
+}
+
+const char *mt_result_series(const char *result_path, const char *series, char *buf, size_t cap)
+{
+    if (!series) {
+        fprintf(stderr, "mtrace: %s: no RSS series (replay with --rss-series FILE)\n", result_path);
+        return NULL;
+    }
+    const char *slash = strrchr(result_path, '/');
+    if (series[0] == '/' || !slash)
+        snprintf(buf, cap, "%s", series);
+    else
+        snprintf(buf, cap, "%.*s/%s", (int)(slash - result_path), result_path, series);
+    if (access(buf, R_OK) != 0) {
+        fprintf(stderr, "mtrace: %s: its RSS series %s: %s\n", result_path, buf, strerror(errno));
+        return NULL;
+    }
+    return buf;
 }
 
 int mt_plot_trace(const mt_report_t *r, const char *out)
@@ -56,7 +75,7 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
              "plot '%s' using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
              mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat),
              has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
-    return mt_gnuplot(script);
+    return mt_gnuplot(script, out);
 }
 
 int mt_plot_sizes(const mt_report_t *r, const char *out)
@@ -87,7 +106,7 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
              "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
              "set title 'allocation sizes: %s' noenhanced\nplot '%s' using 1:3:xtic(2) with boxes notitle\n",
              mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat));
-    return mt_gnuplot(script);
+    return mt_gnuplot(script, out);
 }
 
 /* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
@@ -106,10 +125,10 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             fprintf(stderr, "mtrace: %s\n", err.msg);
             return -1;
         }
-        const char *series = mt_json_str_at(j, "rss_series", NULL);
+        char where[4096];
+        const char *series = mt_result_series(results[i], mt_json_str_at(j, "rss_series", NULL), where, sizeof where);
         const char *name = mt_json_str_at(j, "allocator", "?");
         if (!series) {
-            fprintf(stderr, "mtrace: %s: no RSS series (replay with --rss-series FILE)\n", results[i]);
             mt_json_free(j);
             return -1;
         }
@@ -128,7 +147,7 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
         mt_json_free(j);
     }
     snprintf(script + len, sizeof script - len, "\n");
-    return mt_gnuplot(script);
+    return mt_gnuplot(script, out);
 }
 
 /* Bars: wall time and peak RSS per result. */
@@ -165,5 +184,5 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
              "set ylabel 'peak RSS (MiB)'\nplot '%s' using 1:4:xtic(2) with boxes lc 2 title 'peak RSS', "
              "'' using 1:5 with points pt 7 ps 1.5 lc rgb 'black' title 'ideal'\nunset multiplot\n",
              mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), mt_gp_file(d, sizeof d, dat), d);
-    return mt_gnuplot(script);
+    return mt_gnuplot(script, out);
 }

@@ -55,8 +55,8 @@ typedef struct priv {
     uint8_t **module_names; /* copies: module defs point into cursor buffers */
     size_t nmodules, cap_modules;
     char exe[4096];
-    char **strings; /* interned callsite strings we own */
-    size_t nstrings;
+    char **set; /* interned callsite strings we own (open addressing) */
+    size_t nstrings, cap_set;
 } priv_t;
 
 
@@ -166,7 +166,8 @@ static int block_remove(pass_t *p, uint64_t ptr, block_t *out)
 
 static unsigned log2_bucket(uint64_t v)
 {
-    return v ? (unsigned)(64 - __builtin_clzll(v)) : 0;
+    const unsigned b = v ? (unsigned)(64 - __builtin_clzll(v)) : 0;
+    return b < MT_HIST_BUCKETS ? b : MT_HIST_BUCKETS - 1; /* sizes of 2^63 and more share the last */
 }
 
 static uint64_t requested(const mt_record_t *r)
@@ -256,21 +257,45 @@ static int note_module_event(priv_t *pv, const mt_record_t *r)
 
 /* ---- callsites ------------------------------------------------------------------------------- */
 
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* One copy per distinct string, so that callsites compare by pointer: an open-addressing set. */
 static const char *intern(priv_t *pv, const char *s)
 {
     if (!s)
         return NULL;
-    for (size_t i = pv->nstrings; i-- > 0 && i + 64 > pv->nstrings;)
-        if (!strcmp(pv->strings[i], s))
-            return pv->strings[i];
-    char **n = realloc(pv->strings, (pv->nstrings + 1) * sizeof *n);
-    if (!n)
-        return s;
-    pv->strings = n;
+    if ((pv->nstrings + 1) * 2 > pv->cap_set) {
+        const size_t cap = pv->cap_set ? pv->cap_set * 2 : 1024;
+        char **set = calloc(cap, sizeof *set);
+        if (!set)
+            return s;
+        for (size_t i = 0; i < pv->cap_set; i++) {
+            if (!pv->set[i])
+                continue;
+            size_t j = hash_str(pv->set[i]) & (cap - 1);
+            while (set[j])
+                j = (j + 1) & (cap - 1);
+            set[j] = pv->set[i];
+        }
+        free(pv->set);
+        pv->set = set;
+        pv->cap_set = cap;
+    }
+    size_t j = hash_str(s) & (pv->cap_set - 1);
+    for (; pv->set[j]; j = (j + 1) & (pv->cap_set - 1))
+        if (!strcmp(pv->set[j], s))
+            return pv->set[j];
     char *c = strdup(s);
     if (!c)
         return s;
-    pv->strings[pv->nstrings++] = c;
+    pv->set[j] = c;
+    pv->nstrings++;
     return c;
 }
 
@@ -301,7 +326,13 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
     for (size_t i = 0; i < pv->nmodules; i++)
         mt_symbolizer_add_module(sym, &pv->modules[i]);
     size_t cap = 0;
-    FILE *folded = o && o->folded ? fopen(o->folded, "w") : NULL;
+    FILE *folded = NULL;
+    if (o && o->folded && !(folded = fopen(o->folded, "w"))) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", o->folded, strerror(errno));
+        mt_symbolizer_close(sym);
+        return -errno;
+    }
+    const char *failed_out = NULL; /* the output that could not be written, for the message */
     mt_folded_t *fl = NULL;
     size_t nfl = 0;
     const int want_flame = o && (o->folded || o->flamegraph);
@@ -365,23 +396,30 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
     mt_symbolizer_close(sym);
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
-    if (rc == 0 && folded)
-        mt_folded_write(folded, fl, nfl);
-    if (folded && fclose(folded) != 0)
+    if (rc == 0 && folded && mt_folded_write(folded, fl, nfl) < 0)
         rc = -EIO;
+    if (folded && fclose(folded) != 0)
+        rc = -errno;
+    if (rc < 0 && folded)
+        failed_out = o->folded;
     if (rc == 0 && o && o->flamegraph) {
         FILE *f = fopen(o->flamegraph, "w");
         char title[700];
         snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, o->flame_weight ? o->flame_weight : "bytes");
-        if (!f || mt_flamegraph_svg(f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl) < 0)
+        if (!f)
+            rc = -errno;
+        else if (mt_flamegraph_svg(f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl) < 0)
             rc = -EIO;
-        if (f && fclose(f) != 0)
-            rc = -EIO;
+        if (f && fclose(f) != 0 && rc == 0)
+            rc = -errno;
+        if (rc < 0)
+            failed_out = o->flamegraph;
     }
     if (rc == 0 && o && o->callsites_csv) {
         FILE *f = fopen(o->callsites_csv, "w");
         if (!f) {
-            rc = -EIO;
+            rc = -errno;
+            failed_out = o->callsites_csv;
         } else {
             fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
             for (size_t k = 0; k < rep->ncallsites; k++) {
@@ -390,19 +428,32 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                         c->function, c->file ? c->file : "", c->line, c->module, c->calls, c->bytes, c->leaked_blocks,
                         c->leaked_bytes, c->peak_bytes);
             }
-            if (fclose(f) != 0)
-                rc = -EIO;
+            if (fclose(f) != 0) {
+                rc = -errno;
+                failed_out = o->callsites_csv;
+            }
         }
     }
     for (size_t k = 0; k < nfl; k++)
         free((void *)fl[k].frames);
     free(fl);
     if (rc < 0)
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write the callsite outputs: %s", rep->path, strerror(-rc));
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", failed_out ? failed_out : rep->path,
+                 strerror(-rc));
     return rc;
 }
 
 /* ---- the passes ---------------------------------------------------------------------------------- */
+
+/* Saturates: a damaged trace's times must not overflow the conversion. */
+static uint64_t lifetime_ns(const mt_trace_t *t, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return 0;
+    const double rate = mt_trace_ticks_per_sec(t) > 0 ? mt_trace_ticks_per_sec(t) : 1e9;
+    const double ns = (double)(to - from) * 1e9 / rate;
+    return ns >= 1.8e19 ? UINT64_MAX : (uint64_t)ns;
+}
 
 static double seconds(const mt_trace_t *t, uint64_t time)
 {
@@ -501,9 +552,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (!had) {
                 rep->unknown_frees++;
             } else {
-                rep->life_hist[log2_bucket(r.time > b.time ? (uint64_t)((double)(r.time - b.time) * 1e9 /
-                                                                         (mt_trace_ticks_per_sec(t) > 0 ? mt_trace_ticks_per_sec(t) : 1e9))
-                                                           : 0)]++;
+                rep->life_hist[log2_bucket(lifetime_ns(t, b.time, r.time))]++;
                 if (r.op == MT_OP_FREE) {
                     th->frees++;
                     if (b.thread == ti && p.t[ti].last_alloc == freed_ptr) {
@@ -625,9 +674,9 @@ void mt_report_free(mt_report_t *rep)
             free(pv->module_names[i]);
         free(pv->module_names);
         free(pv->modules);
-        for (size_t i = 0; i < pv->nstrings; i++)
-            free(pv->strings[i]);
-        free(pv->strings);
+        for (size_t i = 0; i < pv->cap_set; i++)
+            free(pv->set[i]);
+        free(pv->set);
         free(pv);
     }
     free(rep->thread);

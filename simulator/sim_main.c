@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -544,8 +545,17 @@ int main(int argc, char **argv)
         const char *tun = getenv("GLIBC_TUNABLES");
         if (tun)
             mt_json_kv_cstr(&j, "glibc_tunables", tun);
-        if (series_path)
-            mt_json_kv_cstr(&j, "rss_series", series_path);
+        if (series_path) {
+            /* absolute, so the result can be read from anywhere (it is written after this JSON) */
+            char abs[PATH_MAX];
+            if (series_path[0] != '/' && getcwd(abs, sizeof abs) && strlen(abs) + strlen(series_path) + 2 < sizeof abs) {
+                strcat(abs, "/");
+                strcat(abs, series_path);
+                mt_json_kv_cstr(&j, "rss_series", abs);
+            } else {
+                mt_json_kv_cstr(&j, "rss_series", series_path);
+            }
+        }
         mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
         mt_json_kv_cstr(&j, "touch", s.touch == TOUCH_PAGES ? "pages" : s.touch == TOUCH_ENDS ? "ends" : "none");
         mt_json_kv_u64(&j, "threads", s.nthreads);

@@ -6,9 +6,13 @@
 extern "C" {
 #endif
 
-/* Runs gnuplot on `script` (text). 0, or -1 with a message on stderr (gnuplot missing: the Debian
- * package to install is named). */
-int mt_gnuplot(const char *script);
+/* Runs gnuplot on `script` (text) that draws `out`. 0, or -1 with a message on stderr (gnuplot
+ * missing: the Debian package to install is named) and no `out` left behind. */
+int mt_gnuplot(const char *script, const char *out);
+
+/* A replay result's RSS series file: its recorded path, relative to the result's own directory
+ * when not absolute. NULL (and a message on stderr) when the result names none or it is missing. */
+const char *mt_result_series(const char *result_path, const char *series, char *buf, size_t cap);
 
 /* Quoting for gnuplot's single-quoted strings: text that comes from files can neither end the
  * string nor add a command; file names cannot be "<cmd" or "|cmd" pipes. Return buf. */

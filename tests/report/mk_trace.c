@@ -1,0 +1,91 @@
+/* report_mktrace OUT: writes a trace record by record (mt_writer), for the shell tests that need a
+ * trace in every build, sanitized ones included (recording needs the LD_PRELOAD shim, which cannot
+ * run there). Two threads, 8000 calls of sizes from 0 to 64 KiB, a live set that grows and then
+ * shrinks, an RSS sample every 250 calls, the command line "report_mktrace demo". The chunks are
+ * sealed, the header complete. Exit 0, or 1 with a message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtrace/trace_format.h"
+#include "mtrace/trace_writer.h"
+
+enum { CALLS = 8000, SLOTS = 300 };
+
+static int put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
+{
+    if (mt_writer_call(w, thread, 4000 + thread, r) < 0) {
+        fprintf(stderr, "report_mktrace: %s\n", mt_writer_error(w));
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: report_mktrace OUT\n");
+        return 2;
+    }
+    mt_writer_t *w;
+    mt_error_t err;
+    if (mt_writer_open(&w, argv[1], NULL, &err) < 0) {
+        fprintf(stderr, "report_mktrace: %s\n", err.msg);
+        return 1;
+    }
+    static const char cmdline[] = "report_mktrace\0demo";
+    mt_writer_header_string(w, MT_STR_CMDLINE, cmdline, sizeof cmdline - 1);
+    uint64_t slot[SLOTS] = { 0 }, size[SLOTS] = { 0 };
+    uint64_t t = 1000000, live = 0, next = 0x7f0000100000ull;
+    unsigned x = 12345;
+    for (unsigned i = 0; i < CALLS; i++) {
+        x = x * 1103515245u + 12345u;
+        const uint32_t th = 1 + (x >> 30) % 2;
+        const unsigned k = (x >> 8) % SLOTS;
+        const int grow = i < CALLS / 2 ? (x >> 4) % 4 != 0 : (x >> 4) % 4 == 0;
+        t += 1000 + (x >> 16) % 2000;
+        mt_record_t r = { .time = t };
+        if (slot[k] && !grow) {
+            r.op = MT_OP_FREE;
+            r.ptr = slot[k];
+            live -= size[k];
+            slot[k] = 0;
+        } else if (!slot[k]) {
+            r.op = (x >> 12) % 5 ? MT_OP_MALLOC : MT_OP_CALLOC;
+            r.size = (x >> 20) % 8 ? (uint64_t)1 << ((x >> 14) % 17) : 0;
+            r.count = 1;
+            r.result = next += 0x10000;
+            r.usable = r.size;
+            slot[k] = r.result;
+            size[k] = r.size;
+            live += r.size;
+        } else {
+            r.op = MT_OP_REALLOC;
+            r.ptr = slot[k];
+            r.size = size[k] >= 32768 ? size[k] / 4 : size[k] * 2 + 16;
+            r.result = (x >> 13) % 2 ? slot[k] : (next += 0x10000);
+            r.usable = r.size;
+            live += r.size - size[k];
+            slot[k] = r.result;
+            size[k] = r.size;
+        }
+        if (put(w, th, &r) < 0)
+            return 1;
+        if (i % 250 == 0) { /* RSS: size, resident and shared pages, monotonic ns */
+            uint8_t payload[64], *q = payload;
+            q = mt_put_uvarint(q, 20000 + live / 4096);
+            q = mt_put_uvarint(q, 500 + live / 4096);
+            q = mt_put_uvarint(q, 300);
+            q = mt_put_uvarint(q, t);
+            if (mt_writer_event(w, th, 4000 + th, MT_EV_RSS, t, payload, (size_t)(q - payload)) < 0) {
+                fprintf(stderr, "report_mktrace: %s\n", mt_writer_error(w));
+                return 1;
+            }
+        }
+    }
+    if (mt_writer_close(w, 1, &err) < 0) {
+        fprintf(stderr, "report_mktrace: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,1493 @@
+/* mtrace report: known answers, on traces this test writes record by record with mt_writer (time in
+ * nanoseconds unless a case says otherwise), built with mt_report_build.
+ *
+ *  - calls, bytes requested and failures per function; allocations
+ *  - leaks: the blocks live when the trace ends (realloc in place, moved, realloc(p, 0), a failed
+ *    realloc that keeps its block, an address used again)
+ *  - temporaries: a block freed by its own thread before that thread's next allocation (realloc is
+ *    an allocation; realloc's freeing of the old block is not a temporary free; a free from another
+ *    thread is not one either)
+ *  - size and lifetime histograms, bucket by bucket (bucket k: [2^(k-1), 2^k), bucket 0: 0)
+ *  - peak live bytes, blocks and time with two threads interleaved in time (each thread's records
+ *    are in a chunk of their own, so file order is not time order)
+ *  - unknown frees; calloc's count * size
+ *  - a random trace over several chunks per thread against a model written here
+ *  - callsites from a stored trace of this process's own return addresses: each site's calls,
+ *    bytes, leaks and share of the peak, and the folded / SVG / CSV outputs
+ *    (one callsite reached through 80 stacks stays one entry)
+ *  - a packed trace reports what the raw one does; a trace that did not finish; an output that
+ *    cannot be written is an error
+ *  - the JSON output (parsed with mtrace's JSON reader), the CSV output and the text's key lines
+ * Regressions of bugs these tests found (fixed):
+ * callsite_split_with_flame, folded_unwritable, huge_values (see each test).
+ * Runs in every build, sanitized ones included (nothing is preloaded).
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mtrace/json_reader.h"
+#include "mtrace/report.h"
+#include "mtrace/trace_reader.h"
+#include "mtrace/trace_writer.h"
+#include "test_util.h"
+
+static char *g_dir;
+
+static void dir_setup(void)
+{
+    g_dir = make_temp_dir("report");
+}
+
+static void dir_teardown(void)
+{
+    remove_tree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+}
+
+/* ---- writing traces ------------------------------------------------------------------------ */
+
+#define TID(thread) (1000u + (thread))
+
+static mt_writer_t *open_trace(const char *path, const mt_file_header_t *h)
+{
+    mt_writer_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_writer_open(&w, path, h, &err) == 0, "%s", err.msg);
+    return w;
+}
+
+static void close_trace(mt_writer_t *w)
+{
+    mt_error_t err;
+    ck_assert_msg(mt_writer_close(w, 1, &err) == 0, "%s", err.msg);
+}
+
+static void put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
+{
+    const int rc = mt_writer_call(w, thread, TID(thread), r);
+    ck_assert_msg(rc == 0, "mt_writer_call: %s", mt_writer_error(w));
+}
+
+/* A call record; result 0 means the call failed (MT_FLAG_NULL). usable = the requested size. */
+static mt_record_t call(unsigned op, uint64_t time, uint64_t result)
+{
+    mt_record_t r = { .op = (uint8_t)op, .time = time, .result = result };
+    if (!result && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT)
+        r.flags |= MT_FLAG_NULL;
+    return r;
+}
+
+static void w_malloc(mt_writer_t *w, uint32_t th, uint64_t t, uint64_t size, uint64_t result)
+{
+    mt_record_t r = call(MT_OP_MALLOC, t, result);
+    r.size = size;
+    r.usable = result ? size : 0;
+    put(w, th, &r);
+}
+
+static void w_free(mt_writer_t *w, uint32_t th, uint64_t t, uint64_t ptr)
+{
+    mt_record_t r = call(MT_OP_FREE, t, 0);
+    r.ptr = ptr;
+    put(w, th, &r);
+}
+
+static void w_calloc(mt_writer_t *w, uint32_t th, uint64_t t, uint64_t count, uint64_t size, uint64_t result)
+{
+    mt_record_t r = call(MT_OP_CALLOC, t, result);
+    r.count = count;
+    r.size = size;
+    r.usable = result ? count * size : 0;
+    put(w, th, &r);
+}
+
+static void w_realloc(mt_writer_t *w, uint32_t th, uint64_t t, uint64_t ptr, uint64_t size, uint64_t result)
+{
+    mt_record_t r = call(MT_OP_REALLOC, t, result);
+    r.ptr = ptr;
+    r.size = size;
+    r.usable = result ? size : 0;
+    put(w, th, &r);
+}
+
+static void w_reallocarray(mt_writer_t *w, uint32_t th, uint64_t t, uint64_t ptr, uint64_t count, uint64_t size,
+                           uint64_t result)
+{
+    mt_record_t r = call(MT_OP_REALLOCARRAY, t, result);
+    r.ptr = ptr;
+    r.count = count;
+    r.size = size;
+    r.usable = result ? count * size : 0;
+    put(w, th, &r);
+}
+
+/* memalign, posix_memalign, aligned_alloc */
+static void w_aligned(mt_writer_t *w, uint32_t th, unsigned op, uint64_t t, uint64_t align, uint64_t size,
+                      uint64_t result)
+{
+    mt_record_t r = call(op, t, result);
+    r.align = align;
+    r.size = size;
+    r.usable = result ? size : 0;
+    if (!result && op == MT_OP_POSIX_MEMALIGN)
+        r.arg[0] = ENOMEM;
+    put(w, th, &r);
+}
+
+/* valloc, pvalloc */
+static void w_valloc(mt_writer_t *w, uint32_t th, unsigned op, uint64_t t, uint64_t size, uint64_t usable,
+                     uint64_t result)
+{
+    mt_record_t r = call(op, t, result);
+    r.size = size;
+    r.usable = result ? usable : 0;
+    put(w, th, &r);
+}
+
+static void build(mt_report_t *rep, const char *path, const mt_report_opts_t *o)
+{
+    mt_error_t err;
+    ck_assert_msg(mt_report_build(rep, path, o, &err) == 0, "mt_report_build(%s): %s", path, err.msg);
+}
+
+/* Every bucket of a histogram against the expected (bucket, count) pairs; the others must be 0. */
+static void assert_hist(const uint64_t *got, const char *what, const unsigned (*want)[2], size_t n)
+{
+    uint64_t expect[MT_HIST_BUCKETS] = { 0 };
+    for (size_t i = 0; i < n; i++)
+        expect[want[i][0]] += want[i][1];
+    for (unsigned k = 0; k < MT_HIST_BUCKETS; k++)
+        ck_assert_msg(got[k] == expect[k], "%s: bucket %u holds %" PRIu64 ", expected %" PRIu64, what, k, got[k],
+                      expect[k]);
+}
+
+/* ---- calls, bytes, failures ---------------------------------------------------------------- */
+
+START_TEST(calls_bytes_failures)
+{
+    char *path = path_in(g_dir, "ops.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 1000;
+    const uint64_t big = 1ull << 40;
+    w_malloc(w, 1, t += 10, 10, 0x1000);
+    w_malloc(w, 1, t += 10, 20, 0);                       /* failure */
+    w_calloc(w, 1, t += 10, 3, 7, 0x2000);                /* 21 bytes */
+    w_calloc(w, 1, t += 10, 2, 8, 0);                     /* failure, 16 bytes asked */
+    w_realloc(w, 1, t += 10, 0x1000, 50, 0x1000);         /* in place */
+    w_realloc(w, 1, t += 10, 0x2000, 100, 0x3000);        /* moved */
+    w_realloc(w, 1, t += 10, 0x3000, 0, 0);               /* realloc(p, 0): frees, not a failure */
+    w_realloc(w, 1, t += 10, 0, 30, 0x4000);              /* realloc(NULL, n) */
+    w_realloc(w, 1, t += 10, 0x4000, big, 0);             /* failure: 0x4000 stays */
+    w_reallocarray(w, 1, t += 10, 0x4000, 4, 25, 0x5000); /* 100 bytes */
+    w_reallocarray(w, 1, t += 10, 0, 2, big, 0);          /* failure, 2^41 asked */
+    w_aligned(w, 1, MT_OP_MEMALIGN, t += 10, 64, 100, 0x6000);
+    w_aligned(w, 1, MT_OP_POSIX_MEMALIGN, t += 10, 32, 200, 0x7000);
+    w_aligned(w, 1, MT_OP_POSIX_MEMALIGN, t += 10, 32, big, 0); /* failure */
+    w_aligned(w, 1, MT_OP_ALIGNED_ALLOC, t += 10, 16, 48, 0x8000);
+    w_valloc(w, 1, MT_OP_VALLOC, t += 10, 4096, 4096, 0x9000);
+    w_valloc(w, 1, MT_OP_PVALLOC, t += 10, 100, 4096, 0xa000);
+    mt_record_t r = call(MT_OP_USABLE_SIZE, t += 10, 0);
+    r.ptr = 0x6000;
+    r.size = 112;
+    put(w, 1, &r);
+    r = call(MT_OP_MALLOPT, t += 10, 0);
+    r.arg[0] = -3; /* M_MMAP_THRESHOLD */
+    r.arg[1] = 65536;
+    r.arg[2] = 1;
+    put(w, 1, &r);
+    w_free(w, 1, t += 10, 0x1000);
+    w_free(w, 1, t += 10, 0); /* free(NULL): a call, not an unknown free */
+    w_free(w, 1, t += 10, 0x5000);
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    static const struct {
+        unsigned op;
+        uint64_t calls, bytes, failures;
+    } want[] = {
+        { MT_OP_MALLOC, 2, 30, 1 },
+        { MT_OP_FREE, 3, 0, 0 },
+        { MT_OP_CALLOC, 2, 37, 1 },
+        { MT_OP_REALLOC, 5, 50 + 100 + 0 + 30 + (1ull << 40), 1 },
+        { MT_OP_REALLOCARRAY, 2, 100 + (1ull << 41), 1 },
+        { MT_OP_MEMALIGN, 1, 100, 0 },
+        { MT_OP_POSIX_MEMALIGN, 2, 200 + (1ull << 40), 1 },
+        { MT_OP_ALIGNED_ALLOC, 1, 48, 0 },
+        { MT_OP_VALLOC, 1, 4096, 0 },
+        { MT_OP_PVALLOC, 1, 100, 0 },
+        { MT_OP_USABLE_SIZE, 1, 0, 0 },
+        { MT_OP_MALLOPT, 1, 0, 0 },
+    };
+    ck_assert_uint_eq(sizeof want / sizeof want[0], MT_OP_LAST_CALL);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const unsigned op = want[i].op;
+        ck_assert_msg(rep.calls[op] == want[i].calls, "%s: %" PRIu64 " calls, expected %" PRIu64, mt_op_name(op),
+                      rep.calls[op], want[i].calls);
+        ck_assert_msg(rep.bytes[op] == want[i].bytes, "%s: %" PRIu64 " bytes, expected %" PRIu64, mt_op_name(op),
+                      rep.bytes[op], want[i].bytes);
+        ck_assert_msg(rep.failures[op] == want[i].failures, "%s: %" PRIu64 " failures, expected %" PRIu64,
+                      mt_op_name(op), rep.failures[op], want[i].failures);
+    }
+    /* malloc, calloc, 4 reallocs that made a block (in place, moved, from NULL, reallocarray),
+     * memalign, posix_memalign, aligned_alloc, valloc, pvalloc */
+    ck_assert_uint_eq(rep.allocations, 11);
+    ck_assert_uint_eq(rep.unknown_frees, 0);
+    /* live at the end: memalign 100, posix_memalign 200, aligned_alloc 48, valloc 4096, pvalloc 100 */
+    ck_assert_uint_eq(rep.leaked_blocks, 5);
+    ck_assert_uint_eq(rep.leaked_bytes, 100 + 200 + 48 + 4096 + 100);
+    ck_assert_uint_eq(rep.threads, 1);
+    ck_assert_uint_eq(rep.thread[0].thread, 1);
+    ck_assert_uint_eq(rep.thread[0].tid, TID(1));
+    ck_assert_uint_eq(rep.thread[0].calls, 22);
+    ck_assert_uint_eq(rep.thread[0].allocations, 11);
+    ck_assert_uint_eq(rep.thread[0].frees, 2);
+    ck_assert(rep.complete);
+    ck_assert(!rep.truncated);
+    ck_assert(!rep.has_stacks);
+    ck_assert_uint_eq(rep.ncallsites, 0);
+    ck_assert_double_eq_tol(rep.duration_s, 210e-9, 1e-15);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- leaks ----------------------------------------------------------------------------------- */
+
+START_TEST(leaks_exact)
+{
+    char *path = path_in(g_dir, "leaks.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 100;
+    w_malloc(w, 1, t += 10, 100, 0xa0);             /* A */
+    w_malloc(w, 1, t += 10, 200, 0xb0);             /* B */
+    w_calloc(w, 1, t += 10, 10, 30, 0xc0);          /* C: 300 */
+    w_realloc(w, 1, t += 10, 0xa0, 150, 0xa0);      /* A in place: 150 */
+    w_realloc(w, 1, t += 10, 0xb0, 500, 0xd0);      /* B moved to D: 500 */
+    w_realloc(w, 1, t += 10, 0xc0, 0, 0);           /* C freed by realloc(p, 0) */
+    w_realloc(w, 1, t += 10, 0xd0, 1ull << 40, 0);  /* fails: D stays */
+    w_malloc(w, 1, t += 10, 7, 0xe0);               /* E */
+    w_free(w, 1, t += 10, 0xe0);
+    w_malloc(w, 2, t += 10, 1000, 0xf0);            /* F, freed by thread 1 */
+    w_free(w, 1, t += 10, 0xf0);
+    w_malloc(w, 2, t += 10, 33, 0x100);             /* G */
+    w_malloc(w, 1, t += 10, 64, 0x110);             /* H at an address used again: */
+    w_free(w, 1, t += 10, 0x110);
+    w_malloc(w, 2, t += 10, 65, 0x110);             /* H': 65 */
+    w_reallocarray(w, 1, t += 10, 0, 3, 3, 0x120);  /* I: 9 */
+    w_free(w, 2, t += 10, 0x120);
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.leaked_blocks, 4);                 /* A, D, G, H' */
+    ck_assert_uint_eq(rep.leaked_bytes, 150 + 500 + 33 + 65);
+    ck_assert_uint_eq(rep.unknown_frees, 0);
+    ck_assert_uint_eq(rep.failures[MT_OP_REALLOC], 1);
+    ck_assert_uint_eq(rep.allocations, 11);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- temporaries ----------------------------------------------------------------------------- */
+
+START_TEST(temporaries)
+{
+    char *path = path_in(g_dir, "temp.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 0;
+    w_malloc(w, 1, ++t, 10, 0xa0);          /* A */
+    w_free(w, 1, ++t, 0xa0);                /* temporary 1: A, 10 */
+    w_malloc(w, 1, ++t, 20, 0xb0);          /* B */
+    w_malloc(w, 1, ++t, 30, 0xc0);          /* C */
+    w_free(w, 1, ++t, 0xb0);                /* not: C came between */
+    w_free(w, 1, ++t, 0xc0);                /* temporary 2: C, 30 */
+    w_malloc(w, 1, ++t, 40, 0xd0);          /* D */
+    w_free(w, 2, ++t, 0xd0);                /* not: freed by another thread */
+    w_malloc(w, 1, ++t, 50, 0xe0);          /* E */
+    w_realloc(w, 1, ++t, 0xe0, 60, 0xf0);   /* not: realloc's free of E; F is an allocation */
+    w_free(w, 1, ++t, 0xf0);                /* temporary 3: F, 60 */
+    w_malloc(w, 1, ++t, 5, 0x100);          /* G */
+    w_realloc(w, 1, ++t, 0x100, 15, 0x100); /* G in place */
+    w_free(w, 1, ++t, 0x100);               /* temporary 4: G, 15 */
+    w_malloc(w, 1, ++t, 7, 0x110);          /* H */
+    w_realloc(w, 1, ++t, 0, 8, 0x120);      /* I = realloc(NULL, 8): an allocation */
+    w_free(w, 1, ++t, 0x110);               /* not: I came between */
+    w_free(w, 1, ++t, 0x120);               /* temporary 5: I, 8 */
+    w_malloc(w, 1, ++t, 70, 0x130);         /* J */
+    w_malloc(w, 2, ++t, 80, 0x140);         /* K: another thread's allocation does not count */
+    w_free(w, 1, ++t, 0x130);               /* temporary 6: J, 70 */
+    w_free(w, 2, ++t, 0x140);               /* temporary 7: K, 80 (thread 2) */
+    w_malloc(w, 1, ++t, 90, 0x150);         /* L */
+    w_realloc(w, 1, ++t, 0x150, 0, 0);      /* not: realloc(L, 0) frees L */
+    w_malloc(w, 1, ++t, 100, 0x160);        /* M */
+    w_free(w, 1, ++t, 0xdead0);             /* unknown: changes nothing */
+    w_free(w, 1, ++t, 0x160);               /* temporary 8: M, 100 */
+    w_malloc(w, 1, ++t, 110, 0x170);        /* N: leaked, so not temporary */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.temporary, 8);
+    ck_assert_uint_eq(rep.temporary_bytes, 10 + 30 + 60 + 15 + 8 + 70 + 80 + 100);
+    ck_assert_uint_eq(rep.threads, 2);
+    ck_assert_uint_eq(rep.thread[0].thread, 1);
+    ck_assert_uint_eq(rep.thread[0].temporary, 7);
+    ck_assert_uint_eq(rep.thread[1].thread, 2);
+    ck_assert_uint_eq(rep.thread[1].temporary, 1);
+    /* frees that freed a block: thread 1 A B C F G H I J M, thread 2 D K */
+    ck_assert_uint_eq(rep.thread[0].frees, 9);
+    ck_assert_uint_eq(rep.thread[1].frees, 2);
+    ck_assert_uint_eq(rep.thread[0].allocations, 14);
+    ck_assert_uint_eq(rep.thread[1].allocations, 1);
+    ck_assert_uint_eq(rep.unknown_frees, 1);
+    ck_assert_uint_eq(rep.leaked_blocks, 1);
+    ck_assert_uint_eq(rep.leaked_bytes, 110);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- histograms ------------------------------------------------------------------------------ */
+
+START_TEST(size_histogram)
+{
+    char *path = path_in(g_dir, "sizes.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    static const uint64_t sizes[] = { 0, 1, 2, 3, 4, 1023, 1024, 1u << 20 };
+    uint64_t t = 10, addr = 0x10000;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        w_malloc(w, 1, t += 10, sizes[i], addr += 0x1000);
+    w_malloc(w, 1, t += 10, 5, 0);                  /* failed: not in the histogram */
+    w_calloc(w, 1, t += 10, 3, 7, addr += 0x1000);  /* 21 */
+    w_realloc(w, 1, t += 10, addr, 4096, addr);     /* 4096 */
+    w_free(w, 1, t += 10, addr);
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    static const unsigned want[][2] = {
+        { 0, 1 },  /* 0 */
+        { 1, 1 },  /* 1: [1, 2) */
+        { 2, 2 },  /* 2, 3: [2, 4) */
+        { 3, 1 },  /* 4: [4, 8) */
+        { 10, 1 }, /* 1023: [512, 1024) */
+        { 11, 1 }, /* 1024: [1024, 2048) */
+        { 21, 1 }, /* 1 MiB: [2^20, 2^21) */
+        { 5, 1 },  /* 21: [16, 32) */
+        { 13, 1 }, /* 4096: [4096, 8192) */
+    };
+    assert_hist(rep.size_hist, "size histogram", want, sizeof want / sizeof want[0]);
+    ck_assert_uint_eq(rep.allocations, 10);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+START_TEST(lifetime_histogram)
+{
+    char *path = path_in(g_dir, "life.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    static const uint64_t lifetimes[] = { 0, 1, 2, 3, 4, 1000, 1024, 1000000000 };
+    uint64_t t = 1000, addr = 0x10000;
+    for (size_t i = 0; i < sizeof lifetimes / sizeof lifetimes[0]; i++) {
+        w_malloc(w, 1, t += 10, 16, addr += 0x100);
+        w_free(w, 1, t += lifetimes[i], addr);
+    }
+    w_malloc(w, 1, t += 10, 16, addr += 0x100);
+    w_realloc(w, 1, t += 5, addr, 32, addr + 0x80); /* the old block lived 5 ns */
+    w_free(w, 1, t += 7, addr + 0x80);             /* the new one 7 ns */
+    w_malloc(w, 1, t += 10, 16, addr += 0x100);    /* leaked: no lifetime */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    static const unsigned want[][2] = {
+        { 0, 1 },  /* 0 */
+        { 1, 1 },  /* 1 */
+        { 2, 2 },  /* 2, 3 */
+        { 3, 3 },  /* 4, 5, 7 */
+        { 10, 1 }, /* 1000: [512, 1024) */
+        { 11, 1 }, /* 1024 */
+        { 30, 1 }, /* 1e9: [2^29, 2^30) */
+    };
+    assert_hist(rep.life_hist, "lifetime histogram", want, sizeof want / sizeof want[0]);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* A trace whose time unit is the microsecond and whose start time is not 0: lifetimes are still
+ * nanoseconds, times are seconds since the start. */
+START_TEST(microsecond_ticks)
+{
+    char *path = path_in(g_dir, "us.mtr");
+    mt_file_header_t h;
+    mt_writer_default_header(&h);
+    h.ticks_per_sec = 1000000;
+    h.start_time = 500;
+    mt_writer_t *w = open_trace(path, &h);
+    w_malloc(w, 1, 1000, 100, 0xa0);
+    w_free(w, 1, 1003, 0xa0);       /* lived 3 us = 3000 ns: [2048, 4096) */
+    w_malloc(w, 1, 1500, 40, 0xb0);
+    w_malloc(w, 1, 2000, 70, 0xc0); /* the peak: 110 bytes, 1500 us after the start (500) */
+    w_free(w, 1, 2001, 0xb0);       /* lived 501 us = 501000 ns: [2^18, 2^19) */
+    w_free(w, 1, 2500, 0xc0);       /* lived 500 us */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    static const unsigned want[][2] = { { 12, 1 }, { 19, 2 } };
+    assert_hist(rep.life_hist, "lifetime histogram", want, sizeof want / sizeof want[0]);
+    ck_assert_uint_eq(rep.peak_live_bytes, 110);
+    ck_assert_uint_eq(rep.peak_live_blocks, 2);
+    ck_assert_double_eq_tol(rep.peak_time_s, 0.0015, 1e-12);
+    ck_assert_double_eq_tol(rep.duration_s, 0.0015, 1e-12);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- peak ------------------------------------------------------------------------------------ */
+
+/* Two threads interleaved in time; each thread's records are in a chunk of its own, so a report
+ * that read the file in order (thread 1, then thread 2) would find another peak. Expected:
+ * 650 bytes in 3 blocks at 600 ns; 450 bytes in 2 blocks leaked; one temporary (B1, 300 bytes). */
+static void write_peak_trace(const char *path, const char *cmdline, size_t cmdline_len)
+{
+    mt_writer_t *w = open_trace(path, NULL);
+    if (cmdline)
+        ck_assert_int_eq(mt_writer_header_string(w, MT_STR_CMDLINE, cmdline, cmdline_len), 0);
+    w_malloc(w, 1, 100, 100, 0xa1);             /* 100, 1 block */
+    w_malloc(w, 2, 200, 300, 0xb1);             /* 400, 2 */
+    w_malloc(w, 1, 300, 50, 0xa2);              /* 450, 3 */
+    w_free(w, 2, 400, 0xb1);                    /* 150, 2 */
+    w_malloc(w, 2, 500, 200, 0xb2);             /* 350, 3 */
+    w_realloc(w, 1, 600, 0xa2, 350, 0xa2);      /* 650, 3: the peak */
+    w_free(w, 1, 700, 0xa1);                    /* 550, 2 */
+    w_malloc(w, 2, 800, 100, 0xb3);             /* 650, 3: equal, not a new peak */
+    w_free(w, 2, 900, 0xb2);                    /* 450, 2 */
+    w_malloc(w, 1, 1000, 1000, 0);              /* failure */
+    close_trace(w);
+}
+
+START_TEST(peak_two_threads)
+{
+    char *path = path_in(g_dir, "peak.mtr");
+    write_peak_trace(path, NULL, 0);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.peak_live_bytes, 650);
+    ck_assert_uint_eq(rep.peak_live_blocks, 3);
+    ck_assert_double_eq_tol(rep.peak_time_s, 600e-9, 1e-15);
+    ck_assert_uint_eq(rep.leaked_blocks, 2);
+    ck_assert_uint_eq(rep.leaked_bytes, 450);
+    ck_assert_uint_eq(rep.temporary, 1);
+    ck_assert_uint_eq(rep.temporary_bytes, 300);
+    ck_assert_uint_eq(rep.threads, 2);
+    ck_assert_uint_eq(rep.thread[0].calls, 5);
+    ck_assert_uint_eq(rep.thread[1].calls, 5);
+    ck_assert_double_eq_tol(rep.duration_s, 900e-9, 1e-15);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- unknown frees, calloc ------------------------------------------------------------------- */
+
+START_TEST(unknown_frees)
+{
+    char *path = path_in(g_dir, "unknown.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 0;
+    w_free(w, 1, t += 10, 0xdead0);               /* never allocated */
+    w_malloc(w, 1, t += 10, 10, 0xa0);
+    w_free(w, 1, t += 10, 0xa0);
+    w_free(w, 2, t += 10, 0xa0);                  /* a second free of the same block */
+    w_free(w, 1, t += 10, 0);                     /* free(NULL): not one */
+    w_realloc(w, 1, t += 10, 0, 5, 0xb0);         /* realloc(NULL, n): not one */
+    w_free(w, 1, t += 10, 0xb0);
+    w_realloc(w, 1, t += 10, 0xbeef0, 10, 0xc0);  /* realloc of a block allocated before tracing */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_msg(rep.unknown_frees == 3, "%" PRIu64 " unknown frees, expected 3 (free of a block never "
+                  "allocated, a double free, realloc of an unknown block)", rep.unknown_frees);
+    ck_assert_uint_eq(rep.leaked_blocks, 1);
+    ck_assert_uint_eq(rep.leaked_bytes, 10);
+    ck_assert_uint_eq(rep.calls[MT_OP_FREE], 5);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+START_TEST(calloc_count_times_size)
+{
+    char *path = path_in(g_dir, "calloc.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    w_calloc(w, 1, 10, 1000, 1000, 0xa0);   /* 1,000,000: [2^19, 2^20) */
+    w_calloc(w, 1, 20, 0, 5, 0xb0);         /* 0 */
+    w_calloc(w, 1, 30, 3, 7, 0xc0);         /* 21 */
+    w_free(w, 1, 40, 0xc0);
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.calls[MT_OP_CALLOC], 3);
+    ck_assert_uint_eq(rep.bytes[MT_OP_CALLOC], 1000021);
+    ck_assert_uint_eq(rep.peak_live_bytes, 1000021);
+    ck_assert_uint_eq(rep.peak_live_blocks, 3);
+    ck_assert_double_eq_tol(rep.peak_time_s, 30e-9, 1e-15);
+    ck_assert_uint_eq(rep.leaked_bytes, 1000000);
+    ck_assert_uint_eq(rep.leaked_blocks, 2);
+    ck_assert_uint_eq(rep.temporary, 1);
+    ck_assert_uint_eq(rep.temporary_bytes, 21);
+    static const unsigned want[][2] = { { 20, 1 }, { 0, 1 }, { 5, 1 } };
+    assert_hist(rep.size_hist, "size histogram", want, sizeof want / sizeof want[0]);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+START_TEST(empty_trace)
+{
+    char *path = path_in(g_dir, "empty.mtr");
+    close_trace(open_trace(path, NULL));
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.allocations, 0);
+    ck_assert_uint_eq(rep.peak_live_bytes, 0);
+    ck_assert_uint_eq(rep.leaked_blocks, 0);
+    ck_assert_uint_eq(rep.threads, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    mt_report_print(&rep, f, MT_TABLE_JSON, 0);
+    mt_report_print(&rep, f, MT_TABLE_TEXT, 0);
+    mt_report_print(&rep, f, MT_TABLE_CSV, 0);
+    fclose(f);
+    ck_assert_uint_gt(len, 0);
+    free(buf);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- a random trace against a model ---------------------------------------------------------- */
+
+typedef struct mblock {
+    uint64_t addr, size, time;
+    uint32_t thread;
+} mblock_t;
+
+typedef struct model {
+    mblock_t *live;
+    size_t nlive;
+    uint64_t calls[MT_OP_LAST_CALL + 1], bytes[MT_OP_LAST_CALL + 1], failures[MT_OP_LAST_CALL + 1];
+    uint64_t allocations, live_bytes, peak_bytes, peak_blocks, peak_time;
+    uint64_t temporary, temporary_bytes, unknown;
+    uint64_t last_alloc[8];
+    uint64_t size_hist[MT_HIST_BUCKETS], life_hist[MT_HIST_BUCKETS];
+} model_t;
+
+static unsigned bucket(uint64_t v)
+{
+    unsigned k = 0;
+    while (v) {
+        k++;
+        v >>= 1;
+    }
+    return k;
+}
+
+static long m_find(const model_t *m, uint64_t addr)
+{
+    for (size_t i = 0; i < m->nlive; i++)
+        if (m->live[i].addr == addr)
+            return (long)i;
+    return -1;
+}
+
+/* Frees addr (op: free or realloc) at time t by thread th. */
+static void m_release(model_t *m, uint64_t addr, unsigned op, uint64_t t, uint32_t th)
+{
+    const long i = m_find(m, addr);
+    if (i < 0) {
+        m->unknown++;
+        return;
+    }
+    const mblock_t b = m->live[i];
+    m->life_hist[bucket(t - b.time)]++;
+    if (op == MT_OP_FREE && b.thread == th && m->last_alloc[th] == addr) {
+        m->temporary++;
+        m->temporary_bytes += b.size;
+    }
+    if (m->last_alloc[th] == addr)
+        m->last_alloc[th] = 0;
+    m->live_bytes -= b.size;
+    m->live[i] = m->live[--m->nlive];
+}
+
+static void m_alloc(model_t *m, uint64_t addr, uint64_t size, uint64_t t, uint32_t th)
+{
+    m->allocations++;
+    m->size_hist[bucket(size)]++;
+    m->live[m->nlive++] = (mblock_t){ addr, size, t, th };
+    m->live_bytes += size;
+    m->last_alloc[th] = addr;
+    if (m->live_bytes > m->peak_bytes) {
+        m->peak_bytes = m->live_bytes;
+        m->peak_blocks = m->nlive;
+        m->peak_time = t;
+    }
+}
+
+START_TEST(random_trace_against_model)
+{
+    enum { THREADS = 3, OPS = 60000, SLOTS = 400 };
+    char *path = path_in(g_dir, "random.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    model_t *m = calloc(1, sizeof *m);
+    m->live = calloc(SLOTS + 1, sizeof *m->live);
+    uint64_t slot_addr[SLOTS] = { 0 }; /* live address held in each slot, 0 if none */
+    uint64_t next_addr = 0x100000;
+    rng_t rng = { 0x5eed1234 };
+    uint64_t t = 1000;
+    for (int i = 0; i < OPS; i++) {
+        const uint32_t th = 1 + (uint32_t)rng_below(&rng, THREADS);
+        const unsigned k = (unsigned)rng_below(&rng, SLOTS);
+        t += 1 + rng_below(&rng, 3000);
+        /* an address used before comes back now and then */
+        const uint64_t fresh = rng_below(&rng, 4) ? (next_addr += 0x40) : 0x100000 + 0x40 * (1 + rng_below(&rng, 50));
+        const uint64_t size = rng_below(&rng, 8) ? rng_below(&rng, 1u << (rng_below(&rng, 20))) : 0;
+        const int fail = rng_below(&rng, 50) == 0;
+        const unsigned roll = (unsigned)rng_below(&rng, 10);
+        if (slot_addr[k]) {
+            const uint64_t a = slot_addr[k];
+            if (roll < 6) {
+                w_free(w, th, t, a);
+                m->calls[MT_OP_FREE]++;
+                m_release(m, a, MT_OP_FREE, t, th);
+                slot_addr[k] = 0;
+            } else {
+                /* realloc: in place or moved; a failure keeps the block */
+                uint64_t to = fail ? 0 : (roll < 8 ? a : fresh);
+                while (to && to != a && m_find(m, to) >= 0)
+                    to = next_addr += 0x40;
+                w_realloc(w, th, t, a, size, to);
+                m->calls[MT_OP_REALLOC]++;
+                m->bytes[MT_OP_REALLOC] += size;
+                if (!to && !size) { /* realloc(p, 0) returning NULL freed p */
+                    m_release(m, a, MT_OP_REALLOC, t, th);
+                    slot_addr[k] = 0;
+                } else if (!to) {
+                    m->failures[MT_OP_REALLOC]++;
+                } else {
+                    m_release(m, a, MT_OP_REALLOC, t, th);
+                    m_alloc(m, to, size, t, th);
+                    slot_addr[k] = to;
+                }
+            }
+        } else {
+            uint64_t to = fail ? 0 : fresh;
+            while (to && m_find(m, to) >= 0)
+                to = next_addr += 0x40;
+            if (roll < 7) {
+                w_malloc(w, th, t, size, to);
+                m->calls[MT_OP_MALLOC]++;
+                m->bytes[MT_OP_MALLOC] += size;
+                if (!to)
+                    m->failures[MT_OP_MALLOC]++;
+            } else {
+                const uint64_t count = 1 + rng_below(&rng, 4);
+                w_calloc(w, th, t, count, size, to);
+                m->calls[MT_OP_CALLOC]++;
+                m->bytes[MT_OP_CALLOC] += count * size;
+                if (!to)
+                    m->failures[MT_OP_CALLOC]++;
+                if (to)
+                    m_alloc(m, to, count * size, t, th);
+                slot_addr[k] = to;
+                continue;
+            }
+            if (to)
+                m_alloc(m, to, size, t, th);
+            slot_addr[k] = to;
+        }
+        if (rng_below(&rng, 200) == 0) { /* an unknown free */
+            w_free(w, th, t += 1, 0xf00000000ull + 0x40 * (uint64_t)i);
+            m->calls[MT_OP_FREE]++;
+            m->unknown++;
+        }
+    }
+    const uint64_t chunks = mt_writer_chunks(w);
+    close_trace(w);
+    ck_assert_msg(chunks >= 2 * THREADS, "only %" PRIu64 " chunks: the test wants several per thread", chunks);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
+        ck_assert_msg(rep.calls[op] == m->calls[op], "%s calls %" PRIu64 " != %" PRIu64, mt_op_name(op), rep.calls[op],
+                      m->calls[op]);
+        ck_assert_msg(rep.bytes[op] == m->bytes[op], "%s bytes", mt_op_name(op));
+        ck_assert_msg(rep.failures[op] == m->failures[op], "%s failures", mt_op_name(op));
+    }
+    ck_assert_uint_eq(rep.allocations, m->allocations);
+    ck_assert_uint_eq(rep.peak_live_bytes, m->peak_bytes);
+    ck_assert_uint_eq(rep.peak_live_blocks, m->peak_blocks);
+    ck_assert_double_eq_tol(rep.peak_time_s, (double)m->peak_time / 1e9, 1e-12);
+    ck_assert_uint_eq(rep.leaked_blocks, m->nlive);
+    ck_assert_uint_eq(rep.leaked_bytes, m->live_bytes);
+    ck_assert_uint_eq(rep.temporary, m->temporary);
+    ck_assert_uint_eq(rep.temporary_bytes, m->temporary_bytes);
+    ck_assert_uint_eq(rep.unknown_frees, m->unknown);
+    for (unsigned k = 0; k < MT_HIST_BUCKETS; k++) {
+        ck_assert_msg(rep.size_hist[k] == m->size_hist[k], "size bucket %u: %" PRIu64 " != %" PRIu64, k,
+                      rep.size_hist[k], m->size_hist[k]);
+        ck_assert_msg(rep.life_hist[k] == m->life_hist[k], "lifetime bucket %u: %" PRIu64 " != %" PRIu64, k,
+                      rep.life_hist[k], m->life_hist[k]);
+    }
+    mt_report_free(&rep);
+    free(m->live);
+    free(m);
+    free(path);
+}
+END_TEST
+
+/* ---- callsites from a stored trace of this process ------------------------------------------- */
+
+static uint64_t g_ra;
+
+static __attribute__((noinline)) void capture(void)
+{
+    g_ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+
+/* Each stores the line of its call to capture(): the return address maps back to that line. */
+static __attribute__((noinline)) void site_one(unsigned *line)
+{
+    capture(); *line = __LINE__;
+}
+
+static __attribute__((noinline)) void site_two(unsigned *line)
+{
+    capture(); *line = __LINE__;
+}
+
+/* The GNU build-id of a loaded object (as the shim reads it). */
+static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+            const uint8_t *name = p + sizeof *n;
+            const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+            if (desc + n->n_descsz > end)
+                break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+                *out = desc;
+                return n->n_descsz;
+            }
+            p = desc + ((n->n_descsz + 3) & ~3u);
+        }
+    }
+    return 0;
+}
+
+/* A MODULE event for each loaded object, as the shim writes them (doc/trace-format.md). */
+static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    mt_writer_t *w = arg;
+    uint8_t payload[4096], *q = payload;
+    q = mt_put_uvarint(q, 1); /* generation */
+    q = mt_put_uvarint(q, info->dlpi_addr);
+    unsigned nload = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        nload += info->dlpi_phdr[i].p_type == PT_LOAD;
+    ck_assert_uint_le(nload, MT_MAX_SEGMENTS);
+    q = mt_put_uvarint(q, nload);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        q = mt_put_uvarint(q, ph->p_vaddr);
+        q = mt_put_uvarint(q, ph->p_memsz);
+        q = mt_put_uvarint(q, ph->p_offset);
+    }
+    const uint8_t *id = NULL;
+    const size_t idlen = build_id(info, &id);
+    ck_assert_uint_le(idlen, 64);
+    q = mt_put_uvarint(q, idlen);
+    if (idlen)
+        memcpy(q, id, idlen);
+    q += idlen;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const size_t nlen = strlen(name);
+    ck_assert_uint_lt(nlen, (size_t)(payload + sizeof payload - q));
+    memcpy(q, name, nlen);
+    q += nlen;
+    ck_assert_int_eq(mt_writer_event(w, 1, TID(1), MT_EV_MODULE, 10, payload, (size_t)(q - payload)), 0);
+    return 0;
+}
+
+static void w_stack(mt_writer_t *w, uint32_t id, const uint64_t *frames, unsigned n)
+{
+    uint8_t payload[64], *q = payload;
+    q = mt_put_uvarint(q, id);
+    q = mt_put_uvarint(q, n);
+    uint64_t prev = 0;
+    for (unsigned i = 0; i < n; i++) {
+        q = mt_put_svarint(q, (int64_t)(frames[i] - prev));
+        prev = frames[i];
+    }
+    ck_assert_int_eq(mt_writer_event(w, 1, TID(1), MT_EV_STACK, 20, payload, (size_t)(q - payload)), 0);
+}
+
+static void w_malloc_at(mt_writer_t *w, uint64_t t, uint64_t size, uint64_t result, uint32_t stack)
+{
+    mt_record_t r = call(MT_OP_MALLOC, t, result);
+    r.size = size;
+    r.usable = size;
+    r.flags |= MT_FLAG_STACK;
+    r.stack = stack;
+    put(w, 1, &r);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : p;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0;
+    const ssize_t n = getdelim(&buf, &cap, 0, f);
+    fclose(f);
+    if (n < 0) {
+        free(buf);
+        return strdup("");
+    }
+    return buf;
+}
+
+/* Stacks 1 [site_one], 2 [site_two], 3 [site_one called from site_two]: sites 1 and 3 are the same
+ * callsite (site_one's line). Blocks:
+ *   t=100 A 100 (1)   t=200 B 1000 (2)   t=300 C 10 (3)   t=400 free A   t=500 D 500 (1): the peak,
+ *   1510 bytes = B + C + D   t=600 free B   t=700 E 200 (2).   Leaked: C, D, E. */
+static void write_stacks_trace(const char *path, unsigned *one_line, unsigned *two_line)
+{
+    site_one(one_line);
+    const uint64_t ra1 = g_ra;
+    site_two(two_line);
+    const uint64_t ra2 = g_ra;
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(n, 0);
+    exe[n] = 0;
+
+    mt_file_header_t h;
+    mt_writer_default_header(&h);
+    h.flags |= MT_HDR_STACKS;
+    h.max_frames = 8;
+    mt_writer_t *w = open_trace(path, &h);
+    ck_assert_int_eq(mt_writer_header_string(w, MT_STR_EXE, exe, strlen(exe)), 0);
+    dl_iterate_phdr(write_module, w);
+    const uint64_t s1[] = { ra1 }, s2[] = { ra2 }, s3[] = { ra1, ra2 };
+    w_stack(w, 1, s1, 1);
+    w_stack(w, 2, s2, 1);
+    w_stack(w, 3, s3, 2);
+    w_malloc_at(w, 100, 100, 0xa0, 1);
+    w_malloc_at(w, 200, 1000, 0xb0, 2);
+    w_malloc_at(w, 300, 10, 0xc0, 3);
+    w_free(w, 1, 400, 0xa0);
+    w_malloc_at(w, 500, 500, 0xd0, 1);
+    w_free(w, 1, 600, 0xb0);
+    w_malloc_at(w, 700, 200, 0xe0, 2);
+    close_trace(w);
+}
+
+static void assert_site(const mt_callsite_t *c, const char *fn, unsigned line, uint64_t calls, uint64_t bytes,
+                        uint64_t leaked_blocks, uint64_t leaked_bytes, uint64_t peak)
+{
+    ck_assert_str_eq(c->function, fn);
+    ck_assert_ptr_nonnull(c->file);
+    ck_assert_str_eq(base_name(c->file), "test_report.c");
+    ck_assert_msg(c->line == line, "%s: line %u, expected %u", fn, c->line, line);
+    ck_assert_str_eq(c->module, "test_report");
+    ck_assert_msg(c->calls == calls && c->bytes == bytes && c->leaked_blocks == leaked_blocks &&
+                  c->leaked_bytes == leaked_bytes && c->peak_bytes == peak,
+                  "%s: calls %" PRIu64 " bytes %" PRIu64 " leaked %" PRIu64 "/%" PRIu64 " peak %" PRIu64
+                  ", expected %" PRIu64 " %" PRIu64 " %" PRIu64 "/%" PRIu64 " %" PRIu64,
+                  fn, c->calls, c->bytes, c->leaked_blocks, c->leaked_bytes, c->peak_bytes, calls, bytes,
+                  leaked_blocks, leaked_bytes, peak);
+}
+
+START_TEST(stored_stacks_callsites)
+{
+    char *path = path_in(g_dir, "stacks.mtr");
+    unsigned one_line = 0, two_line = 0;
+    write_stacks_trace(path, &one_line, &two_line);
+    char *folded = path_in(g_dir, "f.folded"), *svg = path_in(g_dir, "f.svg"), *csv = path_in(g_dir, "sites.csv");
+    mt_report_opts_t o = { .folded = folded, .flamegraph = svg, .callsites_csv = csv };
+    mt_report_t rep;
+    build(&rep, path, &o);
+    ck_assert(rep.has_stacks);
+    ck_assert_uint_eq(rep.peak_live_bytes, 1510);
+    ck_assert_uint_eq(rep.peak_live_blocks, 3);
+    ck_assert_uint_eq(rep.leaked_bytes, 710);
+    ck_assert_msg(rep.ncallsites == 2, "%zu callsites, expected 2", rep.ncallsites);
+    /* sorted by calls */
+    assert_site(&rep.callsites[0], "site_one", one_line, 3, 610, 2, 510, 510);
+    assert_site(&rep.callsites[1], "site_two", two_line, 2, 1200, 1, 200, 1000);
+
+    /* folded: one line per stack, outermost frame first, weight = bytes */
+    char *text = slurp(folded);
+    ck_assert_str_eq(text, "site_one 600\nsite_two 1200\nsite_two;site_one 10\n");
+    free(text);
+    text = slurp(svg);
+    ck_assert_msg(strstr(text, "<svg") && strstr(text, "</svg>") && strstr(text, "site_one") &&
+                  strstr(text, "site_two"), "flame graph: %.300s", text);
+    free(text);
+    text = slurp(csv);
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want,
+                              "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
+                              "\"site_one\",\"%s\",%u,\"test_report\",3,610,2,510,510\n"
+                              "\"site_two\",\"%s\",%u,\"test_report\",2,1200,1,200,1000\n",
+                              rep.callsites[0].file, one_line, rep.callsites[1].file, two_line), 0);
+    ck_assert_str_eq(text, want);
+    free(want);
+    free(text);
+
+    /* the JSON's callsites, and --top */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    mt_report_print(&rep, f, MT_TABLE_JSON, 1);
+    fclose(f);
+    char *jpath = path_in(g_dir, "stacks.json");
+    f = fopen(jpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    free(buf);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(jpath, &j, &err) == 0, "%s", err.msg);
+    const mt_jval_t *sites = mt_json_get(j, "callsites");
+    ck_assert_ptr_nonnull(sites);
+    ck_assert_int_eq(sites->type, MT_JARR);
+    ck_assert_uint_eq(sites->n, 1); /* --top 1 */
+    ck_assert_str_eq(mt_json_str_at(&sites->items[0], "function", ""), "site_one");
+    ck_assert_str_eq(base_name(mt_json_str_at(&sites->items[0], "file", "")), "test_report.c");
+    ck_assert_uint_eq((unsigned)mt_json_num(&sites->items[0], "line", 0), one_line);
+    ck_assert_uint_eq((uint64_t)mt_json_num(&sites->items[0], "peak_bytes", 0), 510);
+    mt_json_free(j);
+    free(jpath);
+    mt_report_free(&rep);
+
+    /* the flame graph's other weights */
+    o = (mt_report_opts_t){ .folded = folded, .flame_weight = "leaked" };
+    build(&rep, path, &o);
+    text = slurp(folded);
+    ck_assert_str_eq(text, "site_one 500\nsite_two 200\nsite_two;site_one 10\n");
+    free(text);
+    mt_report_free(&rep);
+    o = (mt_report_opts_t){ .folded = folded, .flame_weight = "peak" };
+    build(&rep, path, &o);
+    text = slurp(folded);
+    ck_assert_str_eq(text, "site_one 500\nsite_two 1000\nsite_two;site_one 10\n");
+    free(text);
+    mt_report_free(&rep);
+    o = (mt_report_opts_t){ .folded = folded, .flame_weight = "calls" };
+    build(&rep, path, &o);
+    text = slurp(folded);
+    ck_assert_str_eq(text, "site_one 2\nsite_two 2\nsite_two;site_one 1\n");
+    free(text);
+    mt_report_free(&rep);
+    free(folded);
+    free(svg);
+    free(csv);
+    free(path);
+}
+END_TEST
+
+/* Many stacks, one callsite: site_one called from 80 different functions. The callsite must be one
+ * entry with every call, whatever else was resolved in between.
+ * regression callsite_split_with_flame (fixed): with folded stacks or a flame graph asked for (and so always
+ * under report --html), the callers' names are interned too; intern() in analysis/report.c looks only
+ * at the latest 64 strings, and callsites are matched by string pointer, so site_one's strings are
+ * interned again once 64 others came after them and the one callsite becomes several entries. */
+#define CALLER(n)                                                                                      \
+    static __attribute__((noinline)) uint64_t caller_##n(void)                                       \
+    {                                                                                                  \
+        capture();                                                                                     \
+        return g_ra;                                                                                   \
+    }
+#define CALLERS10(n)                                                                                   \
+    CALLER(n##0) CALLER(n##1) CALLER(n##2) CALLER(n##3) CALLER(n##4) CALLER(n##5) CALLER(n##6)        \
+    CALLER(n##7) CALLER(n##8) CALLER(n##9)
+CALLERS10(1) CALLERS10(2) CALLERS10(3) CALLERS10(4) CALLERS10(5) CALLERS10(6) CALLERS10(7) CALLERS10(8)
+#define REF10(n)                                                                                       \
+    caller_##n##0, caller_##n##1, caller_##n##2, caller_##n##3, caller_##n##4, caller_##n##5,         \
+        caller_##n##6, caller_##n##7, caller_##n##8, caller_##n##9
+static uint64_t (*const g_callers[])(void) = { REF10(1), REF10(2), REF10(3), REF10(4),
+                                                REF10(5), REF10(6), REF10(7), REF10(8) };
+enum { NCALLERS = sizeof g_callers / sizeof g_callers[0] };
+
+static void many_stacks_one_site(int with_flame)
+{
+    unsigned one_line = 0;
+    site_one(&one_line);
+    const uint64_t ra1 = g_ra;
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(n, 0);
+    exe[n] = 0;
+    char *path = path_in(g_dir, "many.mtr");
+    mt_file_header_t h;
+    mt_writer_default_header(&h);
+    h.flags |= MT_HDR_STACKS;
+    h.max_frames = 8;
+    mt_writer_t *w = open_trace(path, &h);
+    ck_assert_int_eq(mt_writer_header_string(w, MT_STR_EXE, exe, strlen(exe)), 0);
+    dl_iterate_phdr(write_module, w);
+    for (unsigned i = 0; i < NCALLERS; i++) {
+        const uint64_t frames[] = { ra1, g_callers[i]() };
+        w_stack(w, i + 1, frames, 2);
+    }
+    for (unsigned i = 0; i < NCALLERS; i++)
+        w_malloc_at(w, 100 + i, 10, 0x1000 + 0x10 * i, i + 1);
+    close_trace(w);
+
+    char *folded = path_in(g_dir, "many.folded");
+    mt_report_opts_t o = { .folded = with_flame ? folded : NULL };
+    mt_report_t rep;
+    build(&rep, path, &o);
+    uint64_t calls = 0;
+    for (size_t i = 0; i < rep.ncallsites; i++)
+        calls += rep.callsites[i].calls;
+    ck_assert_uint_eq(calls, NCALLERS);
+    ck_assert_msg(rep.ncallsites == 1, "%s: %zu callsites, expected 1 (site_one, line %u); the first has %" PRIu64
+                  " calls, the last %s:%u %" PRIu64, with_flame ? "with folded stacks" : "without", rep.ncallsites,
+                  one_line, rep.callsites[0].calls, rep.callsites[rep.ncallsites - 1].function,
+                  rep.callsites[rep.ncallsites - 1].line, rep.callsites[rep.ncallsites - 1].calls);
+    assert_site(&rep.callsites[0], "site_one", one_line, NCALLERS, 10 * NCALLERS, NCALLERS, 10 * NCALLERS, 10 * NCALLERS);
+    if (with_flame) {
+        char *text = slurp(folded);
+        ck_assert_msg(strstr(text, "caller_10;site_one 10\n") && strstr(text, "caller_89;site_one 10\n"),
+                      "folded: %.200s", text);
+        free(text);
+    }
+    mt_report_free(&rep);
+    free(folded);
+    free(path);
+}
+
+START_TEST(many_stacks_one_callsite)
+{
+    many_stacks_one_site(0);
+}
+END_TEST
+
+START_TEST(many_stacks_one_callsite_with_flame)
+{
+    many_stacks_one_site(1);
+}
+END_TEST
+
+/* Sizes of 2^63 and more (a damaged or crafted trace: no allocator returns such a block) and a
+ * lifetime longer than 2^63 ns have no bucket of their own: they must land in the last bucket.
+ * regression huge_values (fixed): log2_bucket() in analysis/report.c returns 64 for them, one past the end of
+ * size_hist (UBSan: "index 64 out of bounds"; the count lands in life_hist[0]); and the lifetime in
+ * ns, computed in double, is cast to uint64_t out of range (undefined; 0 on x86-64). */
+START_TEST(huge_values_stay_in_the_histograms)
+{
+    char *path = path_in(g_dir, "huge.mtr");
+    mt_file_header_t h;
+    mt_writer_default_header(&h);
+    h.ticks_per_sec = 1; /* a tick is a second: 2^40 ticks are about 2^70 ns */
+    mt_writer_t *w = open_trace(path, &h);
+    w_malloc(w, 1, 10, 1ull << 63, 0xa0);
+    w_malloc(w, 1, 20, UINT64_MAX, 0xb0);
+    w_malloc(w, 1, 30, 8, 0xc0);
+    w_free(w, 1, 30 + (1ull << 40), 0xc0);
+    close_trace(w);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    uint64_t sizes = 0, lives = 0;
+    for (unsigned k = 0; k < MT_HIST_BUCKETS; k++) {
+        sizes += rep.size_hist[k];
+        lives += rep.life_hist[k];
+    }
+    ck_assert_msg(sizes == 3, "the size histogram holds %" PRIu64 " allocations, expected 3", sizes);
+    ck_assert_msg(lives == 1, "the lifetime histogram holds %" PRIu64 " lifetimes, expected 1", lives);
+    ck_assert_msg(rep.size_hist[MT_HIST_BUCKETS - 1] == 2, "bucket 63 holds %" PRIu64 " sizes, expected 2",
+                  rep.size_hist[MT_HIST_BUCKETS - 1]);
+    ck_assert_msg(rep.life_hist[MT_HIST_BUCKETS - 1] == 1, "bucket 63 holds %" PRIu64 " lifetimes, expected 1",
+                  rep.life_hist[MT_HIST_BUCKETS - 1]);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* ---- packed and unfinished traces ---------------------------------------------------------- */
+
+static void assert_reports_equal(const mt_report_t *a, const mt_report_t *b)
+{
+    ck_assert(memcmp(a->calls, b->calls, sizeof a->calls) == 0);
+    ck_assert(memcmp(a->bytes, b->bytes, sizeof a->bytes) == 0);
+    ck_assert(memcmp(a->failures, b->failures, sizeof a->failures) == 0);
+    ck_assert(memcmp(a->size_hist, b->size_hist, sizeof a->size_hist) == 0);
+    ck_assert(memcmp(a->life_hist, b->life_hist, sizeof a->life_hist) == 0);
+    ck_assert_uint_eq(a->allocations, b->allocations);
+    ck_assert_uint_eq(a->peak_live_bytes, b->peak_live_bytes);
+    ck_assert_uint_eq(a->peak_live_blocks, b->peak_live_blocks);
+    ck_assert_double_eq(a->peak_time_s, b->peak_time_s);
+    ck_assert_uint_eq(a->leaked_blocks, b->leaked_blocks);
+    ck_assert_uint_eq(a->leaked_bytes, b->leaked_bytes);
+    ck_assert_uint_eq(a->temporary, b->temporary);
+    ck_assert_uint_eq(a->temporary_bytes, b->temporary_bytes);
+    ck_assert_uint_eq(a->unknown_frees, b->unknown_frees);
+    ck_assert_uint_eq(a->threads, b->threads);
+}
+
+/* A packed trace (mtrace pack) gives the same report as the raw one. */
+START_TEST(packed_equals_raw)
+{
+    char *raw = path_in(g_dir, "raw.mtr"), *packed = path_in(g_dir, "packed.mtz");
+    mt_writer_t *w = open_trace(raw, NULL);
+    rng_t rng = { 77 };
+    uint64_t t = 0, live[64] = { 0 };
+    for (unsigned i = 0; i < 30000; i++) { /* several chunks per thread */
+        const uint32_t th = 1 + (uint32_t)rng_below(&rng, 2);
+        const unsigned k = (unsigned)rng_below(&rng, 64);
+        t += 1 + rng_below(&rng, 100);
+        if (live[k]) {
+            w_free(w, th, t, live[k]);
+            live[k] = 0;
+        } else {
+            live[k] = 0x10000 + 0x100 * (uint64_t)i;
+            w_malloc(w, th, t, rng_below(&rng, 5000), live[k]);
+        }
+    }
+    close_trace(w);
+    mt_error_t err;
+    ck_assert_msg(mt_trace_pack(raw, packed, 3, &err) == 0, "%s", err.msg);
+    mt_report_t a, b;
+    build(&a, raw, NULL);
+    build(&b, packed, NULL);
+    ck_assert_uint_eq(a.calls[MT_OP_MALLOC] + a.calls[MT_OP_FREE], 30000);
+    assert_reports_equal(&a, &b);
+    mt_report_free(&a);
+    mt_report_free(&b);
+    free(raw);
+    free(packed);
+}
+END_TEST
+
+/* A trace that did not finish (unsealed chunks, no finish fields, as after a crash): the same
+ * numbers, and the report says it did not finish. */
+START_TEST(unfinished_trace)
+{
+    char *path = path_in(g_dir, "crash.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    w_malloc(w, 1, 100, 100, 0xa0);
+    w_malloc(w, 2, 200, 300, 0xb0);
+    w_free(w, 1, 300, 0xa0);
+    mt_error_t err;
+    ck_assert_msg(mt_writer_close(w, 0, &err) == 0, "%s", err.msg);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert(!rep.complete);
+    ck_assert_uint_eq(rep.peak_live_bytes, 400);
+    ck_assert_uint_eq(rep.leaked_bytes, 300);
+    ck_assert_uint_eq(rep.temporary, 1); /* A: only another thread allocated before its free */
+    ck_assert_uint_eq(rep.temporary_bytes, 100);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* Asking for an output that cannot be written is an error, for each of the three outputs.
+ * regression folded_unwritable (fixed): --folded to a path that cannot be opened is silently skipped (the
+ * build succeeds and no file is written), where --flamegraph and --callsites-csv fail. */
+static void unwritable(const char *which)
+{
+    char *path = path_in(g_dir, "stacks.mtr");
+    unsigned l1, l2;
+    write_stacks_trace(path, &l1, &l2);
+    const char *bad = "/nonexistent-mtrace-dir/out";
+    mt_report_opts_t o = { 0 };
+    if (!strcmp(which, "folded"))
+        o.folded = bad;
+    else if (!strcmp(which, "flamegraph"))
+        o.flamegraph = bad;
+    else
+        o.callsites_csv = bad;
+    mt_report_t rep;
+    mt_error_t err = { { 0 } };
+    const int rc = mt_report_build(&rep, path, &o, &err);
+    ck_assert_msg(rc < 0, "--%s %s: the report was built (%d) though the file cannot be written", which, bad, rc);
+    ck_assert_msg(err.msg[0] != 0, "no message");
+    mt_report_free(&rep);
+    free(path);
+}
+
+START_TEST(unwritable_flamegraph)
+{
+    unwritable("flamegraph");
+}
+END_TEST
+
+START_TEST(unwritable_callsites_csv)
+{
+    unwritable("callsites-csv");
+}
+END_TEST
+
+START_TEST(unwritable_folded)
+{
+    unwritable("folded");
+}
+END_TEST
+
+/* ---- JSON, CSV and text ------------------------------------------------------------------------ */
+
+static char *print_to_file(const mt_report_t *rep, mt_table_fmt_t fmt, const char *name, char **text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    mt_report_print(rep, f, fmt, 0);
+    ck_assert_int_eq(fclose(f), 0);
+    char *path = path_in(g_dir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    *text = buf;
+    return path;
+}
+
+static double jnum(const mt_jval_t *obj, const char *key)
+{
+    const mt_jval_t *v = mt_json_get(obj, key);
+    ck_assert_msg(v != NULL, "JSON: no key \"%s\"", key);
+    ck_assert_msg(v->type == MT_JNUM, "JSON: \"%s\" is not a number", key);
+    return v->num;
+}
+
+static void assert_jhist(const mt_jval_t *root, const char *key, const uint64_t (*want)[3], size_t n)
+{
+    const mt_jval_t *a = mt_json_get(root, key);
+    ck_assert_msg(a && a->type == MT_JARR, "JSON: \"%s\" is not an array", key);
+    ck_assert_msg(a->n == n, "JSON: \"%s\" has %zu entries, expected %zu", key, a->n, n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg((uint64_t)jnum(&a->items[i], "from") == want[i][0] &&
+                      (uint64_t)jnum(&a->items[i], "to") == want[i][1] &&
+                      (uint64_t)jnum(&a->items[i], "count") == want[i][2],
+                      "%s[%zu]: {%g, %g, %g}, expected {%" PRIu64 ", %" PRIu64 ", %" PRIu64 "}", key, i,
+                      jnum(&a->items[i], "from"), jnum(&a->items[i], "to"), jnum(&a->items[i], "count"), want[i][0],
+                      want[i][1], want[i][2]);
+    }
+}
+
+/* A command line with characters JSON must escape: quotes, a backslash; NULs (argument separators)
+ * and a tab become spaces. */
+static const char k_cmdline[] = "prog\0--name=\"x y\"\0back\\slash\0tab\there";
+static const char k_command[] = "prog --name=\"x y\" back\\slash tab here";
+
+START_TEST(json_output)
+{
+    char *path = path_in(g_dir, "peak.mtr");
+    write_peak_trace(path, k_cmdline, sizeof k_cmdline - 1);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_str_eq(rep.command, k_command);
+    char *text;
+    char *jpath = print_to_file(&rep, MT_TABLE_JSON, "report.json", &text);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(jpath, &j, &err) == 0, "the JSON does not parse: %s\n%s", err.msg, text);
+    ck_assert_int_eq(j->type, MT_JOBJ);
+    ck_assert_str_eq(mt_json_str_at(j, "kind", ""), "report");
+    ck_assert_str_eq(mt_json_str_at(j, "file", ""), path);
+    ck_assert_str_eq(mt_json_str_at(j, "command", ""), k_command);
+    ck_assert_int_eq((int)jnum(j, "threads"), 2);
+    const mt_jval_t *complete = mt_json_get(j, "complete");
+    ck_assert_msg(complete && complete->type == MT_JBOOL && complete->num == 1, "complete");
+    const char *tables[] = { "calls", "bytes", "failures" };
+    for (int k = 0; k < 3; k++) {
+        const mt_jval_t *o = mt_json_get(j, tables[k]);
+        ck_assert_msg(o && o->type == MT_JOBJ, "JSON: no object \"%s\"", tables[k]);
+        ck_assert_uint_eq(o->n, MT_OP_LAST_CALL);
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
+            const uint64_t want = k == 0 ? rep.calls[op] : k == 1 ? rep.bytes[op] : rep.failures[op];
+            ck_assert_msg((uint64_t)jnum(o, mt_op_name(op)) == want, "%s.%s", tables[k], mt_op_name(op));
+        }
+    }
+    const mt_jval_t *calls = mt_json_get(j, "calls"), *bytes = mt_json_get(j, "bytes"),
+                    *failures = mt_json_get(j, "failures");
+    ck_assert_uint_eq((uint64_t)jnum(calls, "malloc"), 6);
+    ck_assert_uint_eq((uint64_t)jnum(calls, "free"), 3);
+    ck_assert_uint_eq((uint64_t)jnum(calls, "realloc"), 1);
+    ck_assert_uint_eq((uint64_t)jnum(bytes, "malloc"), 1750);
+    ck_assert_uint_eq((uint64_t)jnum(bytes, "realloc"), 350);
+    ck_assert_uint_eq((uint64_t)jnum(failures, "malloc"), 1);
+    ck_assert_uint_eq((uint64_t)jnum(j, "allocations"), 6);
+    ck_assert_uint_eq((uint64_t)jnum(j, "peak_live_bytes"), 650);
+    ck_assert_uint_eq((uint64_t)jnum(j, "peak_live_blocks"), 3);
+    ck_assert_double_eq_tol(jnum(j, "peak_time_s"), 600e-9, 1e-15);
+    ck_assert_uint_eq((uint64_t)jnum(j, "leaked_blocks"), 2);
+    ck_assert_uint_eq((uint64_t)jnum(j, "leaked_bytes"), 450);
+    ck_assert_uint_eq((uint64_t)jnum(j, "temporary"), 1);
+    ck_assert_uint_eq((uint64_t)jnum(j, "temporary_bytes"), 300);
+    ck_assert_uint_eq((uint64_t)jnum(j, "unknown_frees"), 0);
+    static const uint64_t sizes[][3] = { { 32, 64, 1 }, { 64, 128, 2 }, { 128, 256, 1 }, { 256, 512, 2 } };
+    assert_jhist(j, "size_histogram", sizes, 4);
+    static const uint64_t lives[][3] = { { 128, 256, 1 }, { 256, 512, 2 }, { 512, 1024, 1 } };
+    assert_jhist(j, "lifetime_histogram_ns", lives, 3);
+    const mt_jval_t *tl = mt_json_get(j, "thread_list");
+    ck_assert_msg(tl && tl->type == MT_JARR && tl->n == 2, "thread_list");
+    static const uint64_t th[2][7] = {
+        /* thread, tid, calls, allocations, bytes, frees, temporary */
+        { 1, TID(1), 5, 3, 1500, 1, 0 },
+        { 2, TID(2), 5, 3, 600, 2, 1 },
+    };
+    static const char *const tkeys[] = { "thread", "tid", "calls", "allocations", "bytes", "frees", "temporary" };
+    for (size_t i = 0; i < 2; i++)
+        for (size_t k = 0; k < 7; k++)
+            ck_assert_msg((uint64_t)jnum(&tl->items[i], tkeys[k]) == th[i][k], "thread_list[%zu].%s: %g, expected %" PRIu64,
+                          i, tkeys[k], jnum(&tl->items[i], tkeys[k]), th[i][k]);
+    const mt_jval_t *sites = mt_json_get(j, "callsites");
+    ck_assert_msg(sites && sites->type == MT_JARR && sites->n == 0, "callsites: an empty array without stacks");
+    mt_json_free(j);
+    free(text);
+    free(jpath);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+START_TEST(csv_output)
+{
+    char *path = path_in(g_dir, "peak.mtr");
+    write_peak_trace(path, NULL, 0);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    char *text;
+    char *cpath = print_to_file(&rep, MT_TABLE_CSV, "report.csv", &text);
+    FILE *f = fopen(cpath, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ck_assert_int_gt(getline(&line, &cap, f), 0);
+    ck_assert_str_eq(line, "function,calls,share_pct,bytes_requested,failures\n");
+    double share = 0;
+    unsigned op = 1;
+    for (; getline(&line, &cap, f) > 0; op++) {
+        ck_assert_msg(op <= MT_OP_LAST_CALL, "more lines than functions: %s", line);
+        char name[64];
+        uint64_t calls, bytes, failures;
+        double pct;
+        ck_assert_msg(sscanf(line, "%63[^,],%" SCNu64 ",%lf,%" SCNu64 ",%" SCNu64, name, &calls, &pct, &bytes,
+                             &failures) == 5, "CSV line: %s", line);
+        ck_assert_str_eq(name, mt_op_name(op));
+        ck_assert_uint_eq(calls, rep.calls[op]);
+        ck_assert_uint_eq(bytes, rep.bytes[op]);
+        ck_assert_uint_eq(failures, rep.failures[op]);
+        share += pct;
+        if (op == MT_OP_MALLOC) {
+            ck_assert_uint_eq(calls, 6);
+            ck_assert_double_eq_tol(pct, 60.0, 1e-9);
+        }
+    }
+    ck_assert_uint_eq(op, MT_OP_LAST_CALL + 1);
+    ck_assert_double_eq_tol(share, 100.0, 1e-6);
+    free(line);
+    fclose(f);
+    free(text);
+    free(cpath);
+
+    /* the text table says the same numbers */
+    char *tpath = print_to_file(&rep, MT_TABLE_TEXT, "report.txt", &text);
+    ck_assert_msg(strstr(text, "650 B in 3 blocks"), "text report: no peak of 650 B in 3 blocks:\n%s", text);
+    ck_assert_msg(strstr(text, "450 B in 2 blocks"), "text report: no leak of 450 B in 2 blocks:\n%s", text);
+    free(text);
+    free(tpath);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+static Suite *report_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("known");
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    tcase_add_test(tc, calls_bytes_failures);
+    tcase_add_test(tc, leaks_exact);
+    tcase_add_test(tc, temporaries);
+    tcase_add_test(tc, size_histogram);
+    tcase_add_test(tc, lifetime_histogram);
+    tcase_add_test(tc, microsecond_ticks);
+    tcase_add_test(tc, peak_two_threads);
+    tcase_add_test(tc, unknown_frees);
+    tcase_add_test(tc, calloc_count_times_size);
+    tcase_add_test(tc, empty_trace);
+    tcase_add_test(tc, random_trace_against_model);
+    tcase_add_test(tc, stored_stacks_callsites);
+    tcase_add_test(tc, many_stacks_one_callsite);
+    tcase_add_test(tc, packed_equals_raw);
+    tcase_add_test(tc, unfinished_trace);
+    tcase_add_test(tc, unwritable_flamegraph);
+    tcase_add_test(tc, unwritable_callsites_csv);
+    tcase_add_test(tc, json_output);
+    tcase_add_test(tc, csv_output);
+    suite_add_tcase(s, tc);
+
+    /* Regressions of bugs these tests found, one case each. */
+    tc = tcase_create("callsite_split_with_flame");
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    tcase_add_test(tc, many_stacks_one_callsite_with_flame);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("huge_values");
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    tcase_add_test(tc, huge_values_stay_in_the_histograms);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("folded_unwritable");
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    tcase_add_test(tc, unwritable_folded);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(report_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
