@@ -94,7 +94,7 @@ void mt_json_double(mt_json_t *j, double v)
 {
     sep(j);
     if (isfinite(v))
-        fprintf(j->f, "%.6g", v);
+        fprintf(j->f, "%.15g", v);
     else
         fputs("null", j->f); /* JSON has no NaN or infinity */
 }

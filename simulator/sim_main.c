@@ -433,6 +433,14 @@ int main(int argc, char **argv)
     if (s.first_op_ns == UINT64_MAX)
         s.first_op_ns = 0;
 
+    /* Resets the kernel's peak RSS (VmHWM) to now: the samples every sample-ms can miss a short
+     * peak, the kernel's high-water mark cannot. */
+    const int clear = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (clear >= 0) {
+        ssize_t w = write(clear, "5", 1);
+        (void)w;
+        close(clear);
+    }
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
     atomic_store(&s.running, 1);
@@ -464,14 +472,18 @@ int main(int argc, char **argv)
     pthread_join(sampler, NULL);
     getrusage(RUSAGE_SELF, &ru1);
 
+    if (stall_msg[0]) {
+        fprintf(stderr, "mtrace-sim: %s: %s\n", path, stall_msg);
+        return 1;
+    }
     for (uint32_t i = 0; i < s.nthreads; i++) {
         if (s.th[i].error) {
             fprintf(stderr, "mtrace-sim: %s: %s\n", path, s.th[i].errmsg);
             return 1;
         }
     }
-    if (stall_msg[0]) {
-        fprintf(stderr, "mtrace-sim: %s: %s\n", path, stall_msg);
+    if (atomic_load(&s.failed)) {
+        fprintf(stderr, "mtrace-sim: %s: the replay was stopped\n", path);
         return 1;
     }
 
@@ -500,7 +512,16 @@ int main(int argc, char **argv)
                                        (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec));
     const uint64_t ideal_kb = (h->peak_live_bytes + 1023) / 1024;
     const uint64_t ideal_pages_kb = (h->peak_live_bytes + s.page - 1) / s.page * (s.page / 1024);
-    const uint64_t max_rss_kb = s.peak_rss_kb;
+    uint64_t max_rss_kb = s.peak_rss_kb;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    while (status && fgets(line, sizeof line, status)) {
+        unsigned long long hwm;
+        if (sscanf(line, "VmHWM: %llu kB", &hwm) == 1 && hwm > max_rss_kb)
+            max_rss_kb = hwm;
+    }
+    if (status)
+        fclose(status);
     const uint64_t bookkeeping_kb = sim_resident_bytes(&s) / 1024;
 
     if (!quiet) {

@@ -57,7 +57,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
         fh.thread != t->index || fh.nops != fe->nops || fh.raw_size > RAW_CAP ||
         fh.zsize > ZSTD_compressBound(RAW_CAP) ||
         fe->offset + sizeof fh + fh.zsize > mt_wl_header(s->wl)->index_offset) {
-        snprintf(err->msg, sizeof err->msg, "%s: offset %llu: expected a frame of thread %u", mt_wl_path(s->wl),
+        snprintf(err->msg, sizeof err->msg, "offset %llu: expected a frame of thread %u",
                  (unsigned long long)fe->offset, t->index);
         return -EINVAL;
     }
@@ -65,7 +65,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     while (got < fh.zsize) {
         const ssize_t r = pread(fd, t->z + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
         if (r <= 0) {
-            snprintf(err->msg, sizeof err->msg, "%s: offset %llu: the frame is cut short", mt_wl_path(s->wl),
+            snprintf(err->msg, sizeof err->msg, "offset %llu: the frame is cut short",
                      (unsigned long long)fe->offset);
             return -EIO;
         }
@@ -73,7 +73,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     }
     const size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, RAW_CAP, t->z, fh.zsize);
     if (ZSTD_isError(n) || n != fh.raw_size) {
-        snprintf(err->msg, sizeof err->msg, "%s: offset %llu: expected a zstd frame of %u bytes", mt_wl_path(s->wl),
+        snprintf(err->msg, sizeof err->msg, "offset %llu: expected a zstd frame of %u bytes",
                  (unsigned long long)(fe->offset + sizeof fh), fh.raw_size);
         return -EINVAL;
     }
@@ -88,8 +88,8 @@ static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
 {
     while (!t->left) {
         if (t->p != t->end) {
-            snprintf(err->msg, sizeof err->msg, "%s: a frame of thread %u has bytes after its last op",
-                     mt_wl_path(s->wl), t->index);
+            snprintf(err->msg, sizeof err->msg, "a frame of thread %u has bytes after its last op",
+                     t->index);
             return -EINVAL;
         }
         if (t->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
@@ -99,7 +99,7 @@ static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
             return rc;
     }
     if (mt_wl_decode_op(&t->p, t->end, r, &t->prev_ns) < 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: damaged op in a frame of thread %u", mt_wl_path(s->wl), t->index);
+        snprintf(err->msg, sizeof err->msg, "damaged op in a frame of thread %u", t->index);
         return -EINVAL;
     }
     t->left--;
@@ -244,7 +244,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
 {
     mt_wl_rec_t r;
     mt_error_t err;
-    int rc;
+    int rc, stopped = 0;
     t->start_ns = mt_mono_ns();
     while ((rc = next_op(s, t, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
@@ -346,7 +346,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                          r.thread, s->nthreads);
                 thread_fail(s, t, msg);
             } else if (w < 0) {
-                thread_fail(s, t, "the replay was stopped while this thread waited");
+                stopped = 1; /* another thread failed, or the watchdog stopped the replay: they say why */
             }
             break;
         }
@@ -356,7 +356,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         default:
             break; /* thread start and exit, marks */
         }
-        if (t->error)
+        if (t->error || stopped)
             break;
         completed(s, t);
     }

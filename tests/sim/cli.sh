@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# mtrace compare and mtrace sweep through the command line.
+#   usage: cli.sh MTRACE MTRACE_SIM SIM_MKWL [sanitized]
+# compare: the text table has a % change column, --csv a header and a line per file, --json is valid
+# JSON (python3 -m json.tool); a file that is not a replay result, or garbage, gives exit 1 and one
+# line. sweep: DIR/sweep.csv with a line per setting, the lowest-RSS and fastest settings named, and
+# DIR/sweep.png a PNG when gnuplot is installed. Every command runs under timeout(1).
+set -u
+mtrace=$1
+sim=$2
+mkwl=$3
+sanitized=${4:-}
+if [ -n "$sanitized" ]; then
+    # the replay leaves the blocks a workload never frees: not leaks to report
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:allocator_may_return_null=1
+fi
+work=$(mktemp -d /tmp/mtrace-sim-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+unset MALLOC_PERTURB_ # meson's; glibc would fill every block and touch its pages
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# t LIMIT CMD...: runs CMD with a time limit; 124 (timeout) is reported as a hang.
+t() {
+    local limit=$1
+    shift
+    timeout -k 5 "$limit" "$@"
+    local rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        fail "hung: $*"
+    fi
+    return $rc
+}
+
+# one_line FILE WHAT NEEDLE...: FILE holds exactly one line, containing every NEEDLE.
+one_line() {
+    local file=$1 what=$2
+    shift 2
+    local n
+    n=$(wc -l <"$file")
+    if [ "$n" != 1 ]; then
+        fail "$what: $n lines on stderr, expected 1:"
+        cat "$file"
+    fi
+    for needle in "$@"; do
+        grep -qF -- "$needle" "$file" || fail "$what: '$needle' not in: $(cat "$file")"
+    done
+}
+
+json_ok() { python3 -m json.tool "$1" >/dev/null 2>&1; }
+
+# ---- workloads and results ----
+t 60 "$mkwl" mixed "$work/mixed.mtw" || fail "sim_mkwl mixed"
+t 60 "$mkwl" layers "$work/layers.mtw" || fail "sim_mkwl layers"
+
+t 120 "$mtrace" replay "$work/mixed.mtw" --json "$work/a.json" --quiet || fail "replay a"
+t 120 "$mtrace" replay "$work/mixed.mtw" --json "$work/b.json" --quiet --mallopt mmap_threshold=65536 ||
+    fail "replay b"
+t 120 "$sim" "$work/mixed.mtw" --json "$work/c.json" --quiet --label other || fail "mtrace-sim c"
+for f in a b c; do
+    json_ok "$work/$f.json" || fail "$f.json is not valid JSON"
+done
+
+# ---- compare: text ----
+t 60 "$mtrace" compare "$work/a.json" "$work/b.json" "$work/c.json" >"$work/table.txt" 2>"$work/err" ||
+    fail "compare: exit $?"
+[ -s "$work/err" ] && fail "compare wrote to stderr: $(cat "$work/err")"
+lines=$(wc -l <"$work/table.txt")
+[ "$lines" = 4 ] || fail "compare: $lines lines, expected a header and 3 rows:$(cat "$work/table.txt")"
+head -1 "$work/table.txt" | grep -q '^allocator .*wall ms.*max RSS MiB' || fail "compare: header: $(head -1 "$work/table.txt")"
+# rows after the first carry the % change against the first
+sed -n 2p "$work/table.txt" | grep -q '^glibc ' || fail "compare: first row: $(sed -n 2p "$work/table.txt")"
+sed -n 2p "$work/table.txt" | grep -q '%)' && fail "compare: the first row has a change against itself"
+sed -n 3p "$work/table.txt" | grep -qE '^glibc mmap_threshold=65536 .*\([+-][0-9]+\.[0-9]%\)' ||
+    fail "compare: second row without its setting or % change: $(sed -n 3p "$work/table.txt")"
+sed -n 4p "$work/table.txt" | grep -qE '^other .*\([+-][0-9]+\.[0-9]%\)' ||
+    fail "compare: third row: $(sed -n 4p "$work/table.txt")"
+# the % change is the change in the figure: compare a file with itself, 0 %
+t 60 "$mtrace" compare "$work/a.json" "$work/a.json" >"$work/same.txt" || fail "compare a a"
+sed -n 3p "$work/same.txt" | grep -qE '\([+-]?[1-9][0-9]*\.[0-9]%\)|\([+-]?0\.[1-9]%\)' &&
+    fail "compare a a: a nonzero change: $(sed -n 3p "$work/same.txt")"
+sed -n 3p "$work/same.txt" | grep -q '(+0.0%)' || fail "compare a a: no +0.0%: $(sed -n 3p "$work/same.txt")"
+
+# ---- compare: CSV ----
+t 60 "$mtrace" compare --csv "$work/a.json" "$work/b.json" "$work/c.json" >"$work/table.csv" ||
+    fail "compare --csv: exit $?"
+[ "$(wc -l <"$work/table.csv")" = 4 ] || fail "compare --csv: $(wc -l <"$work/table.csv") lines, expected 4"
+head -1 "$work/table.csv" | grep -qE '^name(,[a-z0-9_]+)+$' || fail "compare --csv: header: $(head -1 "$work/table.csv")"
+cols=$(head -1 "$work/table.csv" | awk -F, '{print NF}')
+awk -F, -v n="$cols" 'NR > 1 && NF != n { bad = 1 } END { exit bad }' "$work/table.csv" ||
+    fail "compare --csv: rows with a column count other than the header's ($cols)"
+python3 - "$work/table.csv" "$work/a.json" <<'PY' || fail "compare --csv: figures"
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+a = json.load(open(sys.argv[2]))
+assert [r["name"] for r in rows] == ["glibc", "glibc mmap_threshold=65536", "other"], rows
+assert abs(float(rows[0]["max_rss_mib"]) - a["max_rss_kb"] / 1024) < 0.01, (rows[0], a["max_rss_kb"])
+assert abs(float(rows[0]["wall_ms"]) - a["wall_us"] / 1000) < 0.01 * max(1, a["wall_us"] / 1000)
+PY
+
+# ---- compare: JSON ----
+t 60 "$mtrace" compare --json "$work/a.json" "$work/b.json" >"$work/table.json" || fail "compare --json: exit $?"
+json_ok "$work/table.json" || fail "compare --json: not valid JSON: $(head -c 300 "$work/table.json")"
+python3 - "$work/table.json" <<'PY' || fail "compare --json: content"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert isinstance(t, list) and len(t) == 2, t
+assert t[0]["name"] == "glibc" and t[1]["name"] == "glibc mmap_threshold=65536", t
+assert t[0]["max_rss_mib_change_pct"] == 0, t[0]
+assert "wall_ms_change_pct" in t[1]
+PY
+
+# ---- compare: bad input ----
+echo '{"kind": "workload", "file": "x"}' >"$work/notresult.json"
+printf 'this is { not json' >"$work/garbage.json"
+printf '{"kind": "replay", "allocator": "x", ' >"$work/cut.json"
+: >"$work/empty.json"
+for bad in notresult garbage cut empty missing; do
+    t 60 "$mtrace" compare "$work/a.json" "$work/$bad.json" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ $rc = 1 ] || fail "compare with $bad.json: exit $rc, expected 1"
+    one_line "$work/err" "compare with $bad.json" "$work/$bad.json" "offset"
+    [ -s "$work/out" ] && fail "compare with $bad.json printed a table"
+done
+t 60 "$mtrace" compare >/dev/null 2>&1
+[ $? = 2 ] || fail "compare without files: expected exit 2"
+
+# ---- sweep ----
+t 300 "$mtrace" sweep "$work/layers.mtw" --mallopt mmap_threshold=4096,1048576 -o "$work/sweep" \
+    >"$work/sweep.out" 2>"$work/sweep.err" || fail "sweep: exit $?: $(cat "$work/sweep.err")"
+csv=$work/sweep/sweep.csv
+if [ ! -f "$csv" ]; then
+    fail "sweep: no sweep.csv"
+else
+    [ "$(wc -l <"$csv")" = 3 ] || fail "sweep.csv: $(wc -l <"$csv") lines, expected a header and 2"
+    head -1 "$csv" | grep -q '^allocator,mmap_threshold,wall_ms,cpu_ms,max_rss_mib' || fail "sweep.csv header: $(head -1 "$csv")"
+    sed -n 2p "$csv" | grep -q '^glibc,4096,' || fail "sweep.csv row 1: $(sed -n 2p "$csv")"
+    sed -n 3p "$csv" | grep -q '^glibc,1048576,' || fail "sweep.csv row 2: $(sed -n 3p "$csv")"
+    # The layers workload: with the threshold at 1 MiB its 256 KiB blocks leave pinned holes in the
+    # heap (50 MiB more at the peak), so 4096 must be the lowest-RSS setting (see test_sim_rss.c).
+    # Not in a sanitized build, whose allocator ignores mallopt.
+    if [ -z "$sanitized" ]; then
+        python3 - "$csv" <<'PY' || fail "sweep.csv: figures"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+low, high = float(rows[0]["max_rss_mib"]), float(rows[1]["max_rss_mib"])
+assert high > low + 30, (low, high)
+PY
+    fi
+fi
+if [ -z "$sanitized" ]; then
+    grep -qE '^lowest peak RSS: glibc mmap_threshold=4096: ' "$work/sweep.out" ||
+        fail "sweep: lowest-RSS line: $(grep -i lowest "$work/sweep.out")"
+else
+    grep -qE '^lowest peak RSS: glibc mmap_threshold=(4096|1048576): ' "$work/sweep.out" ||
+        fail "sweep: lowest-RSS line: $(grep -i lowest "$work/sweep.out")"
+fi
+grep -qE '^fastest: +glibc mmap_threshold=(4096|1048576): ' "$work/sweep.out" ||
+    fail "sweep: fastest line: $(grep -i fastest "$work/sweep.out")"
+grep -qF "wrote $csv" "$work/sweep.out" || fail "sweep: does not say it wrote $csv"
+for k in 000 001; do
+    json_ok "$work/sweep/run-$k.json" || fail "sweep: run-$k.json is not valid JSON"
+done
+if command -v gnuplot >/dev/null 2>&1; then
+    png=$work/sweep/sweep.png
+    if [ ! -s "$png" ]; then
+        fail "sweep: gnuplot is installed but there is no sweep.png"
+    else
+        magic=$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')
+        [ "$magic" = 89504e470d0a1a0a ] || fail "sweep.png: magic $magic, not a PNG"
+        grep -qF "wrote $png" "$work/sweep.out" || fail "sweep: does not say it wrote $png"
+    fi
+else
+    echo "gnuplot is not installed (apt-get install gnuplot-nox): sweep.png not checked"
+fi
+# a bad workload: one line, exit 1, nothing written
+printf 'not a workload' >"$work/bad.mtw"
+t 60 "$mtrace" sweep "$work/bad.mtw" --mallopt mmap_threshold=1,2 -o "$work/sweep-bad" >/dev/null 2>"$work/err"
+[ $? = 1 ] || fail "sweep on a bad workload: expected exit 1"
+one_line "$work/err" "sweep on a bad workload" "$work/bad.mtw" "offset"
+# usage
+t 60 "$mtrace" sweep "$work/layers.mtw" -o "$work/sweep-none" >/dev/null 2>&1
+[ $? = 2 ] || fail "sweep without --mallopt: expected exit 2"
+
+if [ $failures -gt 0 ]; then
+    echo "$failures failures"
+    exit 1
+fi
+echo "all passed"

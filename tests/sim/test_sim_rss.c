@@ -1,0 +1,344 @@
+/* mtrace-sim's memory figures on workloads whose memory use is known exactly: the ideal RSS from the
+ * workload's peak of live bytes, the call counts, the measured RSS against the touched bytes, what
+ * --touch changes, and a mallopt setting that changes glibc's memory layout in a way RSS shows.
+ *
+ * Measured RSS is only asserted where the replay holds its peak long enough to be sampled: at the end
+ * of the workload (the simulator samples once more after the last op) or across a recorded pause
+ * (--timing recorded). Only directions and coarse bounds are asserted, never times. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim_util.h"
+#include "test_util.h"
+
+#define MiB (1024ull * 1024)
+
+static char *g_dir;
+
+static void dir_setup(void)
+{
+    g_dir = sim_dir_make("sim-rss");
+}
+
+static void dir_teardown(void)
+{
+    sim_dir_remove();
+    g_dir = NULL;
+}
+
+/* mtrace-sim WL --json OUT [extra args...]; ck_asserts exit 0 and returns the parsed result. */
+static mt_jval_t *sim_json(const char *wl, const char *tag, const char *const *extra)
+{
+    char *json = path_in(g_dir, tag), *err = path_in(g_dir, "stderr");
+    const char *argv[32] = { SIM_EXE, wl, "--json", json, "--quiet", "--stall-timeout", "20" };
+    size_t n = 7;
+    for (size_t i = 0; extra && extra[i] && n < 31; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    const int rc = run(argv, NULL, err, NULL, 120);
+    char *e = read_text(err, NULL);
+    ck_assert_msg(rc == 0, "mtrace-sim %s exited with %d: %s", tag, rc, e ? e : "");
+    free(e);
+    mt_jval_t *j = load_json(json);
+    free(json);
+    free(err);
+    return j;
+}
+
+/* ---- ideal RSS and call counts ------------------------------------------------------------------ */
+
+#define BLOCK (MiB + 100) /* not a multiple of 1 KiB nor of a page: the rounding shows */
+
+/* 100 blocks, free the first 50, 10 more, free all. `hold_ns`: recorded pause at the peak. */
+static void write_known(const char *path, uint64_t hold_ns)
+{
+    wlb_t b;
+    wlb_open(&b, path);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t s = 1; s <= 100; s++)
+        wlb_malloc(&b, t, s, BLOCK);
+    wlb_gap(&b, hold_ns);
+    for (uint64_t s = 1; s <= 50; s++)
+        wlb_free(&b, t, s);
+    for (uint64_t s = 1; s <= 10; s++)
+        wlb_malloc(&b, t, s, BLOCK);
+    for (uint64_t s = 1; s <= 10; s++)
+        wlb_free(&b, t, s);
+    for (uint64_t s = 51; s <= 100; s++)
+        wlb_free(&b, t, s);
+    ck_assert_uint_eq(b.peak, 100 * BLOCK);
+    wlb_close(&b);
+}
+
+START_TEST(ideal_and_calls)
+{
+    char *wl = path_in(g_dir, "known.mtw");
+    write_known(wl, 0);
+    mt_jval_t *j = sim_json(wl, "known.json", NULL);
+    const uint64_t peak = 100 * BLOCK, page = (uint64_t)sysconf(_SC_PAGESIZE);
+    ck_assert_uint_eq((uint64_t)jnum(j, "ideal_rss_kb"), (peak + 1023) / 1024); /* 102410 */
+    ck_assert_uint_eq((uint64_t)jnum(j, "ideal_pages_kb"), (peak + page - 1) / page * (page / 1024));
+    ck_assert_uint_eq((uint64_t)jnum(j, "threads"), 1);
+    ck_assert_uint_eq((uint64_t)jnum2(j, "calls", "malloc"), 110);
+    ck_assert_uint_eq((uint64_t)jnum2(j, "calls", "free"), 110);
+    static const char *const none[] = { "calloc",   "realloc",        "reallocarray",
+                                        "memalign", "posix_memalign", "aligned_alloc",
+                                        "valloc",   "pvalloc",        "malloc_usable_size",
+                                        "mallopt" };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        ck_assert_msg(jnum2(j, "calls", none[i]) == 0, "calls.%s = %g", none[i], jnum2(j, "calls", none[i]));
+    ck_assert_uint_eq((uint64_t)jnum2(j, "failed", "malloc"), 0);
+    ck_assert_uint_eq((uint64_t)jnum(j, "syncs"), 0);
+    ck_assert_str_eq(mt_json_str_at(j, "kind", ""), "replay");
+    ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "pages");
+    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "asap");
+    ck_assert_str_eq(mt_json_str_at(j, "workload", ""), wl);
+    /* every key the result promises */
+    static const char *const keys[] = {
+        "allocator",    "threads",      "wall_us",        "cpu_us", "cycles",         "max_rss_kb",
+        "start_rss_kb", "ideal_rss_kb", "ideal_pages_kb", "calls",  "avg_cycles",     "p50_cycles",
+        "p99_cycles",   "max_cycles",   "failed",         "syncs",  "bookkeeping_kb", "source_peak_rss_kb",
+        "fragmentation"
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(mt_json_get(j, keys[i]) != NULL, "the result has no '%s'", keys[i]);
+    ck_assert_uint_gt((uint64_t)jnum2(j, "max_cycles", "malloc"), 0);
+    ck_assert(jnum2(j, "p50_cycles", "malloc") <= jnum2(j, "p99_cycles", "malloc"));
+    ck_assert(jnum2(j, "p99_cycles", "malloc") <= jnum2(j, "max_cycles", "malloc"));
+    mt_json_free(j);
+    free(wl);
+}
+END_TEST
+
+/* With a recorded pause of 400 ms at the peak, the sampler (every 10 ms) sees the 100 touched blocks. */
+START_TEST(max_rss_covers_touched_peak)
+{
+    char *wl = path_in(g_dir, "hold.mtw");
+    write_known(wl, 400000000);
+    static const char *const args[] = { "--timing", "recorded", NULL };
+    mt_jval_t *j = sim_json(wl, "hold.json", args);
+    const uint64_t max = (uint64_t)jnum(j, "max_rss_kb"), start = (uint64_t)jnum(j, "start_rss_kb");
+    const uint64_t touched_kb = 100 * BLOCK / 1024;
+    ck_assert_msg(max >= touched_kb, "max RSS %llu KiB < %llu KiB touched", (unsigned long long)max,
+                  (unsigned long long)touched_kb);
+    ck_assert_msg(start < max, "start RSS %llu KiB, max %llu KiB", (unsigned long long)start,
+                  (unsigned long long)max);
+    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "recorded");
+    if (sanitizer_skip("max_rss_covers_touched_peak, upper bound")) { /* redzones, shadow, quarantine */
+        mt_json_free(j);
+        free(wl);
+        return;
+    }
+    /* The growth is the blocks, give or take a few MiB of allocator headers and simulator tables. */
+    ck_assert_msg(max - start >= touched_kb - 1024 && max - start <= touched_kb + 16 * 1024,
+                  "max RSS grew by %llu KiB for %llu KiB touched", (unsigned long long)(max - start),
+                  (unsigned long long)touched_kb);
+    /* fragmentation = (max - start) / ideal pages */
+    const double frag = jnum(j, "fragmentation");
+    ck_assert_msg(frag > 0.9 && frag < 1.2, "fragmentation %g", frag);
+    mt_json_free(j);
+    free(wl);
+}
+END_TEST
+
+/* ---- --touch ------------------------------------------------------------------------------------ */
+
+/* 1024 blocks of 256 KiB, left live at the end (the last sample sees them). glibc serves each with an
+ * mmap of its own, so only the pages written become resident: the chunk header's page (the block's
+ * first) always, the block's last page with --touch ends, all 64 with --touch pages. */
+#define NBIG 1024
+#define BIG (256 * 1024)
+
+static char *write_big_live(void)
+{
+    char *wl = path_in(g_dir, "big.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t s = 1; s <= NBIG; s++)
+        wlb_malloc(&b, t, s, BIG);
+    wlb_close(&b);
+    return wl;
+}
+
+START_TEST(touch_modes)
+{
+    char *wl = write_big_live();
+    static const char *const pages[] = { "--touch", "pages", NULL },
+                             *const ends[] = { "--touch", "ends", NULL },
+                             *const none[] = { "--touch", "none", NULL };
+    mt_jval_t *jp = sim_json(wl, "pages.json", pages), *je = sim_json(wl, "ends.json", ends),
+              *jn = sim_json(wl, "none.json", none);
+    const double live_kb = NBIG * (BIG / 1024), page_kb = (double)sysconf(_SC_PAGESIZE) / 1024;
+    const double gp = jnum(jp, "max_rss_kb") - jnum(jp, "start_rss_kb");
+    const double ge = jnum(je, "max_rss_kb") - jnum(je, "start_rss_kb");
+    const double gn = jnum(jn, "max_rss_kb") - jnum(jn, "start_rss_kb");
+    ck_assert_msg(gp >= live_kb - 1024, "--touch pages: RSS grew by %g KiB for %g KiB live", gp, live_kb);
+    /* A sanitizer's allocator also writes each block's shadow memory, 1/8 of its size. */
+    const double low = live_kb / (SIM_SANITIZER_ALLOCATOR ? 4 : 8);
+    ck_assert_msg(gn < low, "--touch none: RSS grew by %g KiB for %g KiB live, untouched", gn, live_kb);
+    ck_assert_msg(ge < low, "--touch ends: RSS grew by %g KiB for %g KiB live, 2 pages a block", ge, live_kb);
+    /* ends writes one more page per block than none: NBIG pages, ask for half */
+    ck_assert_msg(ge > gn + NBIG * page_kb / 2, "--touch ends: RSS grew by %g KiB, --touch none by %g KiB",
+                  ge, gn);
+    ck_assert_str_eq(mt_json_str_at(jn, "touch", ""), "none");
+    ck_assert_str_eq(mt_json_str_at(je, "touch", ""), "ends");
+    /* the ideal does not depend on touching */
+    ck_assert_uint_eq((uint64_t)jnum(jn, "ideal_rss_kb"), (uint64_t)live_kb);
+    ck_assert_uint_eq((uint64_t)jnum(jp, "ideal_rss_kb"), (uint64_t)live_kb);
+    mt_json_free(jp);
+    mt_json_free(je);
+    mt_json_free(jn);
+    free(wl);
+}
+END_TEST
+
+/* ---- mallopt ------------------------------------------------------------------------------------ */
+
+/* 200 blocks of 256 KiB, each followed by a 64-byte block; all the 256 KiB blocks freed; then 200
+ * blocks of 512 KiB, left live. By default glibc mmaps the 256 KiB blocks (above its 128 KiB
+ * threshold) and gives them back on free, so the peak is about the 100 MiB of 512 KiB blocks. With
+ * mmap_threshold=1 MiB (or mmap_max=0) they come from the heap between the small blocks: freed, they
+ * leave 256 KiB holes the small blocks pin and the 512 KiB blocks do not fit, so the 50 MiB stay
+ * resident under the new blocks. */
+static char *write_holes(void)
+{
+    char *wl = path_in(g_dir, "holes.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 0; i < 200; i++) {
+        wlb_malloc(&b, t, 1 + i, 256 * 1024);
+        wlb_malloc(&b, t, 201 + i, 64);
+    }
+    for (uint64_t i = 0; i < 200; i++)
+        wlb_free(&b, t, 1 + i);
+    for (uint64_t i = 0; i < 200; i++)
+        wlb_malloc(&b, t, 401 + i, 512 * 1024);
+    wlb_close(&b);
+    return wl;
+}
+
+static int has_setting(const mt_jval_t *j, const char *s)
+{
+    const mt_jval_t *a = mt_json_get(j, "settings");
+    for (size_t i = 0; a && a->type == MT_JARR && i < a->n; i++)
+        if (a->items[i].type == MT_JSTR && !strcmp(a->items[i].str, s))
+            return 1;
+    return 0;
+}
+
+START_TEST(mallopt_changes_layout)
+{
+    if (sanitizer_skip("mallopt_changes_layout"))
+        return;
+    char *wl = write_holes();
+    static const char *const thr[] = { "--mallopt", "mmap_threshold=1048576", NULL };
+    static const char *const max0[] = { "--mallopt", "M_MMAP_MAX=0", NULL };
+    mt_jval_t *jd = sim_json(wl, "default.json", NULL), *jt = sim_json(wl, "threshold.json", thr),
+              *jm = sim_json(wl, "mmapmax.json", max0);
+    const double d = jnum(jd, "max_rss_kb"), t = jnum(jt, "max_rss_kb"), m = jnum(jm, "max_rss_kb");
+    /* the difference is the 50 MiB of holes; ask for 30 */
+    ck_assert_msg(t > d + 30 * 1024, "mmap_threshold=1 MiB: max RSS %g KiB, default %g KiB", t, d);
+    ck_assert_msg(m > d + 30 * 1024, "mmap_max=0: max RSS %g KiB, default %g KiB", m, d);
+    ck_assert(has_setting(jt, "mmap_threshold=1048576"));
+    ck_assert(has_setting(jm, "M_MMAP_MAX=0"));
+    ck_assert(!has_setting(jd, "mmap_threshold=1048576"));
+    /* the ideal is the same workload's */
+    ck_assert_uint_eq((uint64_t)jnum(jd, "ideal_rss_kb"), (uint64_t)jnum(jt, "ideal_rss_kb"));
+    mt_json_free(jd);
+    mt_json_free(jt);
+    mt_json_free(jm);
+    free(wl);
+}
+END_TEST
+
+/* top_pad: glibc grows the heap by the pad at every sbrk and keeps the pad when it trims, so 64 MiB
+ * of address space stay mapped (untouched) after the blocks are freed. */
+START_TEST(mallopt_top_pad_vm)
+{
+    if (sanitizer_skip("mallopt_top_pad_vm"))
+        return;
+    char *wl = path_in(g_dir, "small.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t s = 1; s <= 100; s++) /* 1 MB: more than the heap has at start, so it grows */
+        wlb_malloc(&b, t, s, 10000);
+    for (uint64_t s = 1; s <= 100; s++)
+        wlb_free(&b, t, s);
+    wlb_close(&b);
+    static const char *const pad[] = { "--mallopt", "top_pad=64m", NULL };
+    mt_jval_t *jd = sim_json(wl, "default.json", NULL), *jp = sim_json(wl, "pad.json", pad);
+    const double d = jnum(jd, "max_vm_kb"), p = jnum(jp, "max_vm_kb");
+    ck_assert_msg(p > d + 48 * 1024, "top_pad=64m: max VM %g KiB, default %g KiB", p, d);
+    /* untouched: RSS does not follow */
+    ck_assert_msg(jnum(jp, "max_rss_kb") < jnum(jd, "max_rss_kb") + 16 * 1024,
+                  "top_pad=64m: max RSS %g KiB, default %g KiB", jnum(jp, "max_rss_kb"),
+                  jnum(jd, "max_rss_kb"));
+    mt_json_free(jd);
+    mt_json_free(jp);
+    free(wl);
+}
+END_TEST
+
+/* A setting the simulator cannot read is refused before the replay, in one line. */
+START_TEST(mallopt_bad_setting)
+{
+    char *wl = path_in(g_dir, "small.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    wlb_malloc(&b, t, 1, 10);
+    wlb_close(&b);
+    char *err = path_in(g_dir, "stderr");
+    static const char *const bad[] = { "no_such_param=1", "mmap_threshold", "mmap_threshold=lots", "=5",
+                                       "mmap_threshold=4g" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[] = { SIM_EXE, wl, "--mallopt", bad[i], NULL };
+        const int rc = run(argv, NULL, err, NULL, 30);
+        ck_assert_msg(rc == 2, "--mallopt %s: exit %d, expected 2", bad[i], rc);
+        const char *const needles[] = { bad[i][0] == '=' ? "=5" : bad[i], NULL };
+        assert_one_line(err, bad[i], needles);
+    }
+    free(err);
+    free(wl);
+}
+END_TEST
+
+static Suite *rss_suite(void)
+{
+    Suite *s = suite_create("sim_rss");
+    const struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        { "ideal_and_calls", ideal_and_calls },
+        { "max_rss_covers_touched_peak", max_rss_covers_touched_peak },
+        { "touch_modes", touch_modes },
+        { "mallopt_changes_layout", mallopt_changes_layout },
+        { "mallopt_top_pad_vm", mallopt_top_pad_vm },
+        { "mallopt_bad_setting", mallopt_bad_setting },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(rss_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

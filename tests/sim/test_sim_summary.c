@@ -1,0 +1,337 @@
+/* The classic summary's shape, line by line, as the parsers of the original simulator's output read
+ * it: five figure lines (thousands separators), then "Avg OP time: X in N calls" for malloc, calloc,
+ * realloc and free; its figures agree with the JSON result of the same run. Also the RSS series file
+ * and the command line's refusals. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_util.h"
+#include "test_util.h"
+
+static char *g_dir;
+
+static void dir_setup(void)
+{
+    g_dir = sim_dir_make("sim-summary");
+}
+
+static void dir_teardown(void)
+{
+    sim_dir_remove();
+    g_dir = NULL;
+}
+
+/* 1 thread or 3; 1500 mallocs (so counts get a separator); one thread: 2 MiB live at the peak. */
+static char *write_wl(uint32_t threads)
+{
+    char *wl = path_in(g_dir, threads == 1 ? "one.mtw" : "three.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    for (uint32_t t = 0; t < threads; t++)
+        wlb_thread(&b, 0);
+    const uint64_t per = 1500 / threads;
+    for (uint32_t t = 0; t < threads; t++) {
+        const uint64_t base = 1 + t * (per + 10);
+        for (uint64_t i = 0; i < per; i++)
+            wlb_malloc(&b, t, base + i, 2 * 1024 * 1024 / 1500 + 1);
+        for (uint64_t i = 0; i < 7; i++)
+            wlb_calloc(&b, t, base + per + i, 3, 100);
+        wlb_realloc(&b, t, base, base, 99);
+        for (uint64_t i = 0; i < per; i++)
+            wlb_free(&b, t, base + i);
+        for (uint64_t i = 0; i < 7; i++)
+            wlb_free(&b, t, base + per + i);
+    }
+    wlb_close(&b);
+    return wl;
+}
+
+static regex_t *re(const char *pattern)
+{
+    static regex_t cache[32];
+    static const char *pats[32];
+    for (int i = 0; i < 32; i++) {
+        if (pats[i] && !strcmp(pats[i], pattern))
+            return &cache[i];
+        if (!pats[i]) {
+            ck_assert_int_eq(regcomp(&cache[i], pattern, REG_EXTENDED | REG_NEWLINE), 0);
+            pats[i] = pattern;
+            return &cache[i];
+        }
+    }
+    ck_abort_msg("too many patterns");
+    return NULL;
+}
+
+/* The n-th line (0-based) of text, copied. */
+static char *line_at(const char *text, size_t n)
+{
+    const char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        p = strchr(p, '\n');
+        ck_assert_msg(p != NULL, "the summary has fewer than %zu lines:\n%s", n + 1, text);
+        p++;
+    }
+    const size_t len = strcspn(p, "\n");
+    return strndup(p, len);
+}
+
+static long long figure(const char *s) /* "  1,234,567 ..." -> 1234567 */
+{
+    long long v = 0;
+    while (*s == ' ')
+        s++;
+    for (; (*s >= '0' && *s <= '9') || *s == ','; s++)
+        if (*s != ',')
+            v = v * 10 + (*s - '0');
+    return v;
+}
+
+static void match(const char *line, const char *pattern, const char *what)
+{
+    ck_assert_msg(regexec(re(pattern), line, 0, NULL, 0) == 0, "%s: '%s' does not match /%s/", what, line,
+                  pattern);
+}
+
+/* Checks the summary that starts at line `first` of `text` against the JSON of the same run. */
+static void check_summary(const char *text, size_t first, const mt_jval_t *j, uint32_t threads)
+{
+    static const char *const shape[] = {
+        "^ *[0-9,]+ cycles$",
+        "^ *[0-9,]+ usec wall time$",
+        "^ *[0-9,]+ usec across [0-9]+ threads?$",
+        "^ *[0-9,]+ Kb Max RSS \\([0-9,]+ -> [0-9,]+\\)$",
+        "^ *[0-9,]+ Kb Max Ideal RSS$",
+        "^Avg malloc time: +[0-9]+\\.[0-9] in +[0-9,]+ calls$",
+        "^Avg calloc time: +[0-9]+\\.[0-9] in +[0-9,]+ calls$",
+        "^Avg realloc time: +[0-9]+\\.[0-9] in +[0-9,]+ calls$",
+        "^Avg free time: +[0-9]+\\.[0-9] in +[0-9,]+ calls$",
+    };
+    char *l[9];
+    for (size_t i = 0; i < 9; i++) {
+        l[i] = line_at(text, first + i);
+        match(l[i], shape[i], "summary");
+    }
+    /* separators in the right places */
+    for (size_t i = 0; i < 5; i++)
+        match(l[i], "^ *[0-9]{1,3}(,[0-9]{3})* [A-Za-z]", "separators");
+    match(l[3], "\\([0-9]{1,3}(,[0-9]{3})* -> [0-9]{1,3}(,[0-9]{3})*\\)$", "separators");
+    match(l[5], " in +1,5[0-9]{2} calls$", "malloc count");
+
+    /* against the JSON */
+    char want[64];
+    snprintf(want, sizeof want, " usec across %u thread%s", threads, threads == 1 ? "" : "s");
+    ck_assert_msg(strstr(l[2], want), "'%s' lacks '%s'", l[2], want);
+    const long long max = (long long)jnum(j, "max_rss_kb"), start = (long long)jnum(j, "start_rss_kb");
+    ck_assert_int_eq(figure(l[3]), max - start);
+    ck_assert_int_eq(figure(strchr(l[3], '(') + 1), start);
+    ck_assert_int_eq(figure(strstr(l[3], "-> ") + 3), max);
+    ck_assert_int_eq(figure(l[4]), (long long)jnum(j, "ideal_rss_kb"));
+    if (threads == 1)
+        ck_assert_int_ge(figure(l[4]), 2048);
+    static const char *const ops[] = { "malloc", "calloc", "realloc", "free" };
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(figure(strstr(l[5 + i], " in ") + 4), (long long)jnum2(j, "calls", ops[i]));
+        /* the summary rounds to 0.1; the result keeps 6 significant digits */
+        const double avg = atof(strstr(l[5 + i], ": ") + 2), javg = jnum2(j, "avg_cycles", ops[i]);
+        const double tol = 0.051 + javg * 5e-6;
+        ck_assert_msg(avg >= javg - tol && avg <= javg + tol,
+                      "%s: avg %.1f in the summary, %.6g in the result", ops[i], avg, javg);
+    }
+    ck_assert_int_eq((long long)jnum2(j, "calls", "malloc"), 1500);
+    ck_assert_int_eq((long long)jnum2(j, "calls", "calloc"), 7 * threads);
+    ck_assert_int_eq((long long)jnum2(j, "calls", "realloc"), threads);
+    for (size_t i = 0; i < 9; i++)
+        free(l[i]);
+}
+
+START_TEST(summary_shape)
+{
+    for (uint32_t threads = 1; threads <= 3; threads += 2) {
+        char *wl = write_wl(threads), *out = path_in(g_dir, "stdout"), *json = path_in(g_dir, "r.json"),
+             *err = path_in(g_dir, "stderr");
+        const char *const argv[] = { SIM_EXE, wl, "--json", json, NULL };
+        ck_assert_int_eq(run(argv, out, err, NULL, 60), 0);
+        char *text = read_text(out, NULL), *e = read_text(err, NULL);
+        ck_assert_msg(!e[0], "stderr: %s", e);
+        mt_jval_t *j = load_json(json);
+        check_summary(text, 0, j, threads);
+        ck_assert_uint_eq((uint64_t)jnum(j, "threads"), threads);
+        /* then the allocator line */
+        char *l9 = line_at(text, 9);
+        match(l9, "^allocator [^;]+; sync points [0-9]+ \\([0-9]+ slept\\), bookkeeping [0-9]+ Kb",
+              "allocator line");
+        free(l9);
+        mt_json_free(j);
+        free(text);
+        free(e);
+        free(wl);
+        free(out);
+        free(json);
+        free(err);
+    }
+}
+END_TEST
+
+/* Through mtrace replay: "== glibc" and then the same summary. */
+START_TEST(summary_through_replay)
+{
+    char *wl = write_wl(1), *out = path_in(g_dir, "stdout"), *json = path_in(g_dir, "r.json");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--json", json, NULL };
+    ck_assert_int_eq(run(argv, out, NULL, NULL, 60), 0);
+    char *text = read_text(out, NULL);
+    char *l0 = line_at(text, 0);
+    ck_assert_str_eq(l0, "== glibc");
+    mt_jval_t *j = load_json(json);
+    check_summary(text, 1, j, 1);
+    ck_assert_str_eq(mt_json_str_at(j, "allocator", ""), "glibc");
+    mt_json_free(j);
+    free(l0);
+    free(text);
+    free(wl);
+    free(out);
+    free(json);
+}
+END_TEST
+
+/* --quiet: no summary; --label names the allocator in the result. */
+START_TEST(quiet_and_label)
+{
+    char *wl = write_wl(1), *out = path_in(g_dir, "stdout"), *json = path_in(g_dir, "r.json");
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", "--label", "my-alloc", NULL };
+    ck_assert_int_eq(run(argv, out, NULL, NULL, 60), 0);
+    char *text = read_text(out, NULL);
+    ck_assert_str_eq(text, "");
+    mt_jval_t *j = load_json(json);
+    ck_assert_str_eq(mt_json_str_at(j, "allocator", ""), "my-alloc");
+    mt_json_free(j);
+    /* without a label, the library that answers malloc */
+    const char *const argv2[] = { SIM_EXE, wl, "--json", json, "--quiet", NULL };
+    ck_assert_int_eq(run(argv2, out, NULL, NULL, 60), 0);
+    j = load_json(json);
+    if (!sanitizer_skip("the allocator's library"))
+        ck_assert_msg(strstr(mt_json_str_at(j, "allocator", ""), "libc.so"), "allocator %s",
+                      mt_json_str_at(j, "allocator", ""));
+    mt_json_free(j);
+    free(text);
+    free(wl);
+    free(out);
+    free(json);
+}
+END_TEST
+
+/* --rss-series: a header and rows of five numbers, time not going back, ideal never above the peak. */
+START_TEST(rss_series)
+{
+    char *wl = path_in(g_dir, "paced.mtw"), *series = path_in(g_dir, "series.tsv"),
+         *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 20; i++) {
+        wlb_malloc(&b, t, i, 1024 * 1024);
+        wlb_gap(&b, 10000000); /* 10 ms: 200 ms in all at the recorded pace */
+    }
+    for (uint64_t i = 1; i <= 20; i++)
+        wlb_free(&b, t, i);
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl,         "--json",   json,          "--quiet", "--rss-series",
+                                 series,  "--timing", "recorded", "--sample-ms", "5",       NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    char *text = read_text(series, NULL);
+    ck_assert_ptr_nonnull(text);
+    char *l0 = line_at(text, 0);
+    ck_assert_str_eq(l0, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb");
+    const size_t rows = count_lines(text) - 1;
+    ck_assert_msg(rows >= 10, "%zu rows for 200 ms sampled every 5 ms", rows);
+    double prev_t = -1;
+    unsigned long long max_rss = 0, max_ideal = 0;
+    for (size_t i = 1; i <= rows; i++) {
+        char *l = line_at(text, i);
+        match(l, "^[0-9]+\\.[0-9]{4}\t[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+$", "series row");
+        double ts;
+        unsigned long long rss, vm, ideal, src;
+        ck_assert_int_eq(sscanf(l, "%lf %llu %llu %llu %llu", &ts, &rss, &vm, &ideal, &src), 5);
+        ck_assert(ts >= prev_t);
+        ck_assert(rss <= vm);
+        ck_assert_uint_eq(src, 0); /* the workload has no RSS records */
+        prev_t = ts;
+        if (rss > max_rss)
+            max_rss = rss;
+        if (ideal > max_ideal)
+            max_ideal = ideal;
+        free(l);
+    }
+    ck_assert_uint_le(max_ideal, (uint64_t)jnum(j, "ideal_rss_kb"));
+    ck_assert_uint_ge(max_ideal, 10 * 1024); /* sampled while blocks were live */
+    /* the peak is the kernel's high-water mark: never below what the samples saw */
+    ck_assert_uint_le(max_rss, (uint64_t)jnum(j, "max_rss_kb"));
+    mt_json_free(j);
+    free(l0);
+    free(text);
+    free(wl);
+    free(series);
+    free(json);
+}
+END_TEST
+
+/* Usage errors: exit 2. */
+START_TEST(usage_errors)
+{
+    char *wl = write_wl(1), *err = path_in(g_dir, "stderr");
+    const char *const cases[][6] = {
+        { SIM_EXE, NULL },
+        { SIM_EXE, wl, "--timing", "sometimes", NULL },
+        { SIM_EXE, wl, "--touch", "all", NULL },
+        { SIM_EXE, wl, "--no-such-option", NULL },
+        { SIM_EXE, wl, "--sample-ms", "0", NULL },
+        { SIM_EXE, wl, wl, NULL },
+        { MTRACE_EXE, "replay", NULL },
+        { MTRACE_EXE, "replay", wl, "--bogus", NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int rc = run(cases[i], NULL, err, NULL, 30);
+        ck_assert_msg(rc == 2, "case %zu: exit %d", i, rc);
+        char *e = read_text(err, NULL);
+        ck_assert_msg(strstr(e, "usage:"), "case %zu: %s", i, e);
+        free(e);
+    }
+    free(wl);
+    free(err);
+}
+END_TEST
+
+static Suite *summary_suite(void)
+{
+    Suite *s = suite_create("sim_summary");
+    const struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        { "summary_shape", summary_shape },     { "summary_through_replay", summary_through_replay },
+        { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
+        { "usage_errors", usage_errors },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+        tcase_set_timeout(tc, 200);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(summary_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
