@@ -180,8 +180,13 @@ static int is_alloc_op(unsigned op)
     return op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT && op <= MT_OP_LAST_CALL;
 }
 
+/* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
+#define MAX_STACK_ID (1u << 24)
+
 static stack_stat_t *stack_at(priv_t *pv, uint32_t id)
 {
+    if (id >= MAX_STACK_ID)
+        return NULL;
     if (id >= pv->nstacks) {
         uint32_t cap = pv->nstacks ? pv->nstacks : 1024;
         while (cap <= id)
@@ -494,6 +499,8 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     if (!rep->thread || (rc = pass_init(&p, t, err)) < 0) {
         if (!rep->thread)
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        else
+            pass_fini(&p);
         mt_trace_close(t);
         return rc < 0 ? rc : -ENOMEM;
     }
@@ -879,7 +886,8 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
         if (!sorted)
             return;
-        memcpy(sorted, r->callsites, r->ncallsites * sizeof *sorted);
+        if (r->ncallsites)
+            memcpy(sorted, r->callsites, r->ncallsites * sizeof *sorted);
         for (size_t i = 1; i < r->ncallsites; i++) { /* insertion sort on the chosen key */
             const mt_callsite_t x = sorted[i];
             const uint64_t kx = k == 0 ? x.calls : k == 1 ? x.bytes : k == 2 ? x.peak_bytes : x.leaked_bytes;

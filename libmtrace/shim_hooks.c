@@ -147,10 +147,12 @@ static void resolve_real(void)
         r->reallocarray = emu_reallocarray;
     if (!r->malloc_usable_size)
         r->malloc_usable_size = emu_usable_size;
-    /* glibc's chunk headers and brk are only ours to read when glibc's malloc answers. */
-    void *libc_malloc = dlsym(RTLD_DEFAULT, "__libc_malloc");
+    /* glibc's chunk headers and brk are only ours to read when glibc's malloc answers: malloc comes
+     * from libc itself. Not __libc_malloc: tcmalloc (and jemalloc, mimalloc when built so) define it
+     * too, and their blocks have no glibc chunk header before them. */
+    void *libc_sym = dlsym(RTLD_DEFAULT, "gnu_get_libc_version");
     Dl_info li;
-    mt_g.glibc = libc_malloc && dladdr(libc_malloc, &li) && li.dli_fbase == base &&
+    mt_g.glibc = libc_sym && dladdr(libc_sym, &li) && li.dli_fbase == base &&
                  !dlsym(RTLD_DEFAULT, "__malloc_debug_enable_mcheck");
     real_fork_fn = (void *(*)(void))dlsym(RTLD_NEXT, "fork");
     real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
@@ -200,12 +202,32 @@ static void start_tracing(void)
     t->busy = 0;
 }
 
+/* Starts tracing, once. The options come from the environment, which libc sets up in its own
+ * initializer: a call made before that (from a preinit_array function) passes through unrecorded
+ * rather than start with no options at all (the trace would go to ./mtrace.PID.mtr whatever
+ * MTRACE_OUT says), and tracing starts with the first call after it, or with our constructor
+ * (`force`). */
+static _Atomic int start_state; /* 0 not started, 1 starting, 2 started */
+
+static void start_once(int force)
+{
+    if (MT_LIKELY(atomic_load(&start_state) == 2) || (!force && !environ))
+        return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&start_state, &expected, 1)) {
+        start_tracing();
+        atomic_store(&start_state, 2);
+    }
+}
+
 /* Returns nonzero once the real allocator is known. Zero means this thread is inside dlsym and must
  * be served from the boot pool. */
 static int init(void)
 {
-    if (MT_LIKELY(atomic_load(&resolve_state) == 2))
+    if (MT_LIKELY(atomic_load(&resolve_state) == 2)) {
+        start_once(0);
         return 1;
+    }
     if (resolving_here)
         return 0;
     int expected = 0;
@@ -217,7 +239,7 @@ static int init(void)
          * message) may allocate and must reach the real allocator, not wait here for ever. Nothing
          * is recorded before start_tracing() clears mt_g.off. */
         atomic_store(&resolve_state, 2);
-        start_tracing();
+        start_once(0);
         return 1;
     }
     while (atomic_load(&resolve_state) != 2)
@@ -228,6 +250,7 @@ static int init(void)
 __attribute__((constructor(101))) static void mt_constructor(void)
 {
     init();
+    start_once(1);
 }
 
 __attribute__((destructor(101))) static void mt_destructor(void)
@@ -351,8 +374,10 @@ MT_EXPORT void *malloc(size_t size)
     if (MT_UNLIKELY(pass_through(t))) {
         if (MT_UNLIKELY(!init()))
             return boot_alloc(size, 16);
-        count_lost(t);
-        return mt_g.real.malloc(size);
+        if (pass_through(t)) { /* else this call started tracing: it is the first one recorded */
+            count_lost(t);
+            return mt_g.real.malloc(size);
+        }
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.malloc(size);
@@ -368,9 +393,11 @@ MT_EXPORT void free(void *ptr)
     if (MT_UNLIKELY(pass_through(t))) {
         if (MT_UNLIKELY(!init()))
             return;
-        count_lost(t);
-        mt_g.real.free(ptr);
-        return;
+        if (pass_through(t)) {
+            count_lost(t);
+            mt_g.real.free(ptr);
+            return;
+        }
     }
     const uint64_t now = mt_now();
     /* Recorded before the real free: once free returns, another thread may get the same address,
@@ -387,8 +414,10 @@ MT_EXPORT void *calloc(size_t n, size_t size)
             size_t bytes;
             return __builtin_mul_overflow(n, size, &bytes) ? NULL : boot_alloc(bytes, 16);
         }
-        count_lost(t);
-        return mt_g.real.calloc(n, size);
+        if (pass_through(t)) {
+            count_lost(t);
+            return mt_g.real.calloc(n, size);
+        }
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.calloc(n, size);
@@ -408,8 +437,10 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
     if (MT_UNLIKELY(pass_through(t))) {
         if (MT_UNLIKELY(!init()))
             return ptr ? NULL : boot_alloc(size, 16);
-        count_lost(t);
-        return mt_g.real.realloc(ptr, size);
+        if (pass_through(t)) {
+            count_lost(t);
+            return mt_g.real.realloc(ptr, size);
+        }
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.realloc(ptr, size);
@@ -428,8 +459,10 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         }
         if (is_boot(ptr) || !init())
             return realloc(ptr, bytes);
-        count_lost(t);
-        return mt_g.real.reallocarray(ptr, n, size);
+        if (pass_through(t)) {
+            count_lost(t);
+            return mt_g.real.reallocarray(ptr, n, size);
+        }
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.reallocarray(ptr, n, size);
@@ -445,8 +478,10 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         if (MT_UNLIKELY(pass_through(t))) {                                                      \
             if (MT_UNLIKELY(!init()))                                                            \
                 return boot_alloc(size, boot_align);                                             \
-            count_lost(t);                                                                       \
-            return mt_g.real.name call_args;                                                     \
+            if (pass_through(t)) {                                                               \
+                count_lost(t);                                                                   \
+                return mt_g.real.name call_args;                                                 \
+            }                                                                                    \
         }                                                                                        \
         const uint64_t now = mt_now();                                                           \
         void *r = mt_g.real.name call_args;                                                      \
@@ -468,8 +503,10 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
             *out = boot_alloc(size, align);
             return *out ? 0 : ENOMEM;
         }
-        count_lost(t);
-        return mt_g.real.posix_memalign(out, align, size);
+        if (pass_through(t)) {
+            count_lost(t);
+            return mt_g.real.posix_memalign(out, align, size);
+        }
     }
     const uint64_t now = mt_now();
     const int rc = mt_g.real.posix_memalign(out, align, size);
@@ -485,7 +522,8 @@ MT_EXPORT size_t malloc_usable_size(void *ptr)
     if (MT_UNLIKELY(pass_through(t))) {
         if (MT_UNLIKELY(!init()))
             return 0;
-        return mt_g.real.malloc_usable_size(ptr);
+        if (pass_through(t))
+            return mt_g.real.malloc_usable_size(ptr);
     }
     const uint64_t now = mt_now();
     const size_t n = mt_g.real.malloc_usable_size(ptr);

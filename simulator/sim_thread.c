@@ -18,7 +18,9 @@
 #include "sim.h"
 
 #define RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
-#define SPIN_ROUNDS 2000
+/* How long a wait spins before it sleeps, in clock ticks (about 50 us at 2 GHz): a futex wake-up
+ * costs tens of microseconds in a VM, a handed-over block usually comes within microseconds. */
+#define SPIN_TICKS 100000u
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val)
 {
@@ -169,7 +171,7 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
         return -EDEADLK; /* that thread never completes so many ops */
     t->waits++;
     const uint64_t c0 = sim_cycles();
-    for (int i = 0; i < SPIN_ROUNDS && cur < n; i++) {
+    while (cur < n && sim_cycles() - c0 < SPIN_TICKS) {
         __builtin_ia32_pause();
         cur = atomic_load_explicit(&o->progress, memory_order_acquire);
     }

@@ -107,7 +107,10 @@ static uint64_t to_ns(const conv_t *c, uint64_t time)
 {
     if (time <= c->t0)
         return 0;
-    return (uint64_t)((double)(time - c->t0) * 1e9 / c->rate);
+    /* A damaged header (a rate of 1 tick/s, a start time of 0) can put this past 64 bits, and
+     * converting such a double to an integer is undefined: saturate instead. */
+    const double ns = (double)(time - c->t0) * 1e9 / c->rate;
+    return ns < 18446744073709551616.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
 

@@ -1,0 +1,253 @@
+/* churn: a malloc-heavy benchmark for measuring tracing overhead.
+ *
+ * Each worker thread keeps LIVE slots of live blocks. A step picks a random slot, frees the block
+ * there and allocates a new one of a log-uniformly distributed size; one step in 16 uses calloc and
+ * one in 16 reallocs the slot's block in place of free + malloc. The first byte of every block is
+ * written. Every malloc, calloc, realloc and free counts as one call; a thread stops after
+ * CALLS_PER_THREAD calls. Workers always run on their own threads (also with -t 1), so that the
+ * allocator setup (a non-main arena per thread) is the same at every thread count.
+ *
+ * Output, one line:
+ *   threads=T calls=C elapsed_ns=E ns_per_call=N cpu_ns_per_call=U
+ * C is the total over all threads, E the wall time from the start barrier to the last thread's end,
+ * N the mean over threads of (that thread's wall time / its calls), U the same with the thread's CPU
+ * time (user + system, CLOCK_THREAD_CPUTIME_ID): on a busy machine it leaves out the time a thread
+ * waited for a CPU.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <mcheck.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIZE_TABLE 4096u /* log-uniform size draws per thread, indexed by random bits */
+
+typedef struct worker {
+    pthread_t th;
+    unsigned index;
+    uint64_t calls;    /* calls made */
+    uint64_t ns;       /* this thread's wall time */
+    uint64_t cpu_ns;   /* this thread's CPU time */
+    uint64_t checksum; /* keeps the touches observable */
+} worker_t;
+
+static uint64_t opt_calls = 10000000;
+static unsigned opt_threads = 1;
+static size_t opt_min = 16, opt_max = 65536;
+static size_t opt_live = 1024;
+
+static pthread_barrier_t start_barrier;
+static uint64_t start_ns;
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* xorshift64*: fast, good enough for picking slots and sizes. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t seed_for(unsigned index)
+{
+    /* splitmix64 of the thread index: distinct, nonzero seeds */
+    uint64_t z = 0x9E3779B97F4A7C15ULL * (index + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    uint64_t s = seed_for(w->index);
+    /* Set-up allocations happen before the barrier, so they are not timed. */
+    void **slot = calloc(opt_live, sizeof *slot);
+    uint32_t *sizes = malloc(SIZE_TABLE * sizeof *sizes);
+    if (!slot || !sizes) {
+        fprintf(stderr, "churn: out of memory\n");
+        exit(1);
+    }
+    const double lmin = log((double)opt_min), lspan = log((double)opt_max) - lmin;
+    for (unsigned i = 0; i < SIZE_TABLE; i++) {
+        const double u = (double)(rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
+        double v = exp(lmin + u * lspan);
+        if (v < (double)opt_min)
+            v = (double)opt_min;
+        if (v > (double)opt_max)
+            v = (double)opt_max;
+        sizes[i] = (uint32_t)v;
+    }
+    const uint64_t live = opt_live, n = opt_calls;
+    uint64_t calls = 0, sum = 0;
+
+    pthread_barrier_wait(&start_barrier);
+    const uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    while (calls < n) {
+        const uint64_t r = rng_next(&s);
+        void **sp = &slot[(r >> 32) % live];
+        const size_t size = sizes[(r >> 8) & (SIZE_TABLE - 1)];
+        const unsigned kind = (unsigned)r & 15u;
+        char *p;
+        if (kind == 0 || (*sp && n - calls == 1)) { /* (the last call of the budget: no pair fits) */
+            p = realloc(*sp, size); /* NULL slot: acts as malloc */
+            calls++;
+        } else {
+            if (*sp) {
+                free(*sp);
+                calls++;
+            }
+            p = kind == 1 ? calloc(1, size) : malloc(size);
+            calls++;
+        }
+        if (!p) {
+            fprintf(stderr, "churn: allocation of %zu bytes failed\n", size);
+            exit(1);
+        }
+        p[0] = (char)r;
+        sum += (unsigned char)p[0];
+        *sp = p;
+    }
+    w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    w->ns = now_ns() - t0;
+    w->calls = calls;
+    w->checksum = sum;
+    /* Tear-down is not timed and not counted. */
+    for (uint64_t i = 0; i < live; i++)
+        free(slot[i]);
+    free(sizes);
+    free(slot);
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-g]\n"
+               "  -t  worker threads (default 1)\n"
+               "  -n  malloc-family calls per thread, free included (default 10000000)\n"
+               "  -s  smallest block size (default 16)\n"
+               "  -S  largest block size (default 65536); sizes are log-uniform in [MIN, MAX]\n"
+               "  -l  live block slots per thread (default 1024)\n"
+               "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
+               "MALLOC_TRACE)\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end || s[0] == '-')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int c, glibc_mtrace = 0;
+    uint64_t v;
+    while ((c = getopt(argc, argv, "t:n:s:S:l:gh")) != -1) {
+        switch (c) {
+        case 't':
+            if (parse_u64(optarg, &v) || v < 1 || v > 1024)
+                goto bad;
+            opt_threads = (unsigned)v;
+            break;
+        case 'n':
+            if (parse_u64(optarg, &v) || v < 1)
+                goto bad;
+            opt_calls = v;
+            break;
+        case 's':
+            if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX)
+                goto bad;
+            opt_min = (size_t)v;
+            break;
+        case 'S':
+            if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX)
+                goto bad;
+            opt_max = (size_t)v;
+            break;
+        case 'l':
+            if (parse_u64(optarg, &v) || v < 1 || v > (1u << 26))
+                goto bad;
+            opt_live = (size_t)v;
+            break;
+        case 'g':
+            glibc_mtrace = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (optind != argc || opt_min > opt_max)
+        goto bad;
+    if (glibc_mtrace)
+        mtrace();
+
+    worker_t *w = calloc(opt_threads, sizeof *w);
+    if (!w || pthread_barrier_init(&start_barrier, NULL, opt_threads + 1)) {
+        fprintf(stderr, "churn: set-up failed\n");
+        return 1;
+    }
+    for (unsigned i = 0; i < opt_threads; i++) {
+        w[i].index = i;
+        const int rc = pthread_create(&w[i].th, NULL, work, &w[i]);
+        if (rc) {
+            fprintf(stderr, "churn: pthread_create: %s\n", strerror(rc));
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&start_barrier);
+    start_ns = now_ns();
+    for (unsigned i = 0; i < opt_threads; i++)
+        pthread_join(w[i].th, NULL);
+    const uint64_t elapsed = now_ns() - start_ns;
+
+    uint64_t calls = 0;
+    double per_call = 0, cpu_per_call = 0;
+    for (unsigned i = 0; i < opt_threads; i++) {
+        calls += w[i].calls;
+        per_call += (double)w[i].ns / (double)w[i].calls;
+        cpu_per_call += (double)w[i].cpu_ns / (double)w[i].calls;
+    }
+    per_call /= opt_threads;
+    cpu_per_call /= opt_threads;
+    printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n",
+           opt_threads, calls, elapsed, per_call, cpu_per_call);
+    pthread_barrier_destroy(&start_barrier);
+    free(w);
+    if (glibc_mtrace)
+        muntrace();
+    return 0;
+
+bad:
+    usage(stderr);
+    return 2;
+}
