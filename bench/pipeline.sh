@@ -223,7 +223,8 @@ if PERF and shutil.which("perf"):
     for line in rep.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[.\]\s+(.*)", line)
         if m and k < 15:
-            md(f"| {m.group(1)} % | {m.group(2)} | `{m.group(3).strip()}` |")
+            fn = re.sub(r"(\s+-)+\s*$", "", m.group(3)).strip()
+            md(f"| {m.group(1)} % | {m.group(2)} | `{fn}` |")
             k += 1
     md()
 

@@ -138,7 +138,7 @@ run() { # run WORKLOAD TOOL REP
         bytes=$(cat "$TMP"/tr/ht* | wc -c) ;;
     esac
     local cpu
-    cpu=$(awk '{printf "%d", ($1 + $2) * 1e9}' "$TMP/cpu")
+    cpu=$(awk '{printf "%.0f", ($1 + $2) * 1e9}' "$TMP/cpu")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$tool" "$rep" "$((t1 - t0))" "${calls:-0}" "$bytes" "$cpu" >>"$RAW"
     echo "  $w $tool rep=$rep wall_ms=$(((t1 - t0) / 1000000)) cpu_ms=$((cpu / 1000000)) calls=$calls bytes=$bytes" >&2
 }
