@@ -346,8 +346,13 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
         return -ENOMEM;
     }
     int rc = 0;
-    for (size_t i = 0; i < mt_trace_chunk_count(t) && rc >= 0; i++) {
-        rc = mt_cursor_load(&c, i, err);
+    /* Through the threads' chunk lists: a chunk present twice in the file is counted once. */
+    const uint32_t *order = mt_trace_thread_chunks(t);
+    size_t nkept = 0;
+    for (size_t i = 0; i < mt_trace_thread_count(t); i++)
+        nkept += mt_trace_thread(t, i)->nchunks;
+    for (size_t i = 0; i < nkept && rc >= 0; i++) {
+        rc = mt_cursor_load(&c, order[i], err);
         mt_record_t r;
         while (rc >= 0 && (rc = mt_cursor_next(&c, &r, err)) > 0) {
             s->records++;

@@ -75,12 +75,12 @@ typedef struct mt_global {
     uint64_t reserved_chunks;
     _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
     _Atomic uint64_t mapped_chunks;
-    _Atomic uint64_t dropped_chunks; /* chunks below this have left our page tables */
     _Atomic uint32_t next_thread;
     _Atomic uint64_t next_rss_time;
     _Atomic uint64_t lost;
     uint64_t rss_period;    /* in recorded time units */
     uint64_t last_brk;      /* heap top after the latest call that observed it */
+    void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; or NULL */
     int statm_fd;
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */

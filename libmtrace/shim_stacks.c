@@ -30,6 +30,13 @@ static uintptr_t self_lo, self_hi; /* our own code: its frames are not the calle
 static _Atomic unsigned long long modules_seen = ~0ull; /* dlpi_adds + dlpi_subs at the last MODULE */
 static _Atomic int modules_lock;
 
+/* A library loaded where an unloaded one was has frames at the same addresses: the stack table must
+ * not answer with the old library's stack ids. Every dlclose made through the dynamic symbol (the
+ * program's and its libraries') starts a new unload generation, mixed into the stack hash; while a
+ * dlclose is under way every stack gets a fresh id, since the old and the new code can both be met. */
+static _Atomic unsigned dlclose_in_flight;
+static _Atomic uint64_t unload_generation;
+
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -161,9 +168,22 @@ static void note_modules(mt_thread_t *t)
     atomic_store(&modules_lock, 0);
 }
 
-static uint64_t hash_frames(void *const *f, int n)
+MT_EXPORT int dlclose(void *handle)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    static int (*real_dlclose)(void *);
+    if (!real_dlclose)
+        real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    atomic_fetch_add(&dlclose_in_flight, 1);
+    const int rc = real_dlclose(handle);
+    /* generation first: a thread that sees no dlclose in flight sees the new generation */
+    atomic_fetch_add(&unload_generation, 1);
+    atomic_fetch_sub(&dlclose_in_flight, 1);
+    return rc;
+}
+
+static uint64_t hash_frames(void *const *f, int n, uint64_t generation)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n ^ (generation << 8);
     for (int i = 0; i < n; i++) {
         h ^= (uint64_t)(uintptr_t)f[i];
         h *= 0xff51afd7ed558ccdull;
@@ -186,6 +206,15 @@ static void define_stack(mt_thread_t *t, uint32_t id, void *const *f, int n)
     mt_emit_event(t, MT_EV_STACK, payload, (size_t)(q - payload));
 }
 
+/* Numbers a stack and writes its definition, after the module list it resolves against. */
+static uint32_t new_stack(mt_thread_t *t, void *const *f, int n)
+{
+    const uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
+    note_modules(t);
+    define_stack(t, id, f, n);
+    return id;
+}
+
 uint32_t mt_stack_id(mt_thread_t *t)
 {
     if (!table)
@@ -201,7 +230,11 @@ uint32_t mt_stack_id(mt_thread_t *t)
     if (n <= 0)
         return 0;
     void *const *f = frames + skip;
-    const uint64_t h = hash_frames(f, n);
+    /* Read after the unwind: frames in a library that replaced an unloaded one were captured after
+     * that dlclose began, so either it is still in flight or its new generation is visible. */
+    if (atomic_load(&dlclose_in_flight))
+        return atomic_load(&next_id) >= MAX_LOAD ? 0 : new_stack(t, f, n);
+    const uint64_t h = hash_frames(f, n, atomic_load(&unload_generation));
     for (uint32_t i = (uint32_t)h & (TABLE_SLOTS - 1), probes = 0; probes < 64;
          i = (i + 1) & (TABLE_SLOTS - 1), probes++) {
         stack_slot_t *s = &table[i];
@@ -225,9 +258,7 @@ uint32_t mt_stack_id(mt_thread_t *t)
             }
             continue;
         }
-        const uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
-        note_modules(t);
-        define_stack(t, id, f, n);
+        const uint32_t id = new_stack(t, f, n);
         atomic_store_explicit(&s->id, id, memory_order_release);
         return id;
     }

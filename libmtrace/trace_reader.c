@@ -151,7 +151,8 @@ static int cmp_thread_chunk(const void *a, const void *b, void *arg)
         return x->thread < y->thread ? -1 : 1;
     if (x->seq != y->seq)
         return x->seq < y->seq ? -1 : 1;
-    return 0;
+    const uint64_t ox = t->chunks[*(const uint32_t *)a].offset, oy = t->chunks[*(const uint32_t *)b].offset;
+    return ox < oy ? -1 : ox > oy;
 }
 
 static int index_threads(mt_trace_t *t, mt_error_t *err)
@@ -162,15 +163,17 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
     for (size_t i = 0; i < t->nchunks; i++)
         t->thread_chunks[i] = (uint32_t)i;
     qsort_r(t->thread_chunks, t->nchunks, sizeof *t->thread_chunks, cmp_thread_chunk, t);
-    size_t cap = 0;
+    /* A chunk met twice (same thread and seq) was being moved out of its thread's home chunk when
+     * the process ended: both copies hold the same records; the first in the file is read. */
+    size_t cap = 0, kept = 0;
     for (size_t i = 0; i < t->nchunks; i++) {
-        const mt_chunk_ref_t *c = &t->chunks[t->thread_chunks[i]];
+        const uint32_t ci = t->thread_chunks[i];
+        const mt_chunk_ref_t *c = &t->chunks[ci];
         if (t->nthreads && t->threads[t->nthreads - 1].thread == c->h.thread) {
-            mt_thread_info_t *ti = &t->threads[t->nthreads - 1];
-            if (c->h.seq == t->chunks[t->thread_chunks[i - 1]].h.seq)
-                return mt_errorf(err, -EINVAL, t->path, c->offset + (t->packed ? MT_PACK_FRAME_HEADER_SIZE : 0) + 16,
-                            "thread %u has two chunks numbered %u", c->h.thread, c->h.seq);
-            ti->nchunks++;
+            if (c->h.seq == t->chunks[t->thread_chunks[kept - 1]].h.seq)
+                continue;
+            t->threads[t->nthreads - 1].nchunks++;
+            t->thread_chunks[kept++] = ci;
             continue;
         }
         if (t->nthreads == cap) {
@@ -181,7 +184,8 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
             t->threads = n;
         }
         t->threads[t->nthreads++] = (mt_thread_info_t){
-            .thread = c->h.thread, .tid = c->h.tid, .nchunks = 1, .first = (uint32_t)i};
+            .thread = c->h.thread, .tid = c->h.tid, .nchunks = 1, .first = (uint32_t)kept};
+        t->thread_chunks[kept++] = ci;
     }
     return 0;
 }

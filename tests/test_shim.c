@@ -932,16 +932,18 @@ END_TEST
 
 /* ---- (i) exec ---------------------------------------------------------------------------------- */
 
-START_TEST(exec_gets_its_own_file)
+/* Runs prog_exec with `how` ("" for execv) and checks both images' files. */
+static void check_exec(const char *how, const char *name)
 {
-    char *trace = path_in(g_dir, "exec.mtr");
+    char *trace = path_in(g_dir, name);
     char *prog = prog_path("prog_exec");
     run_result_t r;
-    run(&(run_opts_t){ .prog = "prog_exec", .preload = 1, .trace = trace }, &r);
+    run(&(run_opts_t){ .prog = "prog_exec", .args = { how }, .preload = 1, .trace = trace }, &r);
     assert_exit(&r, 0);
     ck_assert_str_eq(r.err, "");
     const uint64_t pid = value(&r, "first_pid");
     ck_assert_uint_eq(value(&r, "second_pid"), pid);
+    ck_assert_uint_eq(value(&r, "second_argc"), (how ? 100 : 2));
 
     /* the first image: its malloc, the exec event with the path, end fields but not complete */
     mt_trace_t *t = open_ok(trace);
@@ -983,11 +985,23 @@ START_TEST(exec_gets_its_own_file)
     rec_list_free(&recs);
     rec_list_free(&calls);
     mt_trace_close(t);
-    ck_assert_int_eq(count_files("exec.mtr"), 2);
+    ck_assert_int_eq(count_files(name), 2);
     free(second);
     free(prog);
     run_free(&r);
     free(trace);
+}
+
+START_TEST(exec_gets_its_own_file)
+{
+    check_exec(NULL, "exec.mtr");
+}
+END_TEST
+
+/* execl with more arguments than the wrapper keeps on its stack: the same two files. */
+START_TEST(execl_long_list)
+{
+    check_exec("execl-long", "execl.mtr");
 }
 END_TEST
 
@@ -1032,6 +1046,7 @@ static Suite *shim_suite(void)
 
     tc = tcase(s, "exec");
     tcase_add_test(tc, exec_gets_its_own_file);
+    tcase_add_test(tc, execl_long_list);
 
     /* Known shim bugs, one case each (named in tests/meson.build): left out of the main run
      * (CK_EXCLUDE_TAGS=knownbug), each run on its own and expected to fail until fixed. */

@@ -980,8 +980,8 @@ START_TEST(exec_chain)
 }
 END_TEST
 
-/* knownbug: execl, execle and execlp reach execve inside libc, past the shim's wrappers: the image
- * that called them has no EXEC event and no end fields (it reads like a killed process). */
+/* execl, execle and execlp reach execve inside libc, past the execve wrapper: the shim wraps them
+ * too (once a known bug: the image that called them read like a killed process). */
 START_TEST(exec_chain_l)
 {
     static const char *const how[] = { "execl", "execle", "execlp" };
@@ -1345,9 +1345,9 @@ START_TEST(dlopen_dlclose)
 }
 END_TEST
 
-/* knownbug: stack ids are keyed by return addresses only. When library B is loaded where library A
- * was (same layout, same call site), B's calls get the ids of A's stacks, defined against a MODULE
- * snapshot that names A, and no new snapshot is written: B's allocations are attributed to A. */
+/* Library B loaded where library A was (same layout, same call site): B's calls must get stacks of
+ * their own, defined against a MODULE snapshot that names B (once a known bug: stack ids were keyed
+ * by return addresses only and B's allocations were attributed to A). */
 START_TEST(dlopen_stack_ids)
 {
     char *prog = fp_path("fp_dl");
