@@ -88,7 +88,7 @@ typedef struct mt_global {
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
     atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
     int paused;
-    int truncated;          /* stopped by a write failure: later calls count as lost */
+    atomic_int truncated;   /* stopped by a write failure: later calls count as lost (read by every thread) */
     pid_t pid;
     pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
     int exit_key_ok;

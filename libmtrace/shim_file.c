@@ -506,7 +506,7 @@ void mt_stop_tracing(int err, const char *why)
     if (atomic_exchange(&mt_g.stopped, 1))
         return;
     atomic_store(&mt_g.off, 1);
-    mt_g.truncated = 1;
+    atomic_store_explicit(&mt_g.truncated, 1, memory_order_relaxed);
     mt_file_header_t *h = header();
     h->truncated_errno = err;
     __atomic_fetch_or(&h->flags, MT_HDR_TRUNCATED, __ATOMIC_RELAXED);

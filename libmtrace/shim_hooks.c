@@ -282,7 +282,7 @@ static void count_lost(mt_thread_t *t)
      * losses; the shim's own calls (busy 2), pauses and stops are not. */
     if (t->busy == 2)
         return;
-    if (t->busy || mt_g.truncated)
+    if (t->busy || atomic_load_explicit(&mt_g.truncated, memory_order_relaxed))
         t->lost++;
 }
 

@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, -Dfuzzer=true) and fuzzes each for a bounded time.
 #
-#   scripts/fuzz.sh [--merge] [--build DIR] [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz.sh [--merge] [--build DIR] [--results FILE] [SECONDS_PER_TARGET] [TARGET...]
 #
 # SECONDS_PER_TARGET defaults to 60; TARGETs default to all of them: trace trace_packed workload
 # convert sim json report (tests/fuzz/README.md). Each run starts from tests/fuzz/corpus/<target>/ and
 # tests/fuzz/regressions/<target>/ and keeps what it finds new in DIR/fuzz-work/<target>/; the
 # committed corpus changes only with --merge, which adds the new inputs that bring coverage
 # (libFuzzer -merge=1). Crashing inputs are written to DIR/fuzz-artifacts/<target>/. The build
-# directory defaults to build-fuzz-clang. Ends with a table (executions, seconds, crashes) and exits
-# non-zero if any target crashed, leaked, timed out or ran out of memory.
+# directory defaults to build-fuzz-clang. Each crashing input is named (path, size, and for small ones
+# a base64 copy in the log, so that a CI log keeps it). Ends with a table (executions, seconds,
+# crashes) and exits non-zero if any target crashed, leaked, timed out or ran out of memory.
+# --results FILE appends one line per target: "ok TARGET EXECS" or "FAIL TARGET EXECS [INPUT...]"
+# (scripts/test.sh counts them; a failed build makes every target FAIL).
 #
 # Reproduce a crash with the replay program of any build, e.g.
 #   build/tests/fuzz/fuzz_replay_trace build-fuzz-clang/fuzz-artifacts/trace/crash-...
 # or with the fuzzer itself: build-fuzz-clang/tests/fuzz/fuzz_trace FILE
 set -uo pipefail
+export LC_ALL=C # comm and sort agree on the order of file names
 cd "$(dirname "$0")/.."
 root=$PWD
 
 merge=0
 build=build-fuzz-clang
 secs=60
+results=
 targets=()
 all=(trace trace_packed workload convert sim json report)
 while [ $# -gt 0 ]; do
     case $1 in
     --merge) merge=1 ;;
     --build) build=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --results) results=$2; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     [0-9]*) secs=$1 ;;
     *) targets+=("$1") ;;
     esac
@@ -53,7 +59,16 @@ dict() {
     esac
 }
 
-command -v clang >/dev/null || { echo "fuzz.sh: clang is not installed (Debian: clang, libclang-rt-14-dev)" >&2; exit 1; }
+# Every target failed, for --results, when nothing could be fuzzed; then exit 1.
+all_failed() {
+    echo "fuzz.sh: $1" >&2
+    local t
+    if [ -n "$results" ]; then
+        for t in "${targets[@]}"; do echo "FAIL $t ? ($1)" >>"$results"; done
+    fi
+    exit 1
+}
+command -v clang >/dev/null || all_failed "clang is not installed (Debian: clang, libclang-rt-14-dev)"
 # Everything is built with clang, ASan, UBSan and libFuzzer's coverage instrumentation, so the
 # libraries under test are instrumented too; the targets link with libFuzzer (tests/fuzz/meson.build).
 # werror off: a warning that only clang gives in code outside the fuzz targets must not stop fuzzing.
@@ -61,13 +76,24 @@ fuzz_opts=(-Dfuzzer=true -Dwerror=false -Db_sanitize=address,undefined -Db_lunde
     "-Dc_args=-fsanitize=fuzzer-no-link -fno-sanitize-recover=all")
 if [ ! -f "$build/build.ninja" ]; then
     CC=clang meson setup "$build" "${fuzz_opts[@]}" >"$build.setup.log" 2>&1 ||
-        { cat "$build.setup.log"; exit 1; }
+        { cat "$build.setup.log"; all_failed "meson setup $build failed"; }
 elif [ "$(meson introspect --buildoptions "$build" |
     python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "fuzzer"])')" != "[True]" ]; then
-    meson configure "$build" "${fuzz_opts[@]}" >/dev/null || exit 1
+    meson configure "$build" "${fuzz_opts[@]}" >/dev/null || all_failed "meson configure $build failed"
 fi
 ninja -C "$build" $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >"$build/fuzz-build.log" 2>&1 ||
-    { tail -n 40 "$build/fuzz-build.log"; exit 1; }
+    { tail -n 40 "$build/fuzz-build.log"; all_failed "the build failed ($build/fuzz-build.log)"; }
+
+# Names a crashing input; one of at most 12 KiB compressed is also printed, so that the log keeps it.
+show_input() {
+    local f=$1 z
+    echo "   crashing input: $f ($(wc -c <"$f") bytes)"
+    echo "     reproduce: build/tests/fuzz/fuzz_replay_$2 $f"
+    z=$(gzip -9c <"$f" | base64 -w 0)
+    if [ ${#z} -le 16384 ]; then
+        echo "     or from this log: echo '$z' | base64 -d | gunzip >$(basename "$f")"
+    fi
+}
 
 failed=0
 summary=()
@@ -78,7 +104,7 @@ for t in "${targets[@]}"; do
     seeds=("tests/fuzz/corpus/$t")
     [ -d "tests/fuzz/regressions/$t" ] && seeds+=("tests/fuzz/regressions/$t")
     log=$build/fuzz-$t.log
-    before=$(find "$art" -type f | wc -l)
+    find "$art" -type f | sort >"$art.before"
     echo "== $t: ${secs}s, max_len $(max_len "$t")"
     start=$(date +%s)
     # The first corpus directory is where libFuzzer writes: the work directory, not the committed one.
@@ -89,7 +115,9 @@ for t in "${targets[@]}"; do
     rc=$?
     took=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-    new=$(($(find "$art" -type f | wc -l) - before))
+    mapfile -t inputs < <(find "$art" -type f | sort | comm -13 "$art.before" -)
+    rm -f "$art.before"
+    new=${#inputs[@]}
     [ -n "$execs" ] || execs=?
     if [ $rc -ne 0 ] || [ "$new" -gt 0 ]; then
         failed=1
@@ -97,6 +125,12 @@ for t in "${targets[@]}"; do
         grep -E "^==[0-9]+==ERROR|SUMMARY|runtime error|invariant broken|Test unit written|deadly signal|out-of-memory|timeout" "$log" |
             head -n 12 | sed 's/^/   /'
         echo "   full log: $log"
+        for f in "${inputs[@]}"; do
+            show_input "$f" "$t"
+        done
+        [ -z "$results" ] || echo "FAIL $t $execs ${inputs[*]}" >>"$results"
+    else
+        [ -z "$results" ] || echo "ok $t $execs" >>"$results"
     fi
     summary+=("$(printf '%-13s %12s execs %5ss  %s crash(es)' "$t" "$execs" "$took" "$new")")
     if [ $merge -eq 1 ]; then

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Runs every test: the Check unit tests and end-to-end tests in the normal build, then the format
-# library's tests again under AddressSanitizer and UndefinedBehaviorSanitizer. Builds what is missing.
-# Ends with one line "N passed, N failed" and exits non-zero on any failure.
+# Runs every test: the Check unit tests and end-to-end tests in the normal build, the same under
+# AddressSanitizer and UndefinedBehaviorSanitizer, then each libFuzzer target fuzzed for a bounded
+# time (scripts/fuzz.sh, clang) and the multithreaded code under ThreadSanitizer (scripts/tsan.sh).
+# Builds what is missing. Each fuzz target and each TSan test counts as one test. Ends with one line
+# "N passed, N failed" and exits non-zero on any failure.
+#
+#   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 15; 0 skips fuzzing)
+#   MTRACE_TSAN=0        skips the ThreadSanitizer tests
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
+fuzz_secs=${MTRACE_FUZZ_SECONDS:-15}
 
 run_suite() {
     local dir=$1
@@ -20,7 +26,8 @@ run_suite() {
     return 0
 }
 
-# testlog.json has one JSON object per test; SKIP counts as neither passed nor failed.
+# testlog.json has one JSON object per test; SKIP counts as neither passed nor failed. The results
+# files of fuzz.sh and tsan.sh have one line per test: "ok NAME ..." or "FAIL NAME ...".
 count() {
     python3 - "$@" <<'PY'
 import json, sys
@@ -33,6 +40,12 @@ for path in sys.argv[1:]:
         print(f"missing test log {path}", file=sys.stderr)
         continue
     for line in lines:
+        if not path.endswith(".json"):
+            if line.startswith("ok "):
+                passed += 1
+            elif line.strip():
+                failed += 1
+            continue
         r = json.loads(line)["result"]
         if r in ("OK", "EXPECTEDFAIL"):
             passed += 1
@@ -47,7 +60,24 @@ rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
 run_suite build || build_failed=1
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false || build_failed=$((build_failed + 1))
 
-read -r passed failed < <(count build/meson-logs/testlog.json build-asan/meson-logs/testlog.json)
+logs=(build/meson-logs/testlog.json build-asan/meson-logs/testlog.json)
+extra=$(mktemp --suffix=.results)
+trap 'rm -f "$extra"' EXIT
+if [ "$fuzz_secs" -gt 0 ]; then
+    echo "== fuzzing each target for ${fuzz_secs} s (scripts/fuzz.sh)"
+    scripts/fuzz.sh --results "$extra" "$fuzz_secs"
+    # A run that stopped before writing its results (killed) leaves targets uncounted: one failure.
+    [ -s "$extra" ] || echo "FAIL fuzz.sh (no results)" >>"$extra"
+fi
+if [ "${MTRACE_TSAN:-1}" != 0 ]; then
+    echo "== ThreadSanitizer (scripts/tsan.sh)"
+    before=$(wc -l <"$extra")
+    scripts/tsan.sh --results "$extra"
+    [ "$(wc -l <"$extra")" -gt "$before" ] || echo "FAIL tsan.sh (no results)" >>"$extra"
+fi
+logs+=("$extra")
+
+read -r passed failed < <(count "${logs[@]}")
 failed=$((failed + build_failed))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
