@@ -25,11 +25,16 @@ typedef struct sim_opstat {
     uint64_t hist[SIM_HIST_BUCKETS];
 } sim_opstat_t;
 
+/* Where a replay thread is, as threads that wait on it see it: spinning for one pays only while the
+ * thread waited for is on a CPU. */
+typedef enum { SIM_NOT_STARTED, SIM_RUNNING, SIM_ASLEEP, SIM_DONE } sim_run_state_t;
+
 typedef struct sim_thread {
     /* Written by the owner after every op, read by threads that wait on it: its own cache lines. */
     _Alignas(128) _Atomic uint64_t progress; /* ops completed */
     _Atomic uint64_t wake_at;                /* lowest count a sleeping waiter needs; UINT64_MAX: none */
     _Atomic uint32_t wake_seq;               /* futex word: bumped when waiters are woken */
+    _Atomic uint32_t state;                  /* sim_run_state_t, written by the owner */
     _Alignas(128) _Atomic int64_t live_bytes; /* this thread's share of the live requested bytes */
     _Atomic uint32_t created;                 /* futex word: 0 until the OS thread exists */
     uint32_t index;
@@ -52,6 +57,11 @@ typedef struct sim_thread {
     sim_opstat_t stat[SIM_OPS];
 } sim_thread_t;
 
+typedef struct sim_wide_slot {
+    void *p;
+    uint64_t size;
+} sim_wide_slot_t;
+
 typedef struct sim_series_row {
     double t;
     uint64_t rss_kb, vm_kb, ideal_kb, source_rss_kb;
@@ -61,9 +71,11 @@ typedef struct sim {
     mt_wl_t *wl;
     uint32_t nthreads;
     sim_thread_t *th;
-    void **slots;
-    uint64_t *slot_size;
+    uint64_t *slots;            /* packed address and size: see slot_store() in sim_thread.c */
+    sim_wide_slot_t *slot_wide; /* blocks whose size or address does not fit in their entry */
     uint64_t nslots;
+    unsigned ncpus;    /* CPUs this process may run on */
+    int light_publish; /* membarrier() serves the waiters: completed() needs no fence */
     sim_touch_t touch;
     sim_timing_t timing;
     uint64_t replay_start_ns; /* CLOCK_MONOTONIC */
@@ -80,6 +92,10 @@ typedef struct sim {
     uint64_t mapped_bytes; /* bookkeeping, as mapped */
     struct { void *p; size_t len; } maps[4096];
     _Atomic uint32_t nmaps;
+    /* Replay threads running (neither asleep in a wait nor finished), read by waiters deciding
+     * whether to spin. Written whenever one sleeps or wakes: last, on a cache line of its own (the
+     * alignment pads the struct's end), away from the fields every op reads. */
+    _Alignas(128) _Atomic uint32_t runnable;
 } sim_t;
 
 /* Memory for the simulator itself, counted as bookkeeping (resident pages, measured at the end). */
@@ -89,6 +105,8 @@ uint64_t sim_resident_bytes(const sim_t *s);
 extern sim_t *sim_self;
 
 /* sim_thread.c */
+/* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */
+void sim_sync_init(sim_t *s);
 void sim_stop_all(sim_t *s);
 int sim_thread_load_first(sim_t *s, sim_thread_t *t, mt_error_t *err);
 void *sim_thread_main(void *arg);

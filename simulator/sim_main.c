@@ -391,10 +391,10 @@ int main(int argc, char **argv)
     }
     s.th = sim_map(&s, s.nthreads * sizeof *s.th);
     s.slots = sim_map(&s, (s.nslots + 1) * sizeof *s.slots);
-    s.slot_size = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_size);
+    s.slot_wide = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_wide);
     s.series_cap = 1u << 20;
     s.series = sim_map(&s, s.series_cap * sizeof *s.series);
-    if (!s.th || !s.slots || !s.slot_size || !s.series) {
+    if (!s.th || !s.slots || !s.slot_wide || !s.series) {
         fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s.nslots,
                 strerror(errno));
         return 1;
@@ -411,6 +411,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
+    sim_sync_init(&s);
     for (int i = 0; i < nopts; i++) {
         if (mallopt(opt_param[i], opt_value[i]) != 1)
             fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", opt_text[i]);
@@ -467,9 +468,10 @@ int main(int argc, char **argv)
     }
     const uint64_t cycles = sim_cycles() - c_start;
     const uint64_t wall_ns = mt_mono_ns() - s.replay_start_ns;
-    sample(&s);
+    /* The sampler is stopped before the last sample: both write the peaks and the series. */
     atomic_store(&s.running, 0);
     pthread_join(sampler, NULL);
+    sample(&s);
     getrusage(RUSAGE_SELF, &ru1);
 
     if (stall_msg[0]) {

@@ -1,12 +1,15 @@
 /* One replay thread: decodes its stream frame by frame into its own mapped buffers and makes every
  * call for real, timed with the TSC (not serialized: a call is hundreds of cycles, and cpuid would
- * cost more than it measures). Waits spin briefly, then sleep on the futex of the awaited thread's
- * op counter. */
+ * cost more than it measures). Waits spin briefly while the awaited thread is on a CPU, then sleep
+ * on the futex of its op counter. */
 #define _GNU_SOURCE
 #define ZSTD_STATIC_LINKING_ONLY
+#include <assert.h>
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +22,54 @@
 
 #define RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
 /* How long a wait spins before it sleeps, in clock ticks (about 50 us at 2 GHz): a futex wake-up
- * costs tens of microseconds in a VM, a handed-over block usually comes within microseconds. */
+ * costs tens of microseconds in a VM, a handed-over block usually comes within microseconds. For
+ * the first PAUSE_TICKS (about 5 us) it spins on the CPU; after that it yields the CPU between
+ * looks, since a thread that has not answered yet may be waiting for one (other processes count
+ * too, and the replay cannot see them). */
 #define SPIN_TICKS 100000u
+#define PAUSE_TICKS 10000u
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val)
 {
     return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
+}
+
+static long membarrier(int cmd)
+{
+    return syscall(SYS_membarrier, cmd, 0, 0);
+}
+
+void sim_sync_init(sim_t *s)
+{
+    cpu_set_t set;
+    s->ncpus = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
+    s->light_publish = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+/* The pair "publish progress, then read wake_at" (completed) and "lower wake_at, then re-read
+ * progress" (wait_for) is a store followed by a load on each side: unless a full barrier separates
+ * them on both sides, each can miss the other's store and the waiter sleeps through its wake-up.
+ * completed() runs after every op, wait_for() sleeps rarely, so the waiter pays for both: a
+ * membarrier() makes every running thread of the process execute a full barrier, and the publisher
+ * needs only a compiler barrier (membarrier(2): it "turns the pair of memory barriers into a
+ * compiler barrier and a system call"). Without membarrier, each side has its own fence. */
+static inline void publish_barrier(const sim_t *s)
+{
+    if (__builtin_expect(s->light_publish, 1))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void waiter_barrier(const sim_t *s)
+{
+    if (s->light_publish) {
+        const long rc = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        assert(rc == 0); /* membarrier(2): it cannot fail once the process has registered */
+        (void)rc;
+    } else {
+        atomic_thread_fence(memory_order_seq_cst);
+    }
 }
 
 static void wake_all(sim_thread_t *t)
@@ -159,6 +204,32 @@ static inline void touch(const sim_t *s, void *p, uint64_t size)
     b[size - 1] = 1;
 }
 
+static void set_run_state(sim_t *s, sim_thread_t *t, sim_run_state_t state)
+{
+    const sim_run_state_t was = atomic_load_explicit(&t->state, memory_order_relaxed);
+    if (was != SIM_RUNNING && state == SIM_RUNNING)
+        atomic_fetch_add(&s->runnable, 1);
+    else if (was == SIM_RUNNING && state != SIM_RUNNING)
+        atomic_fetch_sub(&s->runnable, 1);
+    atomic_store_explicit(&t->state, state, memory_order_relaxed);
+}
+
+/* One look's worth of spinning for thread o, `spun` ticks into the wait; 0: sleep now. Spinning helps
+ * only if o is on a CPU meanwhile: it must be running (not asleep in a wait of its own, not
+ * finished), and the running replay threads, the spinner among them, must not outnumber the CPUs,
+ * or the spin takes the CPU o needs. When they do, the waiter gives up its CPU (sched_yield)
+ * instead: the thread it waits for may be the one that gets it. */
+static inline int spin_once(const sim_t *s, const sim_thread_t *o, uint64_t spun)
+{
+    if (atomic_load_explicit(&o->state, memory_order_relaxed) != SIM_RUNNING)
+        return 0;
+    if (spun < PAUSE_TICKS && atomic_load_explicit(&s->runnable, memory_order_relaxed) <= s->ncpus)
+        __builtin_ia32_pause();
+    else
+        sched_yield();
+    return 1;
+}
+
 static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
 {
     if (other >= s->nthreads)
@@ -171,10 +242,9 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
         return -EDEADLK; /* that thread never completes so many ops */
     t->waits++;
     const uint64_t c0 = sim_cycles();
-    while (cur < n && sim_cycles() - c0 < SPIN_TICKS) {
-        __builtin_ia32_pause();
+    uint64_t spun;
+    while (cur < n && (spun = sim_cycles() - c0) < SPIN_TICKS && spin_once(s, o, spun))
         cur = atomic_load_explicit(&o->progress, memory_order_acquire);
-    }
     /* Sleep until the other thread reaches the lowest count anyone sleeping on it needs: it then
      * bumps wake_seq and wakes them all, and those that need more go back to sleep. */
     while (cur < n && !atomic_load(&s->failed)) {
@@ -182,11 +252,14 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
         uint64_t want = atomic_load(&o->wake_at);
         while (n < want && !atomic_compare_exchange_weak(&o->wake_at, &want, n)) {
         }
-        cur = atomic_load(&o->progress);
+        waiter_barrier(s); /* pairs with publish_barrier() in completed() */
+        cur = atomic_load_explicit(&o->progress, memory_order_acquire);
         if (cur >= n || atomic_load(&s->failed))
             break;
         t->futex_sleeps++;
+        set_run_state(s, t, SIM_ASLEEP);
         futex(&o->wake_seq, FUTEX_WAIT_PRIVATE, seq);
+        set_run_state(s, t, SIM_RUNNING);
         cur = atomic_load_explicit(&o->progress, memory_order_acquire);
     }
     t->wait_cycles += sim_cycles() - c0;
@@ -196,10 +269,8 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
 static inline void completed(sim_t *s, sim_thread_t *t)
 {
     const uint64_t n = atomic_load_explicit(&t->progress, memory_order_relaxed) + 1;
-    /* seq_cst: the store must be visible before wake_at is read, or a waiter that registered just
-     * now could miss its wake-up (it re-reads progress after registering: one of the two sees the
-     * other). */
-    atomic_store(&t->progress, n);
+    atomic_store_explicit(&t->progress, n, memory_order_release);
+    publish_barrier(s); /* or a waiter that lowered wake_at just now could miss its wake-up */
     if (__builtin_expect(n >= atomic_load_explicit(&t->wake_at, memory_order_relaxed), 0)) {
         atomic_store(&t->wake_at, UINT64_MAX);
         wake_all(t);
@@ -225,21 +296,58 @@ static void pace(const sim_t *s, uint64_t op_ns)
     }
 }
 
+/* ---- the slot table ------------------------------------------------------------------------------
+ * It holds one entry per live block, and workloads of half a million tiny blocks are common
+ * (python): an entry is 8 bytes, the block's address in the low 48 bits and its requested size
+ * (for the ideal RSS) in the high 16. User-space addresses fit in 48 bits (x86-64 and arm64 go
+ * higher only for an mmap that asks for it); a block whose address or size does not fit is kept in
+ * slot_wide[slot] and its entry says SLOT_WIDE. That table is mapped for every slot, but only the
+ * pages of slots that held such a block become resident: few, as each such block is 64 KiB or more.
+ * Ops on a slot are ordered by the workload's WAITs, so neither table needs a lock. */
+#define SLOT_ADDR_BITS 48
+#define SLOT_ADDR_MASK ((UINT64_C(1) << SLOT_ADDR_BITS) - 1)
+#define SLOT_SIZE_WIDE (UINT64_C(0xffff)) /* in the size bits: the block is in slot_wide */
+#define SLOT_WIDE (SLOT_SIZE_WIDE << SLOT_ADDR_BITS)
+
+static inline void *slot_ptr(const sim_t *s, uint64_t slot)
+{
+    const uint64_t e = s->slots[slot];
+    return e == SLOT_WIDE ? s->slot_wide[slot].p : (void *)(uintptr_t)(e & SLOT_ADDR_MASK);
+}
+
+static inline uint64_t slot_bytes(const sim_t *s, uint64_t slot)
+{
+    const uint64_t e = s->slots[slot];
+    return e == SLOT_WIDE ? s->slot_wide[slot].size : e >> SLOT_ADDR_BITS;
+}
+
+static inline void slot_store(sim_t *s, uint64_t slot, void *p, uint64_t size)
+{
+    const uint64_t addr = (uintptr_t)p;
+    if (size < SLOT_SIZE_WIDE && addr <= SLOT_ADDR_MASK) {
+        s->slots[slot] = size << SLOT_ADDR_BITS | addr;
+    } else {
+        s->slot_wide[slot] = (sim_wide_slot_t){ p, size };
+        s->slots[slot] = SLOT_WIDE;
+    }
+}
+
+static inline void add_live(sim_thread_t *t, int64_t bytes)
+{
+    atomic_store_explicit(&t->live_bytes, atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
+
 static inline void set_slot(sim_t *s, sim_thread_t *t, uint64_t slot, void *p, uint64_t size)
 {
-    s->slots[slot] = p;
-    s->slot_size[slot] = size;
-    atomic_store_explicit(&t->live_bytes, atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + (int64_t)size,
-                          memory_order_relaxed);
+    slot_store(s, slot, p, size);
+    add_live(t, (int64_t)size);
 }
 
 static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot)
 {
-    atomic_store_explicit(&t->live_bytes,
-                          atomic_load_explicit(&t->live_bytes, memory_order_relaxed) - (int64_t)s->slot_size[slot],
-                          memory_order_relaxed);
-    s->slots[slot] = NULL;
-    s->slot_size[slot] = 0;
+    add_live(t, -(int64_t)slot_bytes(s, slot));
+    s->slots[slot] = 0;
 }
 
 void sim_thread_run(sim_t *s, sim_thread_t *t)
@@ -247,6 +355,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     mt_wl_rec_t r;
     mt_error_t err;
     int rc, stopped = 0;
+    set_run_state(s, t, SIM_RUNNING);
     t->start_ns = mt_mono_ns();
     while ((rc = next_op(s, t, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
@@ -292,7 +401,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             break;
         }
         case MT_WL_FREE:
-            p = r.slot ? s->slots[r.slot] : NULL;
+            p = r.slot ? slot_ptr(s, r.slot) : NULL;
             if (r.slot)
                 clear_slot(s, t, r.slot);
             c0 = sim_cycles();
@@ -301,7 +410,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             break;
         case MT_WL_REALLOC:
         case MT_WL_REALLOCARRAY: {
-            void *old = r.slot ? s->slots[r.slot] : NULL;
+            void *old = r.slot ? slot_ptr(s, r.slot) : NULL;
             const uint64_t bytes = r.op == MT_WL_REALLOCARRAY ? r.count * r.size : r.size;
             c0 = sim_cycles();
             p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : reallocarray(old, r.count, r.size);
@@ -318,7 +427,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 free(p);
             } else if (r.slot) {
                 if (p) /* failed in the trace, not here: the block lives on in its slot */
-                    s->slots[r.slot] = p;
+                    slot_store(s, r.slot, p, slot_bytes(s, r.slot));
             } else {
                 free(p);
             }
@@ -326,7 +435,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         }
         case MT_WL_USABLE_SIZE:
             c0 = sim_cycles();
-            (void)malloc_usable_size(s->slots[r.slot]);
+            (void)malloc_usable_size(slot_ptr(s, r.slot));
             account(t, r.op, sim_cycles() - c0);
             break;
         case MT_WL_MALLOPT:
@@ -368,6 +477,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     /* Children whose creation point was never reached still run, so that the replay ends. */
     while (t->next_spawn < t->nspawn)
         sim_spawn(s, t->spawn_child[t->next_spawn++]);
+    set_run_state(s, t, SIM_DONE);
     /* Wake anyone still waiting on us: they find the count short and report it. */
     atomic_store(&t->wake_at, UINT64_MAX);
     wake_all(t);

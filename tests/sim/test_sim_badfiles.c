@@ -242,6 +242,28 @@ START_TEST(damaged_frames)
 }
 END_TEST
 
+/* The op decoder the replay runs on every op takes exactly the op bytes that name an op: each of the
+ * 256 byte values, followed by zero fields. */
+START_TEST(op_bytes_checked)
+{
+    for (unsigned b = 0; b < 256; b++) {
+        uint8_t buf[16] = { (uint8_t)b };
+        const uint8_t *p = buf;
+        uint64_t prev_ns = 5;
+        mt_wl_rec_t r;
+        const int rc = mt_wl_decode_op(&p, buf + sizeof buf, &r, &prev_ns);
+        if (mt_wl_op_name(b)) {
+            ck_assert_msg(rc == 0, "op byte %u (%s) refused", b, mt_wl_op_name(b));
+            ck_assert_uint_eq(r.op, b);
+            ck_assert_uint_eq(r.time_ns, 5);
+        } else {
+            ck_assert_msg(rc < 0, "op byte %u is not an op, but decoded", b);
+            ck_assert_ptr_eq(p, buf);
+        }
+    }
+}
+END_TEST
+
 /* A frame header whose op count disagrees with the index, or an index entry that names another
  * frame of the same thread: the workload reader rejects both ("expected a frame of thread 0 (magic
  * "MLWF", N ops)"), and so must the simulator, rather than replay what the frame header says,
@@ -522,6 +544,7 @@ static Suite *bad_suite(void)
         { "unfinished", unfinished, 0 },
         { "byte_damage_sweep", byte_damage_sweep, 0 },
         { "frame_op_count_checked", frame_op_count_checked, 0 },
+        { "op_bytes_checked", op_bytes_checked, 0 },
         { "frame_error_names_file_once", frame_error_names_file_once, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

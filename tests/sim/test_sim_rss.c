@@ -286,6 +286,77 @@ START_TEST(mallopt_top_pad_vm)
 }
 END_TEST
 
+/* ---- the ideal RSS over time ------------------------------------------------------------------- */
+
+/* The series' ideal column is the live requested bytes, which the replay keeps per slot. Sizes on
+ * both sides of what a slot entry holds itself (65534) and what goes to its side table, blocks that
+ * move between the two by realloc, reallocs that failed in the trace but not here (the slot keeps
+ * its size), and frees by another thread. Each phase is held for a recorded pause, so the sampler
+ * sees its exact figure. */
+#define PHASE_NS 300000000ull /* 300 ms */
+
+START_TEST(ideal_series_exact)
+{
+    char *wl = path_in(g_dir, "sizes.mtw"), *series = path_in(g_dir, "sizes.tsv"),
+         *json = path_in(g_dir, "sizes.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t0 = wlb_thread(&b, 0), t1 = wlb_thread(&b, 0);
+    static const uint64_t sizes[] = { 1, 65534, 65535, 65536, 3 * MiB + 5 };
+    const uint64_t nblocks = sizeof sizes / sizeof sizes[0];
+    uint64_t expect[3];
+    for (uint64_t k = 0; k < nblocks; k++)
+        wlb_malloc(&b, t0, k + 1, sizes[k]);
+    expect[0] = b.live;
+    wlb_gap(&b, PHASE_NS);
+    wlb_realloc(&b, t0, 1, 1, 100000); /* fits in the entry -> does not */
+    wlb_realloc(&b, t0, 4, 4, 100);    /* and back */
+    /* failed in the trace (new slot 0, size > 0): the block stays, with its size */
+    mt_wl_rec_t failed = { .op = MT_WL_REALLOC, .slot = 2, .slot2 = 0, .size = 70000 };
+    wlb_put(&b, t0, &failed);
+    failed.slot = 5;
+    failed.size = 10;
+    wlb_put(&b, t0, &failed);
+    expect[1] = b.live;
+    wlb_gap(&b, PHASE_NS);
+    wlb_wait(&b, t1, t0, wlb_ops(&b, t0));
+    wlb_free(&b, t1, 1);
+    wlb_free(&b, t1, 2);
+    expect[2] = b.live;
+    wlb_gap(&b, PHASE_NS);
+    for (uint64_t k = 3; k <= nblocks; k++)
+        wlb_free(&b, t1, k);
+    ck_assert_uint_eq(b.live, 0);
+    wlb_close(&b);
+    ck_assert(expect[0] / 1024 != expect[1] / 1024 && expect[1] / 1024 != expect[2] / 1024 &&
+              expect[2] / 1024);
+
+    const char *const argv[] = { SIM_EXE, wl,         "--json",   json,          "--quiet", "--rss-series",
+                                 series,  "--timing", "recorded", "--sample-ms", "5",       "--touch",
+                                 "none",  NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    char *text = read_text(series, NULL);
+    ck_assert_ptr_nonnull(text);
+    int seen[3] = { 0 };
+    unsigned long long ideal = UINT64_MAX;
+    for (const char *l = strchr(text, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+        double ts;
+        unsigned long long rss, vm, src;
+        ck_assert_int_eq(sscanf(l + 1, "%lf %llu %llu %llu %llu", &ts, &rss, &vm, &ideal, &src), 5);
+        for (int k = 0; k < 3; k++)
+            seen[k] |= ideal == expect[k] / 1024;
+    }
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(seen[k], "phase %d: no sample of %llu KiB live", k,
+                      (unsigned long long)(expect[k] / 1024));
+    ck_assert_uint_eq(ideal, 0); /* the last sample, after the last op */
+    free(text);
+    free(wl);
+    free(series);
+    free(json);
+}
+END_TEST
+
 /* A setting the simulator cannot read is refused before the replay, in one line. */
 START_TEST(mallopt_bad_setting)
 {
@@ -318,6 +389,7 @@ static Suite *rss_suite(void)
         const TTest *t;
     } cases[] = {
         { "ideal_and_calls", ideal_and_calls },
+        { "ideal_series_exact", ideal_series_exact },
         { "max_rss_covers_touched_peak", max_rss_covers_touched_peak },
         { "touch_modes", touch_modes },
         { "mallopt_changes_layout", mallopt_changes_layout },
