@@ -55,9 +55,17 @@ static int grow(mt_ptr_map_t *m)
     return 0;
 }
 
+/* A table larger than this lives mostly outside the cache. */
+#define LARGE_TABLE_ENTRIES (1u << 16)
+
+/* Small tables grow at half full: there a lookup costs its probes, whose lengths vary and whose
+ * loop is mispredicted (3/4 made the converter 15 % slower on a 1 000-block live set). Large tables
+ * grow at 3/4: there a lookup costs a cache miss whatever its length (4 entries to a line), and
+ * the table is most of the memory per live block (-33 % peak RSS on a 1.5 M-block set). */
 int mt_ptr_map_put(mt_ptr_map_t *m, uint64_t key, uint64_t value)
 {
-    if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
+    const uint64_t limit = m->cap < LARGE_TABLE_ENTRIES ? m->cap / 2 : m->cap / 4 * 3;
+    if (m->n + 1 > limit && grow(m) < 0)
         return -ENOMEM;
     uint64_t i = mt_ptr_hash(key) & (m->cap - 1);
     while (m->v[i].key)

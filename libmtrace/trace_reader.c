@@ -366,21 +366,51 @@ size_t mt_cursor_used(const mt_cursor_t *c)
     return (size_t)(c->p - (c->buf + MT_CHUNK_HEADER_SIZE));
 }
 
+/* A varint at p of which at least 10 bytes are present, decoded without a bound check per byte.
+ * Varints of up to 8 bytes (values below 2^56: every time delta, size and pointer delta of a real
+ * trace) are decoded from one 8-byte load without a branch per byte: their lengths are random in
+ * a trace, and a loop over the bytes is mispredicted about once per field. The one branch, on
+ * "4 bytes or fewer", is taken the same way almost every time at a given field (sizes and times
+ * are short; pointer deltas are long), and the short case needs no 64-bit constants. Accepts and
+ * rejects exactly what mt_get_uvarint does. */
+static inline int get_uvarint_unchecked(const uint8_t **pp, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t x = mt_load_u64(p);
+    const uint64_t last_bytes = ~x & 0x8080808080808080ull; /* bit 7 clear: the varint's last byte */
+    if (__builtin_expect(last_bytes == 0, 0))
+        return mt_get_uvarint(pp, p + 10, out); /* 9 or 10 bytes, or too long */
+    const unsigned stop = (unsigned)__builtin_ctzll(last_bytes); /* 8 * (length - 1) + 7 */
+    *pp = p + stop / 8 + 1;
+    x &= ~0ull >> (63 - stop);
+    /* Join the 7-bit groups (the masks drop the continuation bits): pairs of bytes into 14 bits,
+     * pairs of those into 28, then 56. */
+    if (stop < 32) {
+        uint32_t y = (uint32_t)x;
+        y = (y & 0x007f007fu) | ((y & 0x7f007f00u) >> 1);
+        *out = (y & 0x00003fffu) | ((y & 0x3fff0000u) >> 2);
+        return 0;
+    }
+    x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+    x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+    *out = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+    return 0;
+}
+
 /* Decoding stops at a record that runs past the bytes present: in a cut file or a chunk being
  * written that is the end, not damage. Inside a sealed, complete chunk it is damage. */
 #define GET_U(dst)                                                                                 \
     do {                                                                                           \
         uint64_t v_;                                                                               \
-        if (mt_get_uvarint(&q, c->end, &v_) < 0)                                                   \
+        if ((unchecked ? get_uvarint_unchecked(&q, &v_) : mt_get_uvarint(&q, c->end, &v_)) < 0)    \
             goto short_record;                                                                     \
         (dst) = v_;                                                                                \
     } while (0)
 #define GET_S(dst)                                                                                 \
     do {                                                                                           \
-        uint64_t v_;                                                                               \
-        if (mt_get_uvarint(&q, c->end, &v_) < 0)                                                   \
-            goto short_record;                                                                     \
-        (dst) = mt_unzigzag(v_);                                                                   \
+        uint64_t u_;                                                                               \
+        GET_U(u_);                                                                                 \
+        (dst) = mt_unzigzag(u_);                                                                   \
     } while (0)
 #define GET_PTR(dst)                                                                               \
     do {                                                                                           \
@@ -390,20 +420,52 @@ size_t mt_cursor_used(const mt_cursor_t *c)
         (dst) = c->prev_ptr;                                                                       \
     } while (0)
 
-int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+_Static_assert(sizeof(mt_record_t) == 128, "clear_record() stores every field of mt_record_t: update it");
+
+/* Zeroes a record field by field: as one block (memset, or a compound literal) GCC clears the
+ * 128 bytes with `rep stos`, whose start-up cost, paid once per record, was a large part of the
+ * decoding time. */
+static inline void clear_record(mt_record_t *r)
+{
+    r->op = 0;
+    r->flags = 0;
+    r->time = 0;
+    r->ptr = 0;
+    r->result = 0;
+    r->size = 0;
+    r->count = 0;
+    r->align = 0;
+    r->usable = 0;
+    r->stack = 0;
+    r->nargs = 0;
+    for (unsigned k = 0; k < 4; k++)
+        r->arg[k] = 0;
+    r->data = NULL;
+    r->len = 0;
+    r->offset = 0;
+}
+
+static inline int is_opcode(unsigned op)
+{
+    return (op >= MT_OP_MALLOC && op <= MT_OP_LAST_CALL) || (op >= MT_FIRST_EVENT && op <= MT_EV_LOST);
+}
+
+/* The record at c->p, which is present and not the end marker. `unchecked`: at least
+ * MT_MAX_CALL_RECORD bytes are present, so no varint of a call record, nor an event's time and
+ * length, can run past them; only an event's payload is checked. Inlined twice with a constant. */
+static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *restrict c, mt_record_t *restrict r,
+                                                               mt_error_t *err, const int unchecked)
 {
     const mt_trace_t *t = c->trace;
-    if (c->p >= c->end || *c->p == 0)
-        return 0;
     const uint8_t *q = c->p;
     const uint64_t off = c->base_offset + (uint64_t)(q - c->buf);
     const uint64_t saved_ptr = c->prev_ptr;
-    memset(r, 0, sizeof *r);
+    clear_record(r);
     r->offset = off;
     const uint8_t b0 = *q++;
     const unsigned op = b0 & MT_RF_OPMASK;
     r->op = (uint8_t)op;
-    if (!mt_op_name(op))
+    if (!is_opcode(op))
         return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
     int64_t dt;
     if (op >= MT_FIRST_EVENT) {
@@ -429,7 +491,7 @@ int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
         }
     } else {
         if (b0 & MT_RF_EXT) {
-            if (q >= c->end)
+            if (!unchecked && q >= c->end)
                 goto short_record;
             const uint8_t ext = *q++;
             if (ext & ~(MT_XF_HEAP_GREW | MT_XF_STACK))
@@ -520,6 +582,16 @@ short_record:
         return mt_errorf(err, -EINVAL, t->path, off, "%s record runs past the end of its sealed chunk", mt_op_name(op));
     c->end = c->p; /* the cut or the crash ended the chunk here */
     return 0;
+}
+
+int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+{
+    if (c->p >= c->end || *c->p == 0)
+        return 0;
+    /* All but the last records of a chunk take the unchecked path. */
+    if ((size_t)(c->end - c->p) >= MT_MAX_CALL_RECORD)
+        return decode_record(c, r, err, 1);
+    return decode_record(c, r, err, 0);
 }
 
 int mt_thread_cursor_init(mt_thread_cursor_t *tc, const mt_trace_t *t, size_t thread_index)

@@ -24,34 +24,55 @@
 
 /* ---- live blocks: address -> slot in an mt_ptr_map; what the slot holds is kept per slot ------- */
 
-/* The map's entries stay 16 bytes; the block's size, maker and op number live in slot-indexed
- * arrays, which stay hot because freed slots are reused first. */
-typedef mt_ptr_entry_t block_t; /* key: address, value: slot */
+/* The map's entries stay 16 bytes: the value holds the block's slot (low 32 bits) and its last
+ * toucher, the thread index of its maker or last reader (high 32 bits), which only a live block
+ * has. The block's size and op number live in a slot-indexed array, which stays hot because freed
+ * slots are reused first; it holds 16 bytes per slot, the memory of the peak live set. */
+typedef mt_ptr_entry_t block_t;
+
+static inline uint32_t block_slot(const block_t *b)
+{
+    return (uint32_t)b->value;
+}
+
+static inline uint32_t block_toucher(const block_t *b)
+{
+    return (uint32_t)(b->value >> 32);
+}
+
+static inline uint64_t block_value(uint32_t slot, uint32_t toucher)
+{
+    return (uint64_t)toucher << 32 | slot;
+}
 
 typedef struct slot_info {
-    uint64_t size;  /* requested bytes */
-    uint64_t seq;   /* the maker's op count once the making op completed */
-    uint32_t owner; /* thread index of the maker */
-    uint32_t pad;
+    uint64_t size; /* requested bytes */
+    uint64_t seq;  /* live: its toucher's op count through that op; freed: see slot_deque_t */
 } slot_info_t;
 
 /* ---- threads and the merge ------------------------------------------------------------------- */
 
 typedef enum { RUNNABLE, BLOCKED_LIVE, BLOCKED_UNKNOWN, BLOCKED_CREATE, DONE } tstate_t;
 
-/* Records are decoded this far ahead of their use so that the map lines they will touch are
- * prefetched in time: the map does not fit in cache, and a lookup is otherwise a miss. */
+/* Records are decoded this far ahead of their use (the record being applied included) so that
+ * the map lines they will touch are prefetched in time: a large map does not fit in cache, and a
+ * lookup is otherwise a miss. A power of two: it is also the ring's size. */
 #define LOOKAHEAD 16u
 
-typedef struct ahead {
-    mt_record_t r;
-    uint8_t data[256]; /* a MARK's label, copied: the cursor's buffer moves on */
-} ahead_t;
+/* Bytes of an event's payload kept (a MARK's label, of which the workload keeps 255): the copy is
+ * needed because the cursor's buffer moves on to the next chunk while records wait in the ring. */
+#define PAYLOAD_KEPT 256u
+
+/* A live map smaller than this fits in the L2 cache of any x86-64 core of the last 15 years:
+ * prefetching its lines then only costs the hashing. */
+#define PREFETCH_MIN_BYTES (256u << 10)
 
 /* Slots a thread freed, oldest first. The replayer's slot table is shared by its threads, so a slot
  * freed by thread B can be reused by thread A only once B's free has run: a thread reuses its own
  * freed slots first (newest first, no sync needed), and when it has none it takes another thread's
- * oldest one and waits for that free, which has almost always run already. */
+ * oldest one and waits for that free, which has almost always run already. A listed slot's seq is
+ * its thread's op count through the free, or, for a slot taken from another thread, through the
+ * WAIT that took it. */
 typedef struct slot_deque {
     uint32_t *v;
     uint64_t head, tail, cap; /* entries v[head % cap] .. v[(tail - 1) % cap] */
@@ -60,9 +81,9 @@ typedef struct slot_deque {
 typedef struct cthread {
     slot_deque_t freed;
     mt_thread_cursor_t cur;
-    mt_record_t head;
-    int has_head;
-    ahead_t *ring;
+    const mt_record_t *head; /* the next record to apply, ring[ring_pos]; NULL once all are */
+    mt_record_t *ring;       /* LOOKAHEAD decoded records, from ring_pos on */
+    uint8_t (*payload)[PAYLOAD_KEPT]; /* payload[k]: ring[k]'s payload */
     uint32_t ring_pos, ring_n;
     int cursor_done;
     tstate_t state;
@@ -116,7 +137,7 @@ static uint64_t to_ns(const conv_t *c, uint64_t time)
 
 static inline __attribute__((always_inline)) void prefetch_record(const conv_t *c, const mt_record_t *r)
 {
-    if (r->op > MT_OP_LAST_CALL)
+    if (r->op > MT_OP_LAST_CALL || c->live.cap * sizeof *c->live.v < PREFETCH_MIN_BYTES)
         return;
     if (r->ptr)
         mt_ptr_map_prefetch(&c->live, r->ptr);
@@ -124,38 +145,41 @@ static inline __attribute__((always_inline)) void prefetch_record(const conv_t *
         mt_ptr_map_prefetch(&c->live, r->result);
 }
 
-/* Moves a thread's next record into head (has_head 0 at its end), keeping the ring full. */
+/* Moves thread i's head on past the record just applied (the first time, to its first record;
+ * NULL at its end), keeping the ring full. Records are decoded straight into their ring slot and
+ * stay there until applied: the head is a pointer, never a copy. */
 static int advance(conv_t *c, uint32_t i)
 {
     cthread_t *t = &c->t[i];
+    if (t->head) {
+        t->ring_pos = (t->ring_pos + 1) % LOOKAHEAD;
+        t->ring_n--;
+    }
     while (!t->cursor_done && t->ring_n < LOOKAHEAD) {
-        ahead_t *a = &t->ring[(t->ring_pos + t->ring_n) % LOOKAHEAD];
-        const int rc = mt_thread_cursor_next(&t->cur, &a->r, c->err);
+        const uint32_t k = (t->ring_pos + t->ring_n) % LOOKAHEAD;
+        mt_record_t *r = &t->ring[k];
+        const int rc = mt_thread_cursor_next(&t->cur, r, c->err);
         if (rc < 0)
             return rc;
         if (rc == 0) {
             t->cursor_done = 1;
             break;
         }
-        if (a->r.len) {
-            const uint32_t len = a->r.len < sizeof a->data ? a->r.len : (uint32_t)sizeof a->data;
-            memcpy(a->data, a->r.data, len);
-            a->r.data = a->data;
-            a->r.len = len;
+        if (r->len) {
+            const uint32_t len = r->len < PAYLOAD_KEPT ? r->len : PAYLOAD_KEPT;
+            memcpy(t->payload[k], r->data, len);
+            r->data = t->payload[k];
+            r->len = len;
         }
-        prefetch_record(c, &a->r);
+        prefetch_record(c, r);
         t->ring_n++;
         c->st->records++;
-        if (a->r.op <= MT_OP_LAST_CALL)
+        if (r->op <= MT_OP_LAST_CALL)
             c->st->calls++;
     }
-    t->has_head = t->ring_n > 0;
-    if (t->has_head) {
-        t->head = t->ring[t->ring_pos].r;
-        c->key[i] = t->head.time;
-        t->ring_pos = (t->ring_pos + 1) % LOOKAHEAD;
-        t->ring_n--;
-    }
+    t->head = t->ring_n ? &t->ring[t->ring_pos] : NULL;
+    if (t->head)
+        c->key[i] = t->head->time;
     return 0;
 }
 
@@ -202,6 +226,31 @@ static void wake(conv_t *c, tstate_t why, uint64_t key)
 
 /* ---- emitting ops -------------------------------------------------------------------------------- */
 
+_Static_assert(sizeof(mt_wl_rec_t) == 120, "wl_rec() stores every field of mt_wl_rec_t: update it");
+
+/* An op of kind `op` at time_ns with every other field zero, stored field by field: GCC clears a
+ * 120-byte initializer with `rep stos`, whose start-up cost is paid once per op. */
+static inline mt_wl_rec_t wl_rec(uint8_t op, uint64_t time_ns)
+{
+    mt_wl_rec_t w;
+    w.op = op;
+    w.time_ns = time_ns;
+    w.slot = 0;
+    w.slot2 = 0;
+    w.size = 0;
+    w.count = 0;
+    w.align = 0;
+    w.a = 0;
+    w.b = 0;
+    w.thread = 0;
+    w.n = 0;
+    w.rss_kb = 0;
+    w.vm_kb = 0;
+    w.data = NULL;
+    w.len = 0;
+    return w;
+}
+
 static int put(conv_t *c, uint32_t i, mt_wl_rec_t *r)
 {
     if (mt_wl_writer_put(c->out, i, r, c->err) < 0)
@@ -217,8 +266,9 @@ static int flush_exits(conv_t *c, uint32_t i, uint64_t time_ns)
 {
     cthread_t *t = &c->t[i];
     for (uint32_t k = 0; k < t->npending; k++) {
-        mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = time_ns, .thread = (uint32_t)t->pending[2 * k],
-                          .n = t->pending[2 * k + 1] };
+        mt_wl_rec_t w = wl_rec(MT_WL_WAIT, time_ns);
+        w.thread = (uint32_t)t->pending[2 * k];
+        w.n = t->pending[2 * k + 1];
         if (t->waited[w.thread] >= w.n)
             continue;
         t->waited[w.thread] = w.n;
@@ -237,7 +287,9 @@ static int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t 
     if (owner == i || t->waited[owner] >= seq)
         return 0;
     t->waited[owner] = seq;
-    mt_wl_rec_t w = { .op = MT_WL_WAIT, .time_ns = time_ns, .thread = owner, .n = seq };
+    mt_wl_rec_t w = wl_rec(MT_WL_WAIT, time_ns);
+    w.thread = owner;
+    w.n = seq;
     c->st->waits++;
     return put(c, i, &w);
 }
@@ -291,7 +343,7 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
          * must wait for us, at the count we have reached, not for the thread that freed it. */
         const uint64_t now = mt_wl_writer_thread_ops(c->out, i);
         for (uint64_t q = own->tail - taken; q < own->tail; q++)
-            c->slots[own->v[q % own->cap]] = (slot_info_t){ .owner = i, .seq = now };
+            c->slots[own->v[q % own->cap]].seq = now;
         *slot = own->v[--own->tail % own->cap];
         return rc;
     }
@@ -311,16 +363,21 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
 /* Thread i has just read a live block (malloc_usable_size, a failed realloc): whoever frees or reads
  * it next must come after this read, so the block's last toucher is now thread i. Readers chain:
  * each waited for the previous toucher, so waiting for the last one covers them all. */
-static void touched(conv_t *c, uint32_t i, uint32_t slot)
+static void touched(conv_t *c, uint32_t i, block_t *b)
 {
-    c->slots[slot].owner = i;
-    c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i);
+    b->value = block_value(block_slot(b), i);
+    c->slots[block_slot(b)].seq = mt_wl_writer_thread_ops(c->out, i);
+}
+
+/* Makes thread i wait for the last op that touched the live block b. */
+static int depend_block(conv_t *c, uint32_t i, const block_t *b, uint64_t time_ns)
+{
+    return depend(c, i, block_toucher(b), c->slots[block_slot(b)].seq, time_ns);
 }
 
 /* Thread i has just written the op that freed `slot`. */
 static int slot_release(conv_t *c, uint32_t i, uint32_t slot)
 {
-    c->slots[slot].owner = i;
     c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i);
     return deque_push(&c->t[i].freed, slot);
 }
@@ -333,9 +390,10 @@ static uint64_t requested(const mt_record_t *r)
 /* A block comes alive at address p in thread i's op that completes as op number seq. */
 static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t slot, uint64_t time_ns)
 {
-    if (!slot || mt_ptr_map_put(&c->live, p, slot) < 0)
+    if (!slot || mt_ptr_map_put(&c->live, p, block_value(slot, i)) < 0)
         return -ENOMEM;
-    c->slots[slot] = (slot_info_t){ .size = size, .seq = mt_wl_writer_thread_ops(c->out, i) + 1, .owner = i };
+    c->slots[slot].size = size;
+    c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i) + 1;
     c->live_bytes += size;
     if (c->live_bytes > c->peak_bytes) {
         c->peak_bytes = c->live_bytes;
@@ -348,7 +406,7 @@ static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t
 static int end_block(conv_t *c, block_t *b)
 {
     const uint64_t p = b->key;
-    c->live_bytes -= c->slots[b->value].size;
+    c->live_bytes -= c->slots[block_slot(b)].size;
     c->recent_frees[mt_ptr_hash(p) & (RECENT_FREES - 1)] = p;
     mt_ptr_map_del(&c->live, b);
     wake(c, BLOCKED_LIVE, p);
@@ -378,7 +436,7 @@ static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
     t->state = DONE;
     if (!t->exited)
         return 0;
-    mt_wl_rec_t w = { .op = MT_WL_THREAD_EXIT, .time_ns = to_ns(c, time) };
+    mt_wl_rec_t w = wl_rec(MT_WL_THREAD_EXIT, to_ns(c, time));
     int rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
     if (rc < 0 || (rc = put(c, i, &w)) < 0)
         return rc;
@@ -406,9 +464,9 @@ typedef enum { APPLIED, HELD } outcome_t;
 static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
 {
     cthread_t *t = &c->t[i];
-    const mt_record_t *r = &t->head;
+    const mt_record_t *r = t->head;
     const uint64_t ns = to_ns(c, r->time);
-    mt_wl_rec_t w = { .op = r->op, .time_ns = ns };
+    mt_wl_rec_t w = wl_rec(r->op, ns);
     *out = APPLIED;
     int rc = t->npending ? flush_exits(c, i, ns) : 0;
     if (rc < 0)
@@ -463,16 +521,16 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 count_unknown(c, r);
             return 0;
         }
-        if ((rc = depend(c, i, c->slots[b->value].owner, c->slots[b->value].seq, ns)) < 0)
+        if ((rc = depend_block(c, i, b, ns)) < 0)
             return rc;
-        w.slot = b->value;
+        w.slot = block_slot(b);
         if (r->op == MT_OP_FREE)
             end_block(c, b);
         if ((rc = put(c, i, &w)) < 0)
             return rc;
         if (r->op == MT_OP_FREE)
             return slot_release(c, i, (uint32_t)w.slot);
-        touched(c, i, (uint32_t)w.slot);
+        touched(c, i, b);
         return 0;
     }
     case MT_OP_REALLOC:
@@ -506,9 +564,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             }
         }
         if (b) {
-            if ((rc = depend(c, i, c->slots[b->value].owner, c->slots[b->value].seq, ns)) < 0)
+            if ((rc = depend_block(c, i, b, ns)) < 0)
                 return rc;
-            w.slot = b->value;
+            w.slot = block_slot(b);
         }
         if (null) {
             /* realloc(p, 0) freed p; a failed realloc left it where it was. */
@@ -519,12 +577,12 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             if (frees_old)
                 return slot_release(c, i, (uint32_t)w.slot);
             if (b)
-                touched(c, i, (uint32_t)w.slot);
+                touched(c, i, b);
             return 0;
         }
         uint32_t slot;
         if (b) {
-            slot = (uint32_t)b->value; /* the block lives on under its slot, moved or not */
+            slot = block_slot(b); /* the block lives on under its slot, moved or not */
             end_block(c, b);
         } else if ((rc = slot_take(c, i, ns, &slot)) < 0) {
             return rc;
@@ -614,9 +672,9 @@ static int read_creators(conv_t *c)
     /* Every thread's first record is its THREAD_START, which names the creator's thread number. */
     for (uint32_t i = 0; i < c->n; i++) {
         cthread_t *t = &c->t[i];
-        if (t->has_head && t->head.op == MT_EV_THREAD_START && t->head.nargs >= 1 && t->head.arg[0]) {
+        if (t->head && t->head->op == MT_EV_THREAD_START && t->head->nargs >= 1 && t->head->arg[0]) {
             for (uint32_t k = 0; k < c->n; k++)
-                if (c->t[k].thread_no == (uint64_t)t->head.arg[0])
+                if (c->t[k].thread_no == (uint64_t)t->head->arg[0])
                     t->creator = k + 1;
         }
     }
@@ -658,7 +716,8 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         cthread_t *t = &c.t[i];
         t->waited = calloc(c.n, sizeof *t->waited);
         t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
-        if (!t->waited || !t->ring || mt_thread_cursor_init(&t->cur, c.trace, i) < 0) {
+        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
+        if (!t->waited || !t->ring || !t->payload || mt_thread_cursor_init(&t->cur, c.trace, i) < 0) {
             rc = -ENOMEM;
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
             goto done;
@@ -723,7 +782,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
             goto done;
         }
-        if (c.t[i].has_head)
+        if (c.t[i].head)
             mt_merge_push(&c.heap, i);
         else
             c.t[i].state = DONE; /* no records at all */
@@ -747,7 +806,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
             i = UINT32_MAX;
             for (uint32_t k = 0; k < c.n; k++)
                 if (c.t[k].state != RUNNABLE && c.t[k].state != DONE &&
-                    (i == UINT32_MAX || c.t[k].head.time < c.t[i].head.time))
+                    (i == UINT32_MAX || c.t[k].head->time < c.t[i].head->time))
                     i = k;
             unblock(&c, i);
             force = 1;
@@ -762,12 +821,12 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         }
         if (out == HELD)
             continue;
-        const uint64_t applied_time = c.t[i].head.time;
+        const uint64_t applied_time = c.t[i].head->time;
         if (applied_time > last_time)
             last_time = applied_time;
         if ((rc = advance(&c, i)) < 0)
             goto done;
-        if (!c.t[i].has_head) {
+        if (!c.t[i].head) {
             if ((rc = finish_thread(&c, i, applied_time)) < 0) {
                 snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
                 goto done;
@@ -804,6 +863,7 @@ done:
         mt_thread_cursor_fini(&c.t[i].cur);
         free(c.t[i].waited);
         free(c.t[i].ring);
+        free(c.t[i].payload);
         free(c.t[i].freed.v);
         free(c.t[i].pending);
     }
