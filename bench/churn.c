@@ -3,7 +3,7 @@
  * Each worker thread keeps LIVE slots of live blocks. A step picks a random slot, frees the block
  * there and allocates a new one of a log-uniformly distributed size; one step in 16 uses calloc and
  * one in 16 reallocs the slot's block in place of free + malloc. The first byte of every block is
- * written. Every malloc, calloc, realloc and free counts as one call; a thread stops after
+ * written (every byte with -w). Every malloc, calloc, realloc and free counts as one call; a thread stops after
  * CALLS_PER_THREAD calls. Workers always run on their own threads (also with -t 1), so that the
  * allocator setup (a non-main arena per thread) is the same at every thread count.
  *
@@ -42,6 +42,7 @@ static uint64_t opt_calls = 10000000;
 static unsigned opt_threads = 1;
 static size_t opt_min = 16, opt_max = 65536;
 static size_t opt_live = 1024;
+static int opt_write_all; /* -w: write every byte of each block, as a program that uses it */
 
 static pthread_barrier_t start_barrier;
 static uint64_t start_ns;
@@ -126,7 +127,10 @@ static void *work(void *arg)
             fprintf(stderr, "churn: allocation of %zu bytes failed\n", size);
             exit(1);
         }
-        p[0] = (char)r;
+        if (opt_write_all)
+            memset(p, (int)(r & 0xff), size);
+        else
+            p[0] = (char)r;
         sum += (unsigned char)p[0];
         *sp = p;
     }
@@ -144,12 +148,13 @@ static void *work(void *arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-g]\n"
+    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-g]\n"
                "  -t  worker threads (default 1)\n"
                "  -n  malloc-family calls per thread, free included (default 10000000)\n"
                "  -s  smallest block size (default 16)\n"
                "  -S  largest block size (default 65536); sizes are log-uniform in [MIN, MAX]\n"
                "  -l  live block slots per thread (default 1024)\n"
+               "  -w  write every byte of each block (default: its first byte only)\n"
                "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
                "MALLOC_TRACE)\n");
 }
@@ -169,7 +174,7 @@ int main(int argc, char **argv)
 {
     int c, glibc_mtrace = 0;
     uint64_t v;
-    while ((c = getopt(argc, argv, "t:n:s:S:l:gh")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:s:S:l:wgh")) != -1) {
         switch (c) {
         case 't':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024)
@@ -195,6 +200,9 @@ int main(int argc, char **argv)
             if (parse_u64(optarg, &v) || v < 1 || v > (1u << 26))
                 goto bad;
             opt_live = (size_t)v;
+            break;
+        case 'w':
+            opt_write_all = 1;
             break;
         case 'g':
             glibc_mtrace = 1;

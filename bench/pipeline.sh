@@ -77,7 +77,7 @@ def med(xs):
 def info(path):
     return json.loads(subprocess.run([CLI, "info", "--json", path], capture_output=True, check=True, text=True).stdout)
 
-def record_churn(name, threads, n, live, alloc="glibc"):
+def record_churn(name, threads, n, live, alloc="glibc", extra=()):
     path = f"{W}/{name}.mtr"
     if REUSE and os.path.exists(path):
         return path
@@ -86,7 +86,7 @@ def record_churn(name, threads, n, live, alloc="glibc"):
             os.unlink(f"{W}/{f}")
     pre = SHIM if alloc == "glibc" else f"{SHIM}:{JE}"
     log(f"recording {name}")
-    subprocess.run([CHURN, "-t", str(threads), "-n", str(n), "-l", str(live)], check=True, stdout=subprocess.DEVNULL,
+    subprocess.run([CHURN, "-t", str(threads), "-n", str(n), "-l", str(live), *extra], check=True, stdout=subprocess.DEVNULL,
                    env=dict(os.environ, LD_PRELOAD=pre, MTRACE_OUT=path, MTRACE_QUIET="1"))
     return path
 
@@ -239,17 +239,33 @@ md(f"churn -n {FID_N} -l {FID_LIVE} per thread and python3 (PYTHONMALLOC=malloc,
 md()
 fid = []
 allocs = ["glibc"] + ([] if NO_JE or not os.path.exists(JE) else ["jemalloc"])
+# churn writes the first byte of each block; churn -w every byte, as a program that uses its blocks.
 for alloc in allocs:
-    for t in (1, 2):
-        name = f"fid-t{t}-n{FID_N}-l{FID_LIVE}-{alloc}"
-        tr = record_churn(name, t, FID_N, FID_LIVE, alloc)
-        unt = untraced_peak([CHURN, "-t", str(t), "-n", str(FID_N), "-l", str(FID_LIVE)],
-                            None if alloc == "glibc" else {"LD_PRELOAD": JE})
-        base = untraced_peak([CHURN, "-t", str(t), "-n", "1", "-l", "1"], None if alloc == "glibc" else {"LD_PRELOAD": JE})
-        fid.append((f"churn -t {t}", alloc, tr, unt, base))
+    for w in ((), ("-w",)):
+        for t in (1, 2):
+            name = f"fid-t{t}-n{FID_N}-l{FID_LIVE}{''.join(w)}-{alloc}"
+            tr = record_churn(name, t, FID_N, FID_LIVE, alloc, w)
+            unt = untraced_peak([CHURN, "-t", str(t), "-n", str(FID_N), "-l", str(FID_LIVE), *w],
+                                None if alloc == "glibc" else {"LD_PRELOAD": JE})
+            base = untraced_peak([CHURN, "-t", str(t), "-n", "1", "-l", "1"], None if alloc == "glibc" else {"LD_PRELOAD": JE})
+            fid.append((f"churn {' '.join(w) + ' ' if w else ''}-t {t}", alloc, tr, unt, base))
 pytr = conv_results[f"python3 (PY_SCALE={PY_SCALE})"][0]
 fid.append(("python3", "glibc", pytr, untraced_peak([PYTHON, "-c", PY_SCRIPT], {"PYTHONMALLOC": "malloc"}),
             untraced_peak([PYTHON, "-c", "import json, random"], {"PYTHONMALLOC": "malloc"})))
+if "jemalloc" in allocs:
+    # the same script traced under jemalloc, replayed on jemalloc
+    pyje = f"{W}/fid-python-jemalloc.mtr"
+    if not (REUSE and os.path.exists(pyje)):
+        for f in os.listdir(W):
+            if f.startswith("fid-python-jemalloc.mtr"):
+                os.unlink(f"{W}/{f}")
+        log("recording fid-python-jemalloc")
+        subprocess.run([PYTHON, "-c", PY_SCRIPT], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, LD_PRELOAD=f"{SHIM}:{JE}", MTRACE_OUT=pyje, MTRACE_QUIET="1",
+                                PYTHONMALLOC="malloc"))
+    fid.append(("python3", "jemalloc", pyje,
+                untraced_peak([PYTHON, "-c", PY_SCRIPT], {"PYTHONMALLOC": "malloc", "LD_PRELOAD": JE}),
+                untraced_peak([PYTHON, "-c", "import json, random"], {"PYTHONMALLOC": "malloc", "LD_PRELOAD": JE})))
 md("| workload | allocator | untraced KB | baseline KB | src KB | trace-file KB in src | touch | replay max_rss KB | vs src | (max_rss - bk) vs src | (max_rss - bk) vs untraced | heap vs heap | bk KB |")
 md("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 all_replays = []
