@@ -1,5 +1,6 @@
 /* Workload writer and reader (include/mtrace/workload.h): op encoding, zstd frames, the index. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -38,70 +39,7 @@ const char *mt_wl_op_name(unsigned op)
     return op <= MT_WL_OP_MAX ? wl_op_names[op] : NULL;
 }
 
-/* ---- op codec ---------------------------------------------------------------------------------- */
-
-static uint8_t *encode_op(uint8_t *q, const mt_wl_rec_t *r, uint64_t prev_ns)
-{
-    *q++ = r->op;
-    q = mt_put_uvarint(q, r->time_ns >= prev_ns ? r->time_ns - prev_ns : 0);
-    switch (r->op) {
-    case MT_WL_MALLOC:
-    case MT_WL_VALLOC:
-    case MT_WL_PVALLOC:
-        q = mt_put_uvarint(q, r->slot);
-        q = mt_put_uvarint(q, r->size);
-        break;
-    case MT_WL_CALLOC:
-        q = mt_put_uvarint(q, r->slot);
-        q = mt_put_uvarint(q, r->count);
-        q = mt_put_uvarint(q, r->size);
-        break;
-    case MT_WL_REALLOC:
-        q = mt_put_uvarint(q, r->slot);
-        q = mt_put_uvarint(q, r->slot2);
-        q = mt_put_uvarint(q, r->size);
-        break;
-    case MT_WL_REALLOCARRAY:
-        q = mt_put_uvarint(q, r->slot);
-        q = mt_put_uvarint(q, r->slot2);
-        q = mt_put_uvarint(q, r->count);
-        q = mt_put_uvarint(q, r->size);
-        break;
-    case MT_WL_MEMALIGN:
-    case MT_WL_POSIX_MEMALIGN:
-    case MT_WL_ALIGNED_ALLOC:
-        q = mt_put_uvarint(q, r->slot);
-        q = mt_put_uvarint(q, r->align);
-        q = mt_put_uvarint(q, r->size);
-        break;
-    case MT_WL_FREE:
-    case MT_WL_USABLE_SIZE:
-        q = mt_put_uvarint(q, r->slot);
-        break;
-    case MT_WL_MALLOPT:
-        q = mt_put_svarint(q, r->a);
-        q = mt_put_svarint(q, r->b);
-        break;
-    case MT_WL_WAIT:
-        q = mt_put_uvarint(q, r->thread);
-        q = mt_put_uvarint(q, r->n);
-        break;
-    case MT_WL_RSS:
-        q = mt_put_uvarint(q, r->rss_kb);
-        q = mt_put_uvarint(q, r->vm_kb);
-        break;
-    case MT_WL_MARK: {
-        const uint32_t len = r->len > 255 ? 255 : r->len;
-        q = mt_put_uvarint(q, len);
-        memcpy(q, r->data, len);
-        q += len;
-        break;
-    }
-    default:
-        break;
-    }
-    return q;
-}
+/* ---- op codec: the encoder is inline in mtrace/workload.h (mt_wl_encode_op_) ----------------- */
 
 /* Decodes one op at *pp; 0 on success, -1 if damaged or cut. An op byte that is not an op falls to
  * the switch's default: the replay decodes every op, and a look-up in the name table before the
@@ -196,23 +134,14 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
 
 /* ---- writer ------------------------------------------------------------------------------------ */
 
-typedef struct wl_stream {
-    mt_wl_thread_entry_t entry;
-    uint8_t *buf;
-    size_t used;
-    uint32_t nops; /* in buf */
-    uint64_t first_op;
-    uint64_t prev_ns;
-    int started;
-} wl_stream_t;
-
+/* A writer is its base (mtrace/workload.h: the streams, as the inline put sees them) and the rest. */
 struct mt_wl_writer {
+    mt_wl_writer_base_t base; /* first: a writer pointer is a pointer to it */
     char *path;
     char tmp[4096];
     int fd;
     uint64_t off;
     mt_wl_header_t hdr;
-    wl_stream_t *streams;
     uint32_t nstreams, cap;
     mt_wl_frame_entry_t *frames;
     uint64_t nframes, frames_cap;
@@ -230,7 +159,7 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
     w->fd = -1;
     w->path = strdup(path);
     w->cctx = ZSTD_createCCtx();
-    w->zbuf = malloc(ZSTD_compressBound(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300));
+    w->zbuf = malloc(ZSTD_compressBound(MT_WL_STREAM_BUF_SIZE));
     if (!w->path || !w->cctx || !w->zbuf) {
         mt_wl_writer_abort(w);
         return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
@@ -277,17 +206,19 @@ int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid,
 {
     if (w->nstreams == w->cap) {
         const uint32_t cap = w->cap ? w->cap * 2 : 16;
-        wl_stream_t *n = realloc(w->streams, cap * sizeof *n);
+        mt_wl_writer_stream_t *n = realloc(w->base.streams, cap * sizeof *n);
         if (!n)
             return -ENOMEM;
-        w->streams = n;
+        w->base.streams = n;
         w->cap = cap;
     }
-    wl_stream_t *s = &w->streams[w->nstreams];
+    mt_wl_writer_stream_t *s = &w->base.streams[w->nstreams];
     memset(s, 0, sizeof *s);
-    s->buf = malloc(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300);
+    s->buf = malloc(MT_WL_STREAM_BUF_SIZE);
     if (!s->buf)
         return -ENOMEM;
+    s->pos = s->buf;
+    s->cut = s->buf + MT_WL_FRAME_RAW_MAX;
     s->entry.thread_no = thread_no;
     s->entry.tid = tid;
     s->entry.creator = creator_index_plus1;
@@ -296,25 +227,23 @@ int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid,
 
 void mt_wl_writer_set_creator(mt_wl_writer_t *w, uint32_t thread, uint32_t creator_index_plus1)
 {
-    w->streams[thread].entry.creator = creator_index_plus1;
+    w->base.streams[thread].entry.creator = creator_index_plus1;
 }
 
-uint64_t mt_wl_writer_thread_ops(const mt_wl_writer_t *w, uint32_t thread)
+int mt_wl_writer_cut_frame(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
 {
-    return w->streams[thread].entry.ops;
-}
-
-static int flush_stream(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
-{
-    wl_stream_t *s = &w->streams[thread];
-    if (!s->used)
+    mt_wl_writer_stream_t *s = &w->base.streams[thread];
+    const size_t used = (size_t)(s->pos - s->buf);
+    if (!used)
         return 0;
-    const size_t z = ZSTD_compress2(w->cctx, w->zbuf, ZSTD_compressBound(s->used), s->buf, s->used);
+    assert(used < MT_WL_STREAM_BUF_SIZE - 8);
+    const uint32_t nops = (uint32_t)(s->entry.ops - s->first_op);
+    const size_t z = ZSTD_compress2(w->cctx, w->zbuf, ZSTD_compressBound(used), s->buf, used);
     if (ZSTD_isError(z))
         return mt_errorf(err, -EIO, w->path, w->off, "zstd: %s", ZSTD_getErrorName(z));
     mt_wl_frame_header_t fh = {
-        .magic = MT_WL_FRAME_MAGIC, .thread = thread, .raw_size = (uint32_t)s->used, .zsize = (uint32_t)z,
-        .first_op = s->first_op, .nops = s->nops,
+        .magic = MT_WL_FRAME_MAGIC, .thread = thread, .raw_size = (uint32_t)used, .zsize = (uint32_t)z,
+        .first_op = s->first_op, .nops = nops,
     };
     int rc = mt_write_full(w->fd, &fh, sizeof fh, w->off);
     if (rc == 0)
@@ -329,35 +258,11 @@ static int flush_stream(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
         w->frames = n;
         w->frames_cap = cap;
     }
-    w->frames[w->nframes++] = (mt_wl_frame_entry_t){ .offset = w->off, .thread = thread, .nops = s->nops };
+    w->frames[w->nframes++] = (mt_wl_frame_entry_t){ .offset = w->off, .thread = thread, .nops = nops };
     s->entry.frames++;
     w->off += sizeof fh + z;
-    s->first_op += s->nops;
-    s->used = 0;
-    s->nops = 0;
-    return 0;
-}
-
-int mt_wl_writer_put(mt_wl_writer_t *w, uint32_t thread, const mt_wl_rec_t *r, mt_error_t *err)
-{
-    wl_stream_t *s = &w->streams[thread];
-    if (!s->started) {
-        s->started = 1;
-        s->entry.start_ns = r->time_ns;
-        s->prev_ns = r->time_ns;
-    }
-    uint8_t *end = encode_op(s->buf + s->used, r, s->prev_ns);
-    if (r->time_ns > s->prev_ns)
-        s->prev_ns = r->time_ns;
-    s->entry.end_ns = s->prev_ns;
-    s->used = (size_t)(end - s->buf);
-    s->nops++;
-    s->entry.ops++;
-    w->hdr.ops++;
-    if (r->op == MT_WL_WAIT)
-        w->hdr.waits++;
-    if (s->used >= MT_WL_FRAME_RAW_MAX)
-        return flush_stream(w, thread, err);
+    s->first_op = s->entry.ops;
+    s->pos = s->buf;
     return 0;
 }
 
@@ -365,7 +270,7 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
 {
     int rc = 0;
     for (uint32_t i = 0; i < w->nstreams && rc == 0; i++)
-        rc = flush_stream(w, i, err);
+        rc = mt_wl_writer_cut_frame(w, i, err);
     if (rc < 0)
         goto fail;
     /* The index: magic, thread count, thread entries, frame entries. */
@@ -373,9 +278,13 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     const uint32_t head[2] = { MT_WL_INDEX_MAGIC, w->nstreams };
     rc = mt_write_full(w->fd, head, sizeof head, w->off);
     w->off += sizeof head;
+    uint64_t ops = 0;
     for (uint32_t i = 0; i < w->nstreams && rc == 0; i++) {
-        rc = mt_write_full(w->fd, &w->streams[i].entry, sizeof w->streams[i].entry, w->off);
-        w->off += sizeof w->streams[i].entry;
+        mt_wl_writer_stream_t *s = &w->base.streams[i];
+        s->entry.end_ns = s->prev_ns;
+        ops += s->entry.ops;
+        rc = mt_write_full(w->fd, &s->entry, sizeof s->entry, w->off);
+        w->off += sizeof s->entry;
     }
     if (rc == 0 && w->nframes)
         rc = mt_write_full(w->fd, w->frames, w->nframes * sizeof *w->frames, w->off);
@@ -388,8 +297,8 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     h.version = MT_WL_VERSION;
     h.header_size = w->hdr.header_size;
     h.threads = w->nstreams;
-    h.ops = w->hdr.ops;
-    h.waits = w->hdr.waits;
+    h.ops = ops;
+    h.waits = w->base.waits;
     h.index_offset = index_off;
     h.frames = w->nframes;
     h.flags |= MT_WLH_COMPLETE;
@@ -424,8 +333,8 @@ void mt_wl_writer_abort(mt_wl_writer_t *w)
     if (w->tmp[0])
         unlink(w->tmp);
     for (uint32_t i = 0; i < w->nstreams; i++)
-        free(w->streams[i].buf);
-    free(w->streams);
+        free(w->base.streams[i].buf);
+    free(w->base.streams);
     free(w->frames);
     free(w->zbuf);
     ZSTD_freeCCtx(w->cctx);
