@@ -6,6 +6,7 @@
 #include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/json_writer.h"
+#include "file_io.h"
 
 typedef struct column {
     const char *title; /* text table header */
@@ -75,7 +76,7 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
         fprintf(f, "\n");
         for (int i = 0; i < n; i++) {
             row_name(r[i], name, sizeof name);
-            fprintf(f, "\"%s\"", name);
+            mt_put_csv_field(f, name);
             for (size_t c = 0; c < NCOL; c++)
                 fprintf(f, ",%.6g", value(r[i], c) * columns[c].scale);
             fprintf(f, "\n");
@@ -108,8 +109,10 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
             fprintf(f, " %*s", columns[c].change ? 18 : 11, columns[c].title);
         fprintf(f, "\n");
         for (int i = 0; i < n; i++) {
+            /* the allocator and settings strings come from the result file: never raw to a terminal */
+            char shown[4 * sizeof name];
             row_name(r[i], name, sizeof name);
-            fprintf(f, "%-28.28s", name);
+            fprintf(f, "%-28.28s", mt_safe_str(shown, sizeof shown, name));
             for (size_t c = 0; c < NCOL; c++) {
                 const double v = value(r[i], c) * columns[c].scale, base = value(r[0], c) * columns[c].scale;
                 char cell[48];

@@ -13,6 +13,7 @@
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
+#include "file_io.h"
 
 static void esc(FILE *f, const char *s)
 {
@@ -107,21 +108,14 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         if (all_series)
             have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
     }
-    /* A fresh name beside OUT (never one planted there), renamed into place when complete. */
-    char part[4096];
-    snprintf(part, sizeof part, "%s.partial.XXXXXX", out);
-    const int pfd = mkstemp(part);
-    FILE *f = pfd >= 0 ? fdopen(pfd, "w") : NULL;
+    /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
+    mt_out_t page;
+    mt_error_t err;
     const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
-    int bad = 1;
-    if (!f) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", out, strerror(errno));
-        if (pfd >= 0) {
-            close(pfd);
-            unlink(part);
-        }
+    int rc = mt_out_open(&page, out, &err);
+    FILE *const f = page.f;
+    if (rc < 0)
         goto cleanup;
-    }
     char a[32], b[32];
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtrace: ");
     esc(f, r->command);
@@ -219,7 +213,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
     }
     fprintf(f, "<p class=\"note\">Written by mtrace.</p>\n</body></html>\n");
-    bad = ferror(f) | (fclose(f) != 0);
+    rc = mt_out_commit(&page, &err);
 cleanup:
     for (size_t i = 0; i < 4; i++) {
         unlink(files[i]);
@@ -228,11 +222,8 @@ cleanup:
         unlink(dat);
     }
     rmdir(tmp);
-    if (!f)
-        return -1;
-    if (bad || rename(part, out) != 0) {
-        fprintf(stderr, "mtrace: cannot write %s\n", out);
-        unlink(part);
+    if (rc < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
         return -1;
     }
     return 0;

@@ -10,6 +10,7 @@
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
+#include "file_io.h"
 
 /* OUT.png -> OUT.dat: the data stays beside the picture, so it can be re-plotted or inspected. */
 static void data_path(char *buf, size_t cap, const char *out, const char *suffix)
@@ -19,6 +20,27 @@ static void data_path(char *buf, size_t cap, const char *out, const char *suffix
         snprintf(buf, cap, "%s%s", out, suffix);
     else
         snprintf(buf, cap, "%.*s%s", (int)(dot - out), out, suffix);
+}
+
+/* A data file is written whole under a temporary name and renamed into place (file_io.h). */
+static FILE *open_data(mt_out_t *out, const char *dat)
+{
+    mt_error_t err;
+    if (mt_out_open(out, dat, &err) < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
+        return NULL;
+    }
+    return out->f;
+}
+
+static int commit_data(mt_out_t *out)
+{
+    mt_error_t err;
+    if (mt_out_commit(out, &err) < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 /* A name for a gnuplot data file's quoted column: no quotes, no line breaks. */
@@ -52,11 +74,10 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
 {
     char dat[4096];
     data_path(dat, sizeof dat, out, ".dat");
-    FILE *f = fopen(dat, "w");
-    if (!f) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", dat, strerror(errno));
+    mt_out_t data;
+    FILE *const f = open_data(&data, dat);
+    if (!f)
         return -1;
-    }
     int has_rss = 0;
     fprintf(f, "# t_s live_mib rss_mib vmsize_mib\n");
     for (size_t i = 0; i < r->nseries; i++) {
@@ -65,7 +86,7 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
         fprintf(f, "%.4f %.3f %.3f %.3f\n", p->t, (double)p->live_bytes / 1048576.0, (double)p->rss_kb / 1024.0,
                 (double)p->vm_kb / 1024.0);
     }
-    if (fclose(f) != 0)
+    if (commit_data(&data) < 0)
         return -1;
     char title[1200], o[4096], d[4096], script[16384];
     mt_gp_text(title, sizeof title, r->command);
@@ -82,11 +103,10 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
 {
     char dat[4096];
     data_path(dat, sizeof dat, out, ".dat");
-    FILE *f = fopen(dat, "w");
-    if (!f) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", dat, strerror(errno));
+    mt_out_t data;
+    FILE *const f = open_data(&data, dat);
+    if (!f)
         return -1;
-    }
     static const char *const units[] = { "", "K", "M", "G", "T" };
     for (unsigned k = 0; k < MT_HIST_BUCKETS; k++) {
         if (!r->size_hist[k])
@@ -97,7 +117,7 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
             lo /= 1024, u++;
         fprintf(f, "%u \"%" PRIu64 "%s\" %" PRIu64 "\n", k, lo, units[u], r->size_hist[k]);
     }
-    if (fclose(f) != 0)
+    if (commit_data(&data) < 0)
         return -1;
     char title[1200], o[4096], d[4096], script[16384];
     mt_gp_text(title, sizeof title, r->command);
@@ -155,17 +175,16 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
 {
     char dat[4096];
     data_path(dat, sizeof dat, out, ".dat");
-    FILE *f = fopen(dat, "w");
-    if (!f) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", dat, strerror(errno));
+    mt_out_t data;
+    FILE *const f = open_data(&data, dat);
+    if (!f)
         return -1;
-    }
     for (int i = 0; i < n; i++) {
         mt_jval_t *j;
         mt_error_t err;
         if (mt_json_load(results[i], &j, &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
-            fclose(f);
+            mt_out_abort(&data);
             return -1;
         }
         char name[256];
@@ -174,7 +193,7 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
                 mt_json_num(j, "max_rss_kb", 0) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
         mt_json_free(j);
     }
-    if (fclose(f) != 0)
+    if (commit_data(&data) < 0)
         return -1;
     char script[16384], o[4096], d[4096];
     snprintf(script, sizeof script,

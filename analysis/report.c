@@ -13,6 +13,7 @@
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
 #include "mtrace/symbolize.h"
+#include "file_io.h"
 
 typedef struct block {
     uint64_t size;
@@ -323,6 +324,16 @@ static uint64_t flame_weight(const stack_stat_t *s, const char *w)
     return s->peak_bytes;
 }
 
+/* A writer's own failure (out of memory, bad arguments); a failed write is left to mt_out_commit,
+ * which names its reason. */
+static int writer_failed(const mt_out_t *out, int wrc, mt_error_t *err)
+{
+    if (wrc >= 0 || ferror(out->f))
+        return 0;
+    snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", out->path, strerror(-wrc));
+    return wrc;
+}
+
 static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
 {
     mt_symbolizer_t *sym;
@@ -331,18 +342,19 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
     for (size_t i = 0; i < pv->nmodules; i++)
         mt_symbolizer_add_module(sym, &pv->modules[i]);
     size_t cap = 0;
-    FILE *folded = NULL;
-    if (o && o->folded && !(folded = fopen(o->folded, "w"))) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", o->folded, strerror(errno));
-        mt_symbolizer_close(sym);
-        return -errno;
-    }
-    const char *failed_out = NULL; /* the output that could not be written, for the message */
+    /* The outputs are made before the work (a name that cannot be written fails at once) and are
+     * renamed into place together at the end: a failure leaves none of them, never a partial one. */
+    enum { OUT_FOLDED, OUT_FLAME, OUT_CSV, NOUT };
+    const char *const out_path[NOUT] = { o ? o->folded : NULL, o ? o->flamegraph : NULL, o ? o->callsites_csv : NULL };
+    mt_out_t out[NOUT] = { { 0 } };
+    int rc = 0;
+    for (int k = 0; k < NOUT && rc == 0; k++)
+        if (out_path[k])
+            rc = mt_out_open(&out[k], out_path[k], err);
     mt_folded_t *fl = NULL;
     size_t nfl = 0;
     const int want_flame = o && (o->folded || o->flamegraph);
-    int rc = 0;
-    for (uint32_t id = 1; id < pv->nstacks; id++) {
+    for (uint32_t id = 1; id < pv->nstacks && rc == 0; id++) {
         const stack_stat_t *s = &pv->stacks[id];
         if (!s->calls && !s->leaked_bytes)
             continue;
@@ -401,50 +413,39 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
     mt_symbolizer_close(sym);
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
-    if (rc == 0 && folded && mt_folded_write(folded, fl, nfl) < 0)
-        rc = -EIO;
-    if (folded && fclose(folded) != 0)
-        rc = -errno;
-    if (rc < 0 && folded)
-        failed_out = o->folded;
-    if (rc == 0 && o && o->flamegraph) {
-        FILE *f = fopen(o->flamegraph, "w");
+    if (rc == -ENOMEM)
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
+    if (rc == 0 && out[OUT_FOLDED].f)
+        rc = writer_failed(&out[OUT_FOLDED], mt_folded_write(out[OUT_FOLDED].f, fl, nfl), err);
+    if (rc == 0 && out[OUT_FLAME].f) {
         char title[700];
         snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, o->flame_weight ? o->flame_weight : "bytes");
-        if (!f)
-            rc = -errno;
-        else if (mt_flamegraph_svg(f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl) < 0)
-            rc = -EIO;
-        if (f && fclose(f) != 0 && rc == 0)
-            rc = -errno;
-        if (rc < 0)
-            failed_out = o->flamegraph;
+        rc = writer_failed(&out[OUT_FLAME],
+                           mt_flamegraph_svg(out[OUT_FLAME].f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl),
+                           err);
     }
-    if (rc == 0 && o && o->callsites_csv) {
-        FILE *f = fopen(o->callsites_csv, "w");
-        if (!f) {
-            rc = -errno;
-            failed_out = o->callsites_csv;
-        } else {
-            fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
-            for (size_t k = 0; k < rep->ncallsites; k++) {
-                const mt_callsite_t *c = &rep->callsites[k];
-                fprintf(f, "\"%s\",\"%s\",%u,\"%s\",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-                        c->function, c->file ? c->file : "", c->line, c->module, c->calls, c->bytes, c->leaked_blocks,
-                        c->leaked_bytes, c->peak_bytes);
-            }
-            if (fclose(f) != 0) {
-                rc = -errno;
-                failed_out = o->callsites_csv;
-            }
+    if (rc == 0 && out[OUT_CSV].f) {
+        FILE *f = out[OUT_CSV].f;
+        fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
+        for (size_t k = 0; k < rep->ncallsites; k++) {
+            const mt_callsite_t *c = &rep->callsites[k];
+            mt_put_csv_field(f, c->function);
+            fputc(',', f);
+            mt_put_csv_field(f, c->file);
+            fprintf(f, ",%u,", c->line);
+            mt_put_csv_field(f, c->module);
+            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->calls, c->bytes,
+                    c->leaked_blocks, c->leaked_bytes, c->peak_bytes);
         }
     }
+    for (int k = 0; k < NOUT && rc == 0; k++)
+        if (out_path[k])
+            rc = mt_out_commit(&out[k], err);
+    for (int k = 0; k < NOUT; k++)
+        mt_out_abort(&out[k]);
     for (size_t k = 0; k < nfl; k++)
         free((void *)fl[k].frames);
     free(fl);
-    if (rc < 0)
-        snprintf(err->msg, sizeof err->msg, "%s: cannot write: %s", failed_out ? failed_out : rep->path,
-                 strerror(-rc));
     return rc;
 }
 
@@ -847,7 +848,12 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         return;
     }
     char a[32], b[32];
-    fprintf(f, "mtrace report: %s\ncommand: %s\n", r->path, r->command);
+    /* Every string from the trace or the object files is escaped (\xNN): never raw to a terminal. */
+    fputs("mtrace report: ", f);
+    mt_put_safe(f, r->path, strlen(r->path));
+    fputs("\ncommand: ", f);
+    mt_put_safe(f, r->command, strlen(r->command));
+    fputc('\n', f);
     fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
             r->complete ? "" : " (the trace did not finish: killed or crashed)", r->truncated ? " (truncated)" : "");
     fprintf(f, "%% calls        calls   bytes requested  failures  function\n");
@@ -913,8 +919,11 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
                 snprintf(where, sizeof where, "%s:%u", c->file, c->line);
             else
                 snprintf(where, sizeof where, "%s", c->module);
-            fprintf(f, "  %12s  %s  %s\n", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v),
-                    c->function, where);
+            fprintf(f, "  %12s  ", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v));
+            mt_put_safe(f, c->function, strlen(c->function));
+            fputs("  ", f);
+            mt_put_safe(f, where, strlen(where));
+            fputc('\n', f);
         }
         free(sorted);
     }

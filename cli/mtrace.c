@@ -23,21 +23,9 @@
 #include "mtrace/report.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
+#include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
 
 extern char **environ;
-
-/* Strings from files go to a terminal: control characters (escape sequences) are shown as \xNN,
- * never sent. */
-static void put_safe(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        const unsigned char c = (unsigned char)s[i];
-        if (c < ' ' || c == 0x7f || c == '\\')
-            printf("\\x%02x", c);
-        else
-            putchar(c);
-    }
-}
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
@@ -211,7 +199,7 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
                 break;
             case MT_WL_MARK:
                 printf(" \"");
-                put_safe((const char *)r.data, r.len);
+                mt_put_safe(stdout, (const char *)r.data, r.len);
                 printf("\"");
                 break;
             case MT_WL_THREAD_START:
@@ -293,7 +281,7 @@ static int info_workload(const char *path, int json)
                h->version);
         if (src) {
             printf("source        ");
-            put_safe(src, len);
+            mt_put_safe(stdout, src, len);
             printf(" (pid %" PRIu64 ")\n", h->source_pid);
         }
         printf("threads       %u\n", h->threads);
@@ -409,19 +397,19 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
         return;
     }
     printf("command       ");
-    put_safe(cmd, n);
+    mt_put_safe(stdout, cmd, n);
     putchar('\n');
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
         const char *v = mt_trace_string(t, tags[i].tag, 0, &len);
         if (v) {
             printf("%-13s ", tags[i].name);
-            put_safe(v, len);
+            mt_put_safe(stdout, v, len);
             putchar('\n');
         }
     }
     for (unsigned k = 0; (s = mt_trace_string(t, MT_STR_ENV, k, &len)); k++) {
         printf("setting       ");
-        put_safe(s, len);
+        mt_put_safe(stdout, s, len);
         putchar('\n');
     }
 }
@@ -594,7 +582,7 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
     case MT_EV_MARK:
     case MT_EV_EXEC:
         printf(" \"");
-        put_safe((const char *)r->data, r->len);
+        mt_put_safe(stdout, (const char *)r->data, r->len);
         printf("\"");
         break;
     case MT_EV_STACK: {
@@ -615,7 +603,7 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
             break;
         }
         printf(" gen=%" PRIu64 " base=0x%" PRIx64 " \"", m.generation, m.base);
-        put_safe(m.name, m.name_len);
+        mt_put_safe(stdout, m.name, m.name_len);
         printf("\" build-id=");
         for (uint32_t i = 0; i < m.build_id_len; i++)
             printf("%02x", m.build_id[i]);

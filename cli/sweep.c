@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
 #include "mtrace/replay.h"
@@ -169,11 +170,14 @@ int mt_sweep_main(int argc, char **argv)
     snprintf(csv, sizeof csv, "%s/sweep.csv", dir);
     snprintf(dat, sizeof dat, "%s/sweep.dat", dir);
     snprintf(png, sizeof png, "%s/sweep.png", dir);
-    FILE *fc = fopen(csv, "w"), *fd = fopen(dat, "w");
-    if (!fc || !fd) {
-        fprintf(stderr, "mtrace: cannot write %s: %s\n", !fc ? csv : dat, strerror(errno));
+    /* Both written whole under temporary names, renamed into place when both are complete. */
+    mt_out_t csv_out = { 0 }, dat_out = { 0 };
+    if (mt_out_open(&csv_out, csv, &err) < 0 || mt_out_open(&dat_out, dat, &err) < 0) {
+        mt_out_abort(&csv_out);
+        fprintf(stderr, "mtrace: %s\n", err.msg);
         return 1;
     }
+    FILE *const fc = csv_out.f, *const fd = dat_out.f;
     fprintf(fc, "allocator");
     for (int p = 0; p < nparams; p++)
         fprintf(fc, ",%s", pname[p]);
@@ -223,8 +227,12 @@ int mt_sweep_main(int argc, char **argv)
         fprintf(fd, "\n\n");
         name_ptrs[g] = names[g];
     }
-    fclose(fc);
-    fclose(fd);
+    if (mt_out_commit(&csv_out, &err) < 0 || mt_out_commit(&dat_out, &err) < 0) {
+        mt_out_abort(&csv_out);
+        mt_out_abort(&dat_out);
+        fprintf(stderr, "mtrace: %s\n", err.msg);
+        return 1;
+    }
     const point_t *br = &pts[best_rss], *bt = &pts[best_time];
     printf("\nlowest peak RSS: %s", br->allocator);
     for (int p = 0; p < nparams; p++)

@@ -1,7 +1,12 @@
 /* libmtrace/file_io.h */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "file_io.h"
@@ -63,4 +68,127 @@ int mt_write_full(int fd, const void *buf, size_t len, uint64_t off)
             off += (uint64_t)w;
     }
     return 0;
+}
+
+/* ---- outputs: complete or absent ------------------------------------------------------------- */
+
+static int out_fail(mt_out_t *o, mt_error_t *err, int e, const char *what)
+{
+    mt_out_abort(o);
+    if (err)
+        snprintf(err->msg, sizeof err->msg, "%s: cannot write%s: %s", o->path, what, strerror(e));
+    return -e;
+}
+
+int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err)
+{
+    *o = (mt_out_t){ .path = path };
+    if (snprintf(o->tmp, sizeof o->tmp, "%s.partial.XXXXXX", path) >= (int)sizeof o->tmp) {
+        o->tmp[0] = 0;
+        return out_fail(o, err, ENAMETOOLONG, "");
+    }
+    /* mkostemp opens with O_CREAT|O_EXCL, which refuses any existing name, a symlink included. */
+    const int fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        const int e = errno;
+        o->tmp[0] = 0;
+        return out_fail(o, err, e, "");
+    }
+    /* mkostemp makes 0600; an output gets what fopen "w" would give it. The umask can only be read
+     * by setting it: the tools create no file on another thread meanwhile. */
+    struct stat st;
+    mode_t mode;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        mode = st.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+    } else {
+        const mode_t mask = umask(077);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    if (fchmod(fd, mode) < 0 || !(o->f = fdopen(fd, "w"))) {
+        const int e = errno;
+        close(fd);
+        return out_fail(o, err, e, "");
+    }
+    return 0;
+}
+
+int mt_out_commit(mt_out_t *o, mt_error_t *err)
+{
+    if (!o->f)
+        return out_fail(o, err, EBADF, "");
+    int e = 0;
+    errno = 0;
+    if (fflush(o->f) != 0 || ferror(o->f)) /* ferror: a write that failed before, without a reason now */
+        e = errno ? errno : EIO;
+    else if (fsync(fileno(o->f)) < 0 && errno != EINVAL && errno != EROFS)
+        e = errno;
+    FILE *f = o->f;
+    o->f = NULL;
+    if (fclose(f) != 0 && !e)
+        e = errno;
+    if (e)
+        return out_fail(o, err, e, "");
+    if (rename(o->tmp, o->path) < 0)
+        return out_fail(o, err, errno, " (renaming into place)");
+    o->tmp[0] = 0;
+    return 0;
+}
+
+void mt_out_abort(mt_out_t *o)
+{
+    if (o->f) {
+        fclose(o->f);
+        o->f = NULL;
+    }
+    if (o->tmp[0]) {
+        unlink(o->tmp);
+        o->tmp[0] = 0;
+    }
+}
+
+/* ---- text from files, for a terminal ---------------------------------------------------------- */
+
+size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len)
+{
+    size_t i = 0, n = 0;
+    for (; i < len; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        const int raw = c >= ' ' && c != 0x7f && c != '\\';
+        if (n + (raw ? 1 : 4) >= cap)
+            break;
+        if (raw)
+            buf[n++] = (char)c;
+        else
+            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c);
+    }
+    if (cap)
+        buf[n] = 0;
+    return i;
+}
+
+void mt_put_safe(FILE *f, const char *s, size_t len)
+{
+    char buf[1024];
+    for (size_t i = 0; i < len;) {
+        i += mt_escape_text(buf, sizeof buf, s + i, len - i);
+        fputs(buf, f);
+    }
+}
+
+const char *mt_safe_str(char *buf, size_t cap, const char *s)
+{
+    mt_escape_text(buf, cap, s ? s : "", s ? strlen(s) : 0);
+    return buf;
+}
+
+void mt_put_csv_field(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        char buf[8];
+        mt_escape_text(buf, sizeof buf, s, 1);
+        fputs(*s == '"' ? "\"\"" : buf, f);
+    }
+    fputc('"', f);
 }

@@ -1,9 +1,11 @@
-/* File I/O and error messages shared by the format library's readers and writers (not installed). */
+/* File I/O, error messages, outputs written whole and text made safe for a terminal: shared by the
+ * format library's readers and writers and by the tools (not installed). */
 #ifndef MTRACE_FILE_IO_H
 #define MTRACE_FILE_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "mtrace/trace_reader.h"
 
@@ -18,5 +20,39 @@ int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got);
 int mt_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* All len bytes written at off (or at the file position when off is UINT64_MAX). */
 int mt_write_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* ---- outputs: complete or absent ----
+ * An output is written under a fresh name beside its target (PATH.partial.XXXXXX, made with
+ * O_CREAT|O_EXCL by mkostemp: never a name planted beforehand, a symlink included) and renamed over
+ * the target only when every byte was written: rename replaces a symlink at the target instead of
+ * following it, and a failure or a command stopped midway leaves the target as it was. */
+typedef struct mt_out {
+    FILE *f;           /* write here between mt_out_open and mt_out_commit / mt_out_abort */
+    const char *path;  /* the target, as given */
+    char tmp[4096];    /* the temporary; "" when there is none */
+} mt_out_t;
+
+/* Creates the temporary with the mode a new file gets (0666 & ~umask; an existing regular target's
+ * permissions are kept, as fopen "w" would). 0, or a negative errno with "PATH: cannot write: why"
+ * in err (if any); nothing is left behind then. */
+int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err);
+/* Flushes, syncs and closes the temporary and renames it over the target. 0, or a negative errno
+ * with the message in err; on failure the temporary is removed and the target is untouched. */
+int mt_out_commit(mt_out_t *o, mt_error_t *err);
+/* Closes and removes the temporary; the target is untouched. Safe to call twice or after a failed
+ * open or a commit. */
+void mt_out_abort(mt_out_t *o);
+
+/* ---- text from files, for a terminal ----
+ * Control bytes (ESC included), DEL and the backslash are shown as \xNN: a hostile file must not
+ * send escape sequences to the analyst's terminal, and \xNN stays unambiguous. */
+/* Escapes up to len bytes of s into buf (always terminated). Returns how many bytes of s fit. */
+size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len);
+/* The whole of s (len bytes) escaped, to f. */
+void mt_put_safe(FILE *f, const char *s, size_t len);
+/* A C string escaped into buf, cut to fit. Returns buf. */
+const char *mt_safe_str(char *buf, size_t cap, const char *s);
+/* A CSV field: s escaped as above, between double quotes, its quotes doubled. */
+void mt_put_csv_field(FILE *f, const char *s);
 
 #endif

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/json_writer.h"
 #include "sim.h"
 
@@ -548,12 +549,17 @@ int main(int argc, char **argv)
                    commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)max_rss_kb),
                    100.0 * ((double)max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
     }
+    /* Both outputs are written whole under temporary names and renamed into place only when both
+     * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
+    mt_out_t json_out = { 0 }, series_out = { 0 };
+    if ((json_path && mt_out_open(&json_out, json_path, &err) < 0) ||
+        (series_path && mt_out_open(&series_out, series_path, &err) < 0)) {
+        mt_out_abort(&json_out);
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+        return 1;
+    }
     if (json_path) {
-        FILE *f = fopen(json_path, "w");
-        if (!f) {
-            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", json_path, strerror(errno));
-            return 1;
-        }
+        FILE *const f = json_out.f;
         mt_json_t j;
         mt_json_init(&j, f);
         mt_json_begin_object(&j);
@@ -623,27 +629,21 @@ int main(int argc, char **argv)
         }
         mt_json_end_object(&j);
         mt_json_finish(&j);
-        if (fclose(f) != 0) {
-            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", json_path, strerror(errno));
-            return 1;
-        }
     }
     if (series_path) {
-        FILE *f = fopen(series_path, "w");
-        if (!f) {
-            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", series_path, strerror(errno));
-            return 1;
-        }
+        FILE *const f = series_out.f;
         fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\n");
         for (uint64_t i = 0; i < s.series_n; i++) {
             const sim_series_row_t *r = &s.series[i];
             fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", r->t, r->rss_kb, r->vm_kb,
                     r->ideal_kb, r->source_rss_kb);
         }
-        if (fclose(f) != 0) {
-            fprintf(stderr, "mtrace-sim: cannot write %s: %s\n", series_path, strerror(errno));
-            return 1;
-        }
+    }
+    if ((series_path && mt_out_commit(&series_out, &err) < 0) || (json_path && mt_out_commit(&json_out, &err) < 0)) {
+        mt_out_abort(&series_out);
+        mt_out_abort(&json_out);
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+        return 1;
     }
     return 0;
 }
