@@ -7,12 +7,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/plot.h"
 
+/* gnuplot writes the picture itself: it gets a fresh temporary beside the target (made with O_EXCL,
+ * so never a planted name), renamed over the target once gnuplot succeeded, as every other output. */
 int mt_gnuplot(const char *script, const char *out)
 {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mtrace: gnuplot is not installed: apt-get install gnuplot-nox\n");
+        return -1;
+    }
+    mt_out_t pic;
+    mt_error_t err;
+    if (mt_out_open(&pic, out, &err) < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
         return -1;
     }
     /* gnuplot's stderr goes aside (it warns about empty ranges on good data) and is shown only when
@@ -21,6 +30,7 @@ int mt_gnuplot(const char *script, const char *out)
     const int lfd = mkstemp(log);
     if (lfd < 0) {
         fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));
+        mt_out_abort(&pic);
         return -1;
     }
     close(lfd);
@@ -29,6 +39,8 @@ int mt_gnuplot(const char *script, const char *out)
     FILE *p = popen(cmd, "w");
     int rc = -1;
     if (p) {
+        char o[4096];
+        fprintf(p, "%s\nset output '%s'\n", mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, pic.tmp));
         fputs(script, p);
         const int st = pclose(p);
         rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
@@ -43,7 +55,10 @@ int mt_gnuplot(const char *script, const char *out)
         if (l)
             fclose(l);
         fputc('\n', stderr);
-        unlink(out);
+        mt_out_abort(&pic);
+    } else if (mt_out_commit(&pic, &err) < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
+        rc = -1;
     }
     unlink(log);
     return rc;
@@ -88,14 +103,12 @@ const char *mt_gnuplot_terminal(const char *out)
 int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
                   const char *out)
 {
-    char titles[4096] = "", t[512], o[4096], d[4096], x[256];
+    char titles[4096] = "", t[512], d[4096], x[256];
     size_t n = 0;
     for (int g = 0; g < ngroups && n < sizeof titles; g++)
         n += (size_t)snprintf(titles + n, sizeof titles - n, "%s'%s'", g ? "," : "", mt_gp_text(t, sizeof t, names[g]));
     char script[16384];
     snprintf(script, sizeof script,
-             "%s\n"
-             "set output '%s'\n"
              "set key outside right\n"
              "set grid\n"
              "%s\n"
@@ -110,7 +123,7 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
              "set ylabel 'wall time (ms)'\n"
              "plot for [i=0:%d] '%s' index i using 1:2 with linespoints lw 2 title T[i+1] noenhanced\n"
              "unset multiplot\n",
-             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), logx ? "set logscale x 2" : "",
+             logx ? "set logscale x 2" : "",
              mt_gp_text(x, sizeof x, xlabel), ngroups, titles, ngroups - 1, mt_gp_file(d, sizeof d, dat), ngroups - 1,
              d);
     return mt_gnuplot(script, out);

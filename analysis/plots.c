@@ -88,13 +88,13 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
     }
     if (commit_data(&data) < 0)
         return -1;
-    char title[1200], o[4096], d[4096], script[16384];
+    char title[1200], d[4096], script[16384];
     mt_gp_text(title, sizeof title, r->command);
     snprintf(script, sizeof script,
-             "%s\nset output '%s'\nset grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
+             "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
              "set title '%s' noenhanced\n"
              "plot '%s' using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
-             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat),
+             title, mt_gp_file(d, sizeof d, dat),
              has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
     return mt_gnuplot(script, out);
 }
@@ -119,24 +119,23 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
     }
     if (commit_data(&data) < 0)
         return -1;
-    char title[1200], o[4096], d[4096], script[16384];
+    char title[1200], d[4096], script[16384];
     mt_gp_text(title, sizeof title, r->command);
     snprintf(script, sizeof script,
-             "%s\nset output '%s'\nset grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
+             "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
              "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
              "set title 'allocation sizes: %s' noenhanced\nplot '%s' using 1:3:xtic(2) with boxes notitle\n",
-             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), title, mt_gp_file(d, sizeof d, dat));
+             title, mt_gp_file(d, sizeof d, dat));
     return mt_gnuplot(script, out);
 }
 
 /* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
 int mt_plot_replays(const char *const *results, int n, const char *out)
 {
-    char script[16384], o[4096], sp[4096];
+    char script[16384], sp[4096];
     size_t len = (size_t)snprintf(script, sizeof script,
-                                  "%s\nset output '%s'\nset grid\nset key top left\nset xlabel 'time (s)'\n"
-                                  "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ",
-                                  mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out));
+                                  "set grid\nset key top left\nset xlabel 'time (s)'\n"
+                                  "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ");
     int plotted = 0;
     for (int i = 0; i < n && len < sizeof script - 1024; i++) {
         mt_jval_t *j;
@@ -195,13 +194,13 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
     }
     if (commit_data(&data) < 0)
         return -1;
-    char script[16384], o[4096], d[4096];
+    char script[16384], d[4096];
     snprintf(script, sizeof script,
-             "%s\nset output '%s'\nset style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
+             "set style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
              "set multiplot layout 1,2 title 'allocator comparison'\n"
              "set ylabel 'wall time (ms)'\nset yrange [0:*]\nplot '%s' using 1:3:xtic(2) with boxes lc 1 notitle\n"
              "set ylabel 'peak RSS (MiB)'\nplot '%s' using 1:4:xtic(2) with boxes lc 2 title 'peak RSS', "
              "'' using 1:5 with points pt 7 ps 1.5 lc rgb 'black' title 'ideal'\nunset multiplot\n",
-             mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, out), mt_gp_file(d, sizeof d, dat), d);
+             mt_gp_file(d, sizeof d, dat), d);
     return mt_gnuplot(script, out);
 }

@@ -6,8 +6,10 @@
 extern "C" {
 #endif
 
-/* Runs gnuplot on `script` (text) that draws `out`. 0, or -1 with a message on stderr (gnuplot
- * missing: the Debian package to install is named) and no `out` left behind. */
+/* Runs gnuplot on `script` (text, without `set terminal` or `set output`: the terminal follows
+ * `out`'s extension and the picture goes to a temporary renamed over `out` on success). 0, or -1
+ * with a message on stderr (gnuplot missing: the Debian package to install is named) and `out`
+ * untouched. */
 int mt_gnuplot(const char *script, const char *out);
 
 /* A replay result's RSS series file: its recorded path, relative to the result's own directory

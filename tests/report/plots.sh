@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mtrace plot, on a trace written by report_mktrace and on replay results of it.
 #   usage: plots.sh MTRACE REPORT_MKTRACE [all|relative-series]
-# all: -o X.png (no other option) writes a PNG (signature 89 50 4E 47), -o X.svg an SVG that parses
+# all: a symlink planted at the picture's name is replaced, not followed;
+# -o X.png (no other option) writes a PNG (signature 89 50 4E 47), -o X.svg an SVG that parses
 # as XML; --kind sizes both ways; the data files beside them hold the report's numbers (one live-bytes
 # point per RSS sample, the size counts adding up to the allocations); for replay results (mtrace
 # convert + mtrace replay --json --rss-series) the RSS plot of one and of two results, and --kind
@@ -51,6 +52,16 @@ cd "$work" || exit 1
 t 60 "$mtrace" report --json g.mtr >g.json || fail "report --json"
 peak=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_live_bytes"])' g.json)
 allocs=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["allocations"])' g.json)
+
+# a symlink planted at the picture's name is replaced, not followed; no temporary is left
+echo precious >victim
+ln -s victim sym.png
+t 60 "$mtrace" plot -o sym.png g.mtr 2>err || fail "plot -o sym.png: $(cat err)"
+[ "$(cat victim)" = precious ] || fail "plot -o sym.png wrote through the planted symlink"
+[ -L sym.png ] && fail "sym.png is still the planted symlink"
+png_ok sym.png || fail "sym.png is not a PNG"
+ls | grep -q partial && fail "a temporary was left: $(ls)"
+rm -f victim sym.png sym.dat
 
 t 60 "$mtrace" plot -o live.png g.mtr 2>err || fail "plot -o live.png: $(cat err)"
 png_ok live.png || fail "live.png is not a PNG: $(head -c 16 live.png 2>/dev/null | od -An -tx1)"
