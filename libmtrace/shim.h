@@ -71,6 +71,8 @@ typedef struct mt_global {
     mt_real_api_t real;
     mt_options_t opt;
     int fd;                 /* the trace file */
+    dev_t file_dev;         /* its identity, to tell it from a file the program opened on the same */
+    ino_t file_ino;         /* descriptor number after closing ours */
     uint8_t *base;          /* reserved address range; chunk i lives at base + i * MT_CHUNK_SIZE */
     uint64_t reserved_chunks;
     _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
@@ -81,7 +83,6 @@ typedef struct mt_global {
     uint64_t rss_period;    /* in recorded time units */
     uint64_t last_brk;      /* heap top after the latest call that observed it */
     void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; or NULL */
-    int statm_fd;
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
     atomic_int grow_lock;

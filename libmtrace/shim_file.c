@@ -122,9 +122,36 @@ static int create_file(char *path, size_t cap)
     return -1;
 }
 
+static int same_file(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == mt_g.file_dev && st.st_ino == mt_g.file_ino;
+}
+
+/* The program may close our descriptor (daemons close every fd at start-up) and get the number
+ * again for a file of its own: every write through the descriptor first checks that it is still
+ * the trace file, so the program's file is never written. When it is not, the trace file is opened
+ * again by its path (the same file, checked) and tracing goes on. 0, or -EBADF. */
+static int fd_is_ours(void)
+{
+    if (same_file(mt_g.fd))
+        return 0;
+    const int fd = open(mt_g.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -EBADF;
+    if (!same_file(fd)) {
+        close(fd);
+        return -EBADF;
+    }
+    mt_g.fd = fd; /* the old number is the program's now: never closed here */
+    return 0;
+}
+
 /* Maps more of the file into the reservation so that chunk `want` exists. Caller holds grow_lock. */
 static int grow(uint64_t want)
 {
+    if (fd_is_ours() < 0)
+        return -EBADF;
     uint64_t mapped = atomic_load(&mt_g.mapped_chunks);
     while (want >= mapped) {
         uint64_t bytes = mapped * MT_CHUNK_SIZE;
@@ -263,6 +290,13 @@ int mt_file_open(void)
         mt_say("mtrace: cannot create trace file %s: %s; tracing is off", mt_g.path, strerror(errno));
         goto fail;
     }
+    struct stat st;
+    if (fstat(mt_g.fd, &st) != 0) {
+        mt_say("mtrace: cannot stat trace file %s: %s; tracing is off", mt_g.path, strerror(errno));
+        goto fail_unlink;
+    }
+    mt_g.file_dev = st.st_dev;
+    mt_g.file_ino = st.st_ino;
     uint64_t reserve = RESERVE_BYTES;
     if (reserve > mt_g.opt.max_bytes)
         reserve = (mt_g.opt.max_bytes + MT_CHUNK_SIZE - 1) / MT_CHUNK_SIZE * MT_CHUNK_SIZE;
@@ -291,14 +325,12 @@ int mt_file_open(void)
     write_header();
     append_index();
     if (mt_g.opt.rss_ms) {
-        mt_g.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
         const mt_file_header_t *h = header();
         /* The TSC rate is not known yet; 3 GHz is close enough to space the samples. */
         const uint64_t per_ms = (h->flags & MT_HDR_TIME_TSC) ? 3000000u : 1000000u;
         mt_g.rss_period = per_ms * mt_g.opt.rss_ms;
         atomic_store(&mt_g.next_rss_time, h->start_time);
     } else {
-        mt_g.statm_fd = -1;
         atomic_store(&mt_g.next_rss_time, UINT64_MAX);
     }
     errno = saved;
@@ -376,6 +408,8 @@ static int move_out(mt_thread_t *t, uint64_t idx)
     mt_chunk_header_t *ch = (mt_chunk_header_t *)c;
     const size_t used = ch->used;
     const off_t at = (off_t)(idx * MT_CHUNK_SIZE);
+    if (fd_is_ours() < 0)
+        return -EBADF;
     errno = 0;
     if (pwrite(mt_g.fd, c + MT_CHUNK_HEADER_SIZE, used, at + MT_CHUNK_HEADER_SIZE) != (ssize_t)used ||
         pwrite(mt_g.fd, c, MT_CHUNK_HEADER_SIZE, at) != MT_CHUNK_HEADER_SIZE)
@@ -516,11 +550,17 @@ void mt_stop_tracing(int err, const char *why)
     emit_final(t, MT_EV_TRUNCATED, payload, (size_t)(q - payload));
 }
 
-/* Parses "size resident shared ..." from /proc/self/statm. */
+/* Parses "size resident shared ..." from /proc/self/statm. The file is opened for each sample (a
+ * few microseconds every 10 ms): a descriptor kept open could be closed by the program and its
+ * number reused for one of the program's files. */
 static int read_statm(uint64_t v[3])
 {
     char buf[128];
-    const ssize_t n = pread(mt_g.statm_fd, buf, sizeof buf - 1, 0);
+    const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
     if (n <= 0)
         return -1;
     buf[n] = 0;
@@ -546,7 +586,7 @@ void mt_sample_rss(mt_thread_t *t, uint64_t now)
         return;
     uint64_t v[3];
     const int saved = errno;
-    if (mt_g.statm_fd >= 0 && read_statm(v) == 0) {
+    if (read_statm(v) == 0) {
         /* The program's VmSize, not ours: the trace's address reservation is taken out. */
         const uint64_t ours = mt_g.reserved_chunks * MT_CHUNK_SIZE / mt_g.page_size;
         v[0] = v[0] > ours ? v[0] - ours : 0;
@@ -591,7 +631,7 @@ void mt_file_finish(void)
     h->lost_calls = atomic_load(&mt_g.lost);
     (void)was_stopped;
     __atomic_fetch_or(&h->flags, MT_HDR_COMPLETE, __ATOMIC_RELAXED);
-    if (ftruncate(mt_g.fd, (off_t)(used * MT_CHUNK_SIZE)) != 0) {
+    if (fd_is_ours() < 0 || ftruncate(mt_g.fd, (off_t)(used * MT_CHUNK_SIZE)) != 0) {
         /* The preallocated tail stays; readers skip chunks that were never claimed. */
     }
 }
@@ -612,13 +652,10 @@ void mt_file_after_fork_child(void)
     /* The mapping is shared with the parent's file: drop it, never write to it from here. */
     if (mt_g.base)
         munmap(mt_g.base, mt_g.reserved_chunks * MT_CHUNK_SIZE);
-    if (mt_g.fd >= 0)
+    if (mt_g.fd >= 0 && fd_is_ours() == 0) /* never a descriptor the program reopened */
         close(mt_g.fd);
-    if (mt_g.statm_fd >= 0)
-        close(mt_g.statm_fd);
     mt_g.base = NULL;
     mt_g.fd = -1;
-    mt_g.statm_fd = -1;
     atomic_store(&mt_g.grow_lock, 0);
     atomic_store(&mt_g.next_thread, 0);
     atomic_store(&mt_g.lost, 0);

@@ -17,7 +17,7 @@
 #include "mtrace.h"
 #include "shim.h"
 
-mt_global_t mt_g = { .fd = -1, .statm_fd = -1, .off = 1 };
+mt_global_t mt_g = { .fd = -1, .off = 1 };
 MT_TLS mt_thread_t mt_self;
 
 /* ---- start-up ---------------------------------------------------------------------------------- */

@@ -784,6 +784,35 @@ START_TEST(unwritable_directory)
 }
 END_TEST
 
+/* A program that closes every descriptor and opens a file that gets the trace file's old number:
+ * its file stays exactly as it wrote it (once a bug: the trace went into it), and the shim opens
+ * its trace file again and records every call. */
+START_TEST(closed_descriptor_not_reused)
+{
+    char *trace = path_in(g_dir, "fds.mtr"), *own = path_in(g_dir, "own.txt");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_closefds", .args = { own }, .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    ck_assert_uint_eq(value(&r, "size"), 5);
+    struct stat st;
+    ck_assert_int_eq(stat(own, &st), 0);
+    ck_assert_int_eq(st.st_size, 5);
+    ck_assert_str_eq(r.err, "");
+    mt_trace_t *t = open_ok(trace);
+    ck_assert_uint_eq(mt_trace_thread_count(t), 1);
+    rec_list_t recs = { 0 }, calls = { 0 };
+    thread_records(t, 0, &recs);
+    calls_of(&recs, &calls);
+    ck_assert_uint_eq(calls.n, 2 + 2 * 400000); /* the warm-up pair and the loop */
+    rec_list_free(&recs);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+    free(own);
+}
+END_TEST
+
 /* ---- (g) symlinks and existing files ----------------------------------------------------------- */
 
 START_TEST(symlink_not_followed)
@@ -1035,6 +1064,7 @@ static Suite *shim_suite(void)
     tc = tcase(s, "limits");
     tcase_add_test(tc, file_size_limit_truncates_quietly);
     tcase_add_test(tc, unwritable_directory);
+    tcase_add_test(tc, closed_descriptor_not_reused);
 
     tc = tcase(s, "files");
     tcase_add_test(tc, symlink_not_followed);
