@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,18 +150,56 @@ void mt_out_abort(mt_out_t *o)
 
 /* ---- text from files, for a terminal ---------------------------------------------------------- */
 
+/* Length of the well-formed UTF-8 sequence at s (2 to 4 bytes: no overlong form, no surrogate,
+ * nothing past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t len)
+{
+    const unsigned char c = s[0];
+    size_t k;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf)
+        k = 2, cp = c & 0x1fu;
+    else if (c >= 0xe0 && c <= 0xef)
+        k = 3, cp = c & 0x0fu;
+    else if (c >= 0xf0 && c <= 0xf4)
+        k = 4, cp = c & 0x07u;
+    else
+        return 0;
+    if (k > len)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (cp < min_cp[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return k;
+}
+
 size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len)
 {
+    const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, n = 0;
-    for (; i < len; i++) {
-        const unsigned char c = (unsigned char)s[i];
-        const int raw = c >= ' ' && c != 0x7f && c != '\\';
-        if (n + (raw ? 1 : 4) >= cap)
+    while (i < len) {
+        const unsigned char c = u[i];
+        /* printable ASCII and well-formed UTF-8 pass; C0 and C1 controls (U+0080-U+009F, which some
+         * terminals obey), DEL, the backslash and bytes that are not UTF-8 are shown as \xNN */
+        const int c1 = c == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] < 0xa0;
+        const size_t k = c1 ? 0 : c < 0x80 ? (c >= ' ' && c != 0x7f && c != '\\') : utf8_len(u + i, len - i);
+        const size_t esc = k ? 0 : c1 ? 2 : 1; /* bytes shown as \xNN */
+        if (n + (k ? k : 4 * esc) >= cap)
             break;
-        if (raw)
-            buf[n++] = (char)c;
-        else
-            n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", c);
+        if (k) {
+            memcpy(buf + n, u + i, k);
+            n += k;
+            i += k;
+        } else {
+            for (size_t e = 0; e < esc; e++)
+                n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", u[i + e]);
+            i += esc;
+        }
     }
     if (cap)
         buf[n] = 0;
@@ -185,10 +224,14 @@ const char *mt_safe_str(char *buf, size_t cap, const char *s)
 void mt_put_csv_field(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; s && *s; s++) {
-        char buf[8];
-        mt_escape_text(buf, sizeof buf, s, 1);
-        fputs(*s == '"' ? "\"\"" : buf, f);
+    while (s && *s) {
+        const size_t run = strcspn(s, "\""); /* escaped as one text: UTF-8 sequences stay whole */
+        mt_put_safe(f, s, run);
+        s += run;
+        if (*s == '"') {
+            fputs("\"\"", f);
+            s++;
+        }
     }
     fputc('"', f);
 }

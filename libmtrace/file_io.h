@@ -44,8 +44,10 @@ int mt_out_commit(mt_out_t *o, mt_error_t *err);
 void mt_out_abort(mt_out_t *o);
 
 /* ---- text from files, for a terminal ----
- * Control bytes (ESC included), DEL and the backslash are shown as \xNN: a hostile file must not
- * send escape sequences to the analyst's terminal, and \xNN stays unambiguous. */
+ * C0 control bytes (ESC included), DEL, the backslash, C1 controls (U+0080-U+009F, as UTF-8) and
+ * bytes that are not well-formed UTF-8 (a lone 0x9b is CSI to some terminals) are shown as \xNN: a
+ * hostile file must not send escape sequences to the analyst's terminal, and \xNN stays
+ * unambiguous. Well-formed UTF-8 text passes as it is. */
 /* Escapes up to len bytes of s into buf (always terminated). Returns how many bytes of s fit. */
 size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len);
 /* The whole of s (len bytes) escaped, to f. */

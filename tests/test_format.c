@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
 #include "test_util.h"
@@ -1525,6 +1526,35 @@ static TCase *tcase(Suite *s, const char *name)
     return tc;
 }
 
+/* Text from files shown on a terminal: controls of both ranges and malformed UTF-8 escaped, UTF-8
+ * text kept, and the same through the CSV quoting. */
+static void check_escape(const char *in, const char *want)
+{
+    char buf[256];
+    ck_assert_uint_eq(mt_escape_text(buf, sizeof buf, in, strlen(in)), strlen(in));
+    ck_assert_msg(!strcmp(buf, want), "escape of \"%s\": \"%s\", expected \"%s\"", in, buf, want);
+}
+
+START_TEST(escape_text)
+{
+    check_escape("plain text", "plain text");
+    check_escape("a\x1b[2Jb\x07", "a\\x1b[2Jb\\x07");
+    check_escape("back\\slash\x7f", "back\\x5cslash\\x7f");
+    check_escape("\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", "\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80");
+    check_escape("\xc2\x9b" "31m", "\\xc2\\x9b" "31m");           /* C1 CSI, UTF-8 encoded */
+    check_escape("\x9b" "31m", "\\x9b" "31m");                     /* C1 CSI, a raw byte */
+    check_escape("\xc2\xa0nbsp", "\xc2\xa0nbsp");                 /* U+00A0 is text */
+    check_escape("\xc0\xaf", "\\xc0\\xaf");                       /* overlong */
+    check_escape("\xed\xa0\x80", "\\xed\\xa0\\x80");              /* a surrogate */
+    check_escape("\xe6\x97", "\\xe6\\x97");                       /* cut short */
+    char csv[256];
+    FILE *f = fmemopen(csv, sizeof csv, "w");
+    mt_put_csv_field(f, "say \"\xc3\xa9\x1b\"");
+    fclose(f);
+    ck_assert_str_eq(csv, "\"say \"\"\xc3\xa9\\x1b\"\"\"");
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
     Suite *s = suite_create("format");
@@ -1564,6 +1594,9 @@ static Suite *format_suite(void)
     tc = tcase(s, "pack");
     tcase_add_test(tc, pack_round_trip);
     tcase_add_test(tc, pack_failures_leave_nothing);
+
+    tc = tcase(s, "escape_text");
+    tcase_add_test(tc, escape_text);
 
     /* Known bugs, one case each (named in tests/meson.build): left out of the main run
      * (CK_EXCLUDE_TAGS=knownbug), each run on its own and expected to fail until fixed. */
