@@ -88,6 +88,12 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
     }
     if (commit_data(&data) < 0)
         return -1;
+    if (r->nseries < 2) { /* gnuplot would only say "x range is invalid" */
+        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (one per RSS sample: it was "
+                "recorded with MTRACE_RSS_MS=0 or ran too briefly); --kind sizes draws its sizes\n",
+                out, r->nseries, r->nseries == 1 ? "" : "s");
+        return -1;
+    }
     char title[1200], d[4096], script[16384];
     mt_gp_text(title, sizeof title, r->command);
     snprintf(script, sizeof script,

@@ -124,7 +124,14 @@ START_TEST(plot_data_symlink_replaced)
     write_text(victim, "precious\n");
     ck_assert_int_eq(symlink(victim, dat), 0);
     const char *const argv[] = { MTRACE_EXE, "plot", "-o", png, trace, NULL };
-    run(argv, NULL, err, NULL, 60);
+    /* this trace has no RSS samples: nothing to draw over time, said in one line */
+    ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 1);
+    char *why = read_text(err, NULL);
+    size_t lines = 0;
+    for (const char *c = why; c && *c; c++)
+        lines += *c == '\n';
+    ck_assert_msg(why && strstr(why, "0 points in time") && lines == 1, "the message: %s", why ? why : "(none)");
+    free(why);
     assert_replaced(dat, victim);
     free(trace);
     free(victim);
