@@ -68,6 +68,9 @@ typedef struct mt_thread {
 } mt_thread_t;
 
 typedef struct mt_global {
+    /* Read by every recorded call and written only at start-up, stop, pause and resume, or once
+     * per RSS period (next_rss_time). Fields that change often live on cache lines of their own
+     * below: a write to one of them would otherwise evict these from every other CPU's cache. */
     mt_real_api_t real;
     mt_options_t opt;
     int fd;                 /* the trace file */
@@ -75,23 +78,26 @@ typedef struct mt_global {
     ino_t file_ino;         /* descriptor number after closing ours */
     uint8_t *base;          /* reserved address range; chunk i lives at base + i * MT_CHUNK_SIZE */
     uint64_t reserved_chunks;
-    _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
-    _Atomic uint64_t mapped_chunks;
-    _Atomic uint32_t next_thread;
     _Atomic uint64_t next_rss_time;
-    _Atomic uint64_t lost;
     uint64_t rss_period;    /* in recorded time units */
-    uint64_t last_brk;      /* heap top after the latest call that observed it */
     void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; or NULL */
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
-    atomic_int grow_lock;
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
     atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
     int paused;
     atomic_int truncated;   /* stopped by a write failure: later calls count as lost (read by every thread) */
     pid_t pid;
-    pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
+    /* Read by every call on glibc, written whenever the heap top moves. */
+    _Alignas(128) uint64_t last_brk; /* heap top after the latest call that observed it */
+    /* Written once per chunk claimed, thread started or call lost. */
+    _Alignas(128) _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
+    _Atomic uint64_t mapped_chunks;
+    _Atomic uint32_t next_thread;
+    _Atomic uint64_t lost;
+    atomic_int grow_lock;
+    /* Cold. */
+    _Alignas(128) pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
     int exit_key_ok;
     char path[4096];        /* the trace file's path */
 } mt_global_t;
