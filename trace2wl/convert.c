@@ -22,6 +22,11 @@
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
 
+/* A helper run for nearly every record, or the common case of one, split from its rare case: a
+ * call costs about 15 instructions of register saves and restores, against a handful of work, and
+ * GCC does not inline helpers with several callers in apply() by itself. */
+#define HOT static inline __attribute__((always_inline))
+
 /* ---- live blocks: address -> slot in an mt_ptr_map; what the slot holds is kept per slot ------- */
 
 /* The map's entries stay 16 bytes: the value holds the block's slot (low 32 bits) and its last
@@ -63,9 +68,11 @@ typedef enum { RUNNABLE, BLOCKED_LIVE, BLOCKED_UNKNOWN, BLOCKED_CREATE, DONE } t
  * needed because the cursor's buffer moves on to the next chunk while records wait in the ring. */
 #define PAYLOAD_KEPT 256u
 
-/* A live map smaller than this fits in the L2 cache of any x86-64 core of the last 15 years:
- * prefetching its lines then only costs the hashing. */
-#define PREFETCH_MIN_BYTES (256u << 10)
+/* A live map smaller than this fits in the L1 data cache of any x86-64 core of the last 15 years:
+ * prefetching its lines then only costs the hashing. A larger one, even one that fits in L2, is
+ * prefetched: with a one-multiply hash (mt_ptr_map_home) that pays, by 1 to 2 % on a 1 000-block
+ * live set (a 64 KiB map), where the limit was 256 KiB when the hash took five steps. */
+#define PREFETCH_MIN_BYTES (32u << 10)
 
 /* Slots a thread freed, oldest first. The replayer's slot table is shared by its threads, so a slot
  * freed by thread B can be reused by thread A only once B's free has run: a thread reuses its own
@@ -78,6 +85,13 @@ typedef struct slot_deque {
     uint64_t head, tail, cap; /* entries v[head % cap] .. v[(tail - 1) % cap] */
 } slot_deque_t;
 
+/* Entry k (mod cap) of the deque. cap is 0 or a power of two (64, doubled), so the modulo is a
+ * mask: as a `%` by a variable it was a 64-bit division, twice a record (a push and a pop). */
+static inline uint32_t *deque_at(const slot_deque_t *d, uint64_t k)
+{
+    return &d->v[k & (d->cap - 1)];
+}
+
 typedef struct cthread {
     slot_deque_t freed;
     mt_thread_cursor_t cur;
@@ -85,6 +99,10 @@ typedef struct cthread {
     mt_record_t *ring;       /* LOOKAHEAD decoded records, from ring_pos on */
     uint8_t (*payload)[PAYLOAD_KEPT]; /* payload[k]: ring[k]'s payload */
     uint32_t ring_pos, ring_n;
+    /* ns[k]: ring[k]'s time in nanoseconds, converted as it is decoded, LOOKAHEAD records before
+     * its use: the conversion's latency (a division, about 20 cycles) then no longer holds up the
+     * op's encoding, whose output position depends on it (-2 % on a 1 000-block live set). */
+    uint64_t ns[LOOKAHEAD];
     int cursor_done;
     tstate_t state;
     uint64_t key;        /* what a blocked thread waits for: an address or a thread number */
@@ -148,7 +166,7 @@ static inline __attribute__((always_inline)) void prefetch_record(const conv_t *
 /* Moves thread i's head on past the record just applied (the first time, to its first record;
  * NULL at its end), keeping the ring full. Records are decoded straight into their ring slot and
  * stay there until applied: the head is a pointer, never a copy. */
-static int advance(conv_t *c, uint32_t i)
+HOT int advance(conv_t *c, uint32_t i)
 {
     cthread_t *t = &c->t[i];
     if (t->head) {
@@ -172,6 +190,7 @@ static int advance(conv_t *c, uint32_t i)
             r->len = len;
         }
         prefetch_record(c, r);
+        t->ns[k] = c->rate > 0 ? to_ns(c, r->time) : 0; /* 0: the rate is not known yet */
         t->ring_n++;
         c->st->records++;
         if (r->op <= MT_OP_LAST_CALL)
@@ -200,12 +219,9 @@ static void unblock(conv_t *c, uint32_t i)
     c->blocked--;
 }
 
-/* Makes the threads blocked on (why, key) runnable again. A thread held on an address nobody made
- * is held only while a hard-blocked thread might still make it: once none is, it goes on. */
-static void wake(conv_t *c, tstate_t why, uint64_t key)
+/* wake when some thread is blocked. */
+static void wake_blocked(conv_t *c, tstate_t why, uint64_t key)
 {
-    if (!c->blocked)
-        return;
     for (uint32_t i = 0; i < c->n; i++) {
         cthread_t *t = &c->t[i];
         if (t->state == why && t->key == key) {
@@ -222,6 +238,14 @@ static void wake(conv_t *c, tstate_t why, uint64_t key)
             }
         }
     }
+}
+
+/* Makes the threads blocked on (why, key) runnable again. A thread held on an address nobody made
+ * is held only while a hard-blocked thread might still make it: once none is, it goes on. */
+HOT void wake(conv_t *c, tstate_t why, uint64_t key)
+{
+    if (c->blocked)
+        wake_blocked(c, why, key);
 }
 
 /* ---- emitting ops -------------------------------------------------------------------------------- */
@@ -280,12 +304,10 @@ static int flush_exits(conv_t *c, uint32_t i, uint64_t time_ns)
     return 0;
 }
 
-/* Makes thread i wait until thread `owner` has completed `seq` ops, unless it already did. */
-static int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
+/* depend once the WAIT is needed. */
+static int depend_wait(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
 {
     cthread_t *t = &c->t[i];
-    if (owner == i || t->waited[owner] >= seq)
-        return 0;
     t->waited[owner] = seq;
     mt_wl_rec_t w = wl_rec(MT_WL_WAIT, time_ns);
     w.thread = owner;
@@ -294,35 +316,45 @@ static int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t 
     return put(c, i, &w);
 }
 
+/* Makes thread i wait until thread `owner` has completed `seq` ops, unless it already did. */
+HOT int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
+{
+    if (owner == i || c->t[i].waited[owner] >= seq)
+        return 0;
+    return depend_wait(c, i, owner, seq, time_ns);
+}
+
 #define STEAL_BATCH 256u
 
-static int deque_push(slot_deque_t *d, uint32_t s)
+/* Doubles a full deque. */
+static int deque_grow(slot_deque_t *d)
 {
-    if (d->tail - d->head == d->cap) {
-        const uint64_t cap = d->cap ? d->cap * 2 : 64;
-        uint32_t *n = malloc(cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        for (uint64_t k = d->head; k < d->tail; k++)
-            n[k - d->head] = d->v[k % d->cap];
-        free(d->v);
-        d->v = n;
-        d->tail -= d->head;
-        d->head = 0;
-        d->cap = cap;
-    }
-    d->v[d->tail++ % d->cap] = s;
+    const uint64_t cap = d->cap ? d->cap * 2 : 64;
+    uint32_t *n = malloc(cap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    for (uint64_t k = d->head; k < d->tail; k++)
+        n[k - d->head] = *deque_at(d, k);
+    free(d->v);
+    d->v = n;
+    d->tail -= d->head;
+    d->head = 0;
+    d->cap = cap;
     return 0;
 }
 
-/* A slot for a new block of thread i, in *slot (0 when memory runs out); may emit a WAIT. */
-static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
+HOT int deque_push(slot_deque_t *d, uint32_t s)
+{
+    if (d->tail - d->head == d->cap && deque_grow(d) < 0)
+        return -ENOMEM;
+    *deque_at(d, d->tail++) = s;
+    return 0;
+}
+
+/* slot_take when thread i has no freed slot of its own. */
+static int slot_take_other(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
 {
     slot_deque_t *own = &c->t[i].freed;
-    if (own->tail > own->head) {
-        *slot = own->v[--own->tail % own->cap];
-        return 0;
-    }
     for (uint32_t k = 0; k < c->n; k++) {
         const uint32_t v = (c->victim + k) % c->n;
         slot_deque_t *d = &c->t[v].freed;
@@ -333,7 +365,7 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
         uint64_t seq = 0;
         uint32_t taken = 0;
         for (; taken < STEAL_BATCH && d->tail > d->head; taken++) {
-            const uint32_t s = d->v[d->head++ % d->cap];
+            const uint32_t s = *deque_at(d, d->head++);
             seq = c->slots[s].seq;
             if (deque_push(own, s) < 0)
                 return -ENOMEM;
@@ -343,8 +375,8 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
          * must wait for us, at the count we have reached, not for the thread that freed it. */
         const uint64_t now = mt_wl_writer_thread_ops(c->out, i);
         for (uint64_t q = own->tail - taken; q < own->tail; q++)
-            c->slots[own->v[q % own->cap]].seq = now;
-        *slot = own->v[--own->tail % own->cap];
+            c->slots[*deque_at(own, q)].seq = now;
+        *slot = *deque_at(own, --own->tail);
         return rc;
     }
     *slot = 0;
@@ -358,6 +390,17 @@ static int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
     }
     *slot = (uint32_t)++c->next_slot;
     return 0;
+}
+
+/* A slot for a new block of thread i, in *slot (0 when memory runs out); may emit a WAIT. */
+HOT int slot_take(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *slot)
+{
+    slot_deque_t *own = &c->t[i].freed;
+    if (own->tail > own->head) {
+        *slot = *deque_at(own, --own->tail);
+        return 0;
+    }
+    return slot_take_other(c, i, time_ns, slot);
 }
 
 /* Thread i has just read a live block (malloc_usable_size, a failed realloc): whoever frees or reads
@@ -376,7 +419,7 @@ static int depend_block(conv_t *c, uint32_t i, const block_t *b, uint64_t time_n
 }
 
 /* Thread i has just written the op that freed `slot`. */
-static int slot_release(conv_t *c, uint32_t i, uint32_t slot)
+HOT int slot_release(conv_t *c, uint32_t i, uint32_t slot)
 {
     c->slots[slot].seq = mt_wl_writer_thread_ops(c->out, i);
     return deque_push(&c->t[i].freed, slot);
@@ -388,7 +431,7 @@ static uint64_t requested(const mt_record_t *r)
 }
 
 /* A block comes alive at address p in thread i's op that completes as op number seq. */
-static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t slot, uint64_t time_ns)
+HOT int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t slot, uint64_t time_ns)
 {
     if (!slot || mt_ptr_map_put(&c->live, p, block_value(slot, i)) < 0)
         return -ENOMEM;
@@ -403,7 +446,7 @@ static int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t
     return 0;
 }
 
-static int end_block(conv_t *c, block_t *b)
+HOT int end_block(conv_t *c, block_t *b)
 {
     const uint64_t p = b->key;
     c->live_bytes -= c->slots[block_slot(b)].size;
@@ -465,7 +508,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
 {
     cthread_t *t = &c->t[i];
     const mt_record_t *r = t->head;
-    const uint64_t ns = to_ns(c, r->time);
+    const uint64_t ns = t->ns[t->ring_pos];
     mt_wl_rec_t w = wl_rec(r->op, ns);
     *out = APPLIED;
     int rc = t->npending ? flush_exits(c, i, ns) : 0;
@@ -742,6 +785,12 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         if (c.rate <= 0)
             c.rate = 1e9; /* nothing tells: times in the workload are then in ticks */
     }
+    /* The records decoded so far may have come before the rate was known. */
+    for (uint32_t i = 0; i < c.n; i++)
+        for (uint32_t k = 0; k < c.t[i].ring_n; k++) {
+            const uint32_t at = (c.t[i].ring_pos + k) % LOOKAHEAD;
+            c.t[i].ns[at] = to_ns(&c, c.t[i].ring[at].time);
+        }
     read_creators(&c);
 
     /* The workload header carries the trace's identity and settings (its strings, as they are). */
