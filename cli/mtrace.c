@@ -663,9 +663,12 @@ static int cmd_pack(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
     int level = 9, force = 0;
+    unsigned flags = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc)
             out = argv[++i];
+        else if (!strcmp(argv[i], "--plain"))
+            flags |= MT_PACK_PLAIN;
         else if (!strcmp(argv[i], "--level") && i + 1 < argc)
             level = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--force"))
@@ -678,9 +681,10 @@ static int cmd_pack(int argc, char **argv)
         }
     }
     if (!in) {
-        fprintf(stderr, "usage: mtrace pack TRACE [-o OUT] [--level N] [--force]\n"
-                        "  compresses a trace with zstd (default OUT: TRACE with .mtz for .mtr); every mtrace\n"
-                        "  command reads packed traces as it reads raw ones\n");
+        fprintf(stderr, "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force]\n"
+                        "  compresses a trace (default OUT: TRACE with .mtz for .mtr); every mtrace command\n"
+                        "  reads packed traces as it reads raw ones. Chunks are modeled, then compressed\n"
+                        "  with zstd at level N (default 9); --plain: zstd alone, which older mtrace reads\n");
         return 2;
     }
     char def[PATH_MAX];
@@ -697,7 +701,7 @@ static int cmd_pack(int argc, char **argv)
         return 2;
     }
     mt_error_t err;
-    if (mt_trace_pack(in, out, level, &err) < 0)
+    if (mt_trace_pack_flags(in, out, level, flags, &err) < 0)
         return mt_fail(&err);
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)

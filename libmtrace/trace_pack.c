@@ -1,5 +1,6 @@
-/* mtrace pack: a raw trace into a packed one, one zstd frame per chunk (doc/trace-format.md,
- * "Packed traces"). Frames are independent so a reader can fetch any chunk on its own. */
+/* mtrace pack: a raw trace into a packed one, one frame per chunk (doc/trace-format.md,
+ * "Packed traces"): a modeled frame (pack_model.c), or plain zstd for a chunk the model cannot
+ * represent. Frames are independent so a reader can fetch any chunk on its own. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,9 +11,15 @@
 #include <zstd.h>
 
 #include "file_io.h"
+#include "pack_model.h"
 #include "mtrace/trace_reader.h"
 
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
+{
+    return mt_trace_pack_flags(in, out, level, 0, err);
+}
+
+int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned flags, mt_error_t *err)
 {
     mt_error_t unused;
     if (!err)
@@ -28,12 +35,13 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     uint8_t *zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
     uint8_t *head = calloc(1, MT_CHUNK_SIZE);
+    mt_pack_model_t *model = (flags & MT_PACK_PLAIN) ? NULL : mt_pack_model_new();
     if (fd < 0) {
         rc = -errno;
         snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", out, strerror(errno));
         goto done;
     }
-    if (!cctx || !zbuf || !head || mt_cursor_init(&c, t) < 0) {
+    if (!cctx || !zbuf || !head || (!model && !(flags & MT_PACK_PLAIN)) || mt_cursor_init(&c, t) < 0) {
         rc = -ENOMEM;
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", in);
         goto done;
@@ -88,14 +96,28 @@ int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
         mt_chunk_header_t h = mt_trace_chunk(t, i)->h;
         h.used = (uint32_t)mt_cursor_used(&c);
         h.flags |= MT_CHUNK_SEALED;
-        const size_t z = ZSTD_compress2(cctx, zbuf, ZSTD_compressBound(MT_CHUNK_SIZE), c.buf + MT_CHUNK_HEADER_SIZE, h.used);
+        const uint8_t *records = c.buf + MT_CHUNK_HEADER_SIZE;
+        uint32_t magic = MT_PACK_MODEL_MAGIC;
+        const size_t zcap = ZSTD_compressBound(MT_CHUNK_SIZE);
+        const long mz = model ? mt_pack_model_encode(model, records, h.used, level, zbuf, zcap) : 0;
+        size_t z = (size_t)mz;
+        if (mz < 0) {
+            rc = (int)mz;
+            snprintf(err->msg, sizeof err->msg, "%s: %s", out,
+                     mz == -ENOMEM ? "out of memory" : "zstd failed");
+            goto done;
+        }
+        if (mz == 0) { /* not representable by the model: plain zstd */
+            magic = MT_PACK_FRAME_MAGIC;
+            z = ZSTD_compress2(cctx, zbuf, zcap, records, h.used);
+        }
         if (ZSTD_isError(z)) {
             rc = -EIO;
             snprintf(err->msg, sizeof err->msg, "%s: zstd: %s", out, ZSTD_getErrorName(z));
             goto done;
         }
         uint8_t fh[MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE];
-        const uint32_t magic = MT_PACK_FRAME_MAGIC, zs = (uint32_t)z;
+        const uint32_t zs = (uint32_t)z;
         memcpy(fh, &magic, 4);
         memcpy(fh + 4, &zs, 4);
         memcpy(fh + MT_PACK_FRAME_HEADER_SIZE, &h, sizeof h);
@@ -129,6 +151,7 @@ done:
         unlink(tmp);
     free(head);
     free(zbuf);
+    mt_pack_model_free(model);
     ZSTD_freeCCtx(cctx);
     mt_cursor_fini(&c);
     mt_trace_close(t);

@@ -13,6 +13,7 @@
 
 #include "file_io.h"
 #include "mtrace/trace_reader.h"
+#include "pack_model.h"
 
 struct mt_trace {
     char *path;
@@ -29,6 +30,7 @@ struct mt_trace {
     uint32_t *thread_chunks;
     ZSTD_DCtx *dctx;
     uint8_t *zbuf; /* compressed frame staging (packed traces) */
+    mt_pack_model_t *model; /* decoder of modeled frames, made at the first one */
     /* rate estimate from RSS samples */
     uint64_t est_time, est_mono;
 };
@@ -124,8 +126,8 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
             return mt_errorf(err, rc, t->path, off, "read failed: %s", strerror(-rc));
         if (got < sizeof fh)
             return mt_errorf(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends", sizeof fh);
-        if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC)
-            return mt_errorf(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\"), found 0x%08x",
+        if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC && mt_load_u32(fh) != MT_PACK_MODEL_MAGIC)
+            return mt_errorf(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\" or \"MTCM\"), found 0x%08x",
                         mt_load_u32(fh));
         const uint32_t csize = mt_load_u32(fh + 4);
         mt_chunk_header_t h;
@@ -263,6 +265,7 @@ void mt_trace_close(mt_trace_t *t)
     if (t->fd >= 0)
         close(t->fd);
     ZSTD_freeDCtx(t->dctx);
+    mt_pack_model_free(t->model);
     free(t->zbuf);
     free(t->path);
     free(t->head);
@@ -325,13 +328,27 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
     memcpy(c->buf, &ref->h, sizeof ref->h);
     size_t have;
     if (t->packed) {
-        size_t got;
+        size_t got, mgot = 0;
         const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
         int rc = mt_pread_some(t->fd, t->zbuf, ref->stored, zoff, &got);
-        if (rc < 0 || got < ref->stored)
+        uint8_t magic[4]; /* "MTCZ" or "MTCM" (index_packed accepts no other) */
+        if (rc >= 0)
+            rc = mt_pread_some(t->fd, magic, sizeof magic, ref->offset, &mgot);
+        if (rc < 0 || got < ref->stored || mgot < sizeof magic)
             return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
-        const size_t n = ZSTD_decompressDCtx(t->dctx, c->buf + MT_CHUNK_HEADER_SIZE,
-                                             MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, t->zbuf, ref->stored);
+        size_t n, at;
+        const char *why;
+        if (mt_load_u32(magic) == MT_PACK_MODEL_MAGIC) { /* a modeled frame (pack_model.c) */
+            if (!t->model && !(t->model = mt_pack_model_new()))
+                return mt_errorf(err, -ENOMEM, t->path, zoff, "out of memory");
+            rc = mt_pack_model_decode(t->model, t->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,
+                                      MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, &n, &at, &why);
+            if (rc < 0)
+                return mt_errorf(err, rc, t->path, zoff + at, "bad modeled frame: %s", rc == -ENOMEM ? "out of memory" : why);
+        } else {
+            n = ZSTD_decompressDCtx(t->dctx, c->buf + MT_CHUNK_HEADER_SIZE, MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE,
+                                    t->zbuf, ref->stored);
+        }
         if (ZSTD_isError(n))
             return mt_errorf(err, -EINVAL, t->path, zoff, "expected a zstd frame: %s", ZSTD_getErrorName(n));
         if (n != ref->h.used)

@@ -3,8 +3,8 @@
 #
 #   scripts/fuzz.sh [--merge] [--build DIR] [--results FILE] [SECONDS_PER_TARGET] [TARGET...]
 #
-# SECONDS_PER_TARGET defaults to 60; TARGETs default to all of them: trace trace_packed workload
-# convert sim json report (tests/fuzz/README.md). Each run starts from tests/fuzz/corpus/<target>/ and
+# SECONDS_PER_TARGET defaults to 60; TARGETs default to all of them: trace trace_packed pack_model
+# workload convert sim json report (tests/fuzz/README.md). Each run starts from tests/fuzz/corpus/<target>/ and
 # tests/fuzz/regressions/<target>/ and keeps what it finds new in DIR/fuzz-work/<target>/; the
 # committed corpus changes only with --merge, which adds the new inputs that bring coverage
 # (libFuzzer -merge=1). Crashing inputs are written to DIR/fuzz-artifacts/<target>/. The build
@@ -27,7 +27,7 @@ build=build-fuzz-clang
 secs=60
 results=
 targets=()
-all=(trace trace_packed workload convert sim json report)
+all=(trace trace_packed pack_model workload convert sim json report)
 while [ $# -gt 0 ]; do
     case $1 in
     --merge) merge=1 ;;
@@ -53,7 +53,7 @@ max_len() {
 }
 dict() {
     case $1 in
-    trace|trace_packed|convert|report) echo tests/fuzz/dict/trace.dict ;;
+    trace|trace_packed|pack_model|convert|report) echo tests/fuzz/dict/trace.dict ;;
     workload|sim) echo tests/fuzz/dict/workload.dict ;;
     json) echo tests/fuzz/dict/json.dict ;;
     esac

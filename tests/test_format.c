@@ -1554,6 +1554,205 @@ START_TEST(escape_text)
 }
 END_TEST
 
+/* ---- modeled frames ------------------------------------------------------------------------- */
+
+/* The kind of each frame of a packed trace in file order, 'M' ("MTCM") or 'Z' ("MTCZ"), and the
+ * offset of each frame in offs (when given). */
+static size_t frame_kinds(const char *path, char *kinds, size_t cap, uint64_t *offs)
+{
+    mt_trace_t *t = open_trace(path);
+    uint64_t off = mt_trace_header(t)->data_offset;
+    const uint64_t size = mt_trace_file_size(t);
+    mt_trace_close(t);
+    size_t n = 0;
+    const int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    while (off < size && n + 1 < cap) {
+        uint8_t fh[8];
+        ck_assert_int_eq(pread(fd, fh, sizeof fh, (off_t)off), 8);
+        const uint32_t magic = mt_load_u32(fh);
+        ck_assert(magic == MT_PACK_FRAME_MAGIC || magic == 0x4d43544du);
+        if (offs)
+            offs[n] = off;
+        kinds[n++] = magic == MT_PACK_FRAME_MAGIC ? 'Z' : 'M';
+        off += MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE + mt_load_u32(fh + 4);
+    }
+    kinds[n] = 0;
+    close(fd);
+    return n;
+}
+
+/* Records the way a program makes them: blocks freed young, addresses reused by the next block of
+ * their size, reallocs in place and moved, so that the model's references are taken. */
+static void gen_heap_records(rng_t *g, rec_list_t *l, size_t n, uint64_t *time)
+{
+    uint64_t live[64], freed[16], top = 0x555555560000ull;
+    size_t nlive = 0, nfreed = 0;
+    for (size_t i = 0; i < n; i++) {
+        *time += rng_below(g, 200);
+        const unsigned k = (unsigned)rng_below(g, 10);
+        mt_record_t r;
+        if (k < 5 && nlive < 64) {
+            r = exp_call(rng_below(g, 8) ? MT_OP_MALLOC : MT_OP_CALLOC, *time);
+            r.size = 16 * (1 + rng_below(g, 4));
+            if (r.op == MT_OP_CALLOC)
+                r.count = 1;
+            r.usable = r.size + 8;
+            r.result = nfreed && rng_below(g, 4) ? freed[--nfreed] : (top += 128);
+            live[nlive++] = r.result;
+        } else if (k < 9 && nlive) {
+            r = exp_call(MT_OP_FREE, *time);
+            const size_t j = nlive - 1 - rng_below(g, nlive < 3 ? nlive : 3);
+            r.ptr = live[j];
+            live[j] = live[--nlive];
+            if (nfreed < 16)
+                freed[nfreed++] = r.ptr;
+        } else if (nlive) {
+            r = exp_call(MT_OP_REALLOC, *time);
+            const size_t j = rng_below(g, nlive);
+            r.ptr = live[j];
+            r.size = 100;
+            r.usable = 104;
+            r.result = rng_below(g, 2) ? r.ptr : (top += 128);
+            live[j] = r.result;
+        } else {
+            const uint64_t v[1] = { 3 };
+            r = exp_event_varints(MT_EV_CONTROL, *time, 1, v);
+        }
+        rec_list_push(l, &r);
+    }
+}
+
+static void pack_flags_ok(const char *in, const char *out, unsigned flags)
+{
+    mt_error_t err = { "" };
+    const int rc = mt_trace_pack_flags(in, out, 3, flags, &err);
+    ck_assert_msg(rc == 0, "pack %s: %d %s", in, rc, err.msg);
+}
+
+/* Modeled frames by default, for every op and event kind and for many chunks of a heap's records;
+ * plain frames on request; both kinds mixed in one file. Each gives the raw trace's records. */
+START_TEST(pack_modeled_frames)
+{
+    char *raw = path_in(g_dir, "model.mtr"), *packed = path_in(g_dir, "model.mtz");
+    char *plain = path_in(g_dir, "plain.mtz"), *mixed = path_in(g_dir, "mixed.mtz");
+    char kinds[256];
+    rec_list_t ops = { 0 };
+    build_every_op(&ops);
+    mt_writer_t *w = open_writer(raw, NULL);
+    write_list(w, 1, 4242, &ops);
+    close_writer(w, 1);
+    pack_ok(raw, packed);
+    check_packed_equal(raw, packed);
+    ck_assert_uint_eq(frame_kinds(packed, kinds, sizeof kinds, NULL), 1);
+    ck_assert_str_eq(kinds, "M");
+    rec_list_free(&ops);
+
+    rng_t g = { 5 };
+    rec_list_t heap[2] = { { 0 }, { 0 } };
+    uint64_t t = 1000;
+    gen_heap_records(&g, &heap[0], 60000, &t);
+    gen_heap_records(&g, &heap[1], 30000, &t);
+    gen_records(&g, &heap[1], 2000, &t); /* random ones too, every kind */
+    w = open_writer(raw, NULL);
+    write_list(w, 1, 11, &heap[0]);
+    write_list(w, 2, 22, &heap[1]);
+    close_writer(w, 1);
+    pack_ok(raw, packed);
+    check_packed_equal(raw, packed);
+    const size_t n = frame_kinds(packed, kinds, sizeof kinds, NULL);
+    ck_assert_uint_ge(n, 4);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(kinds[i], 'M');
+
+    /* plain frames, as mtrace wrote before modeled ones: still read, and larger */
+    pack_flags_ok(raw, plain, MT_PACK_PLAIN);
+    check_packed_equal(raw, plain);
+    ck_assert_uint_eq(frame_kinds(plain, kinds, sizeof kinds, NULL), n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(kinds[i], 'Z');
+    ck_assert_uint_lt(file_size(packed), file_size(plain));
+
+    /* frames of both kinds in one file: every other frame taken from the plain file */
+    uint64_t moff[256], poff[256];
+    frame_kinds(packed, kinds, sizeof kinds, moff);
+    frame_kinds(plain, kinds, sizeof kinds, poff);
+    moff[n] = file_size(packed);
+    poff[n] = file_size(plain);
+    FILE *out = fopen(mixed, "wb"), *fm = fopen(packed, "rb"), *fp = fopen(plain, "rb");
+    ck_assert(out && fm && fp);
+    uint8_t *buf = malloc(2 * MT_CHUNK_SIZE);
+    ck_assert_uint_eq(fread(buf, 1, moff[0], fm), moff[0]);
+    fwrite(buf, 1, moff[0], out);
+    for (size_t i = 0; i < n; i++) {
+        FILE *from = i % 2 ? fp : fm;
+        const uint64_t *o = i % 2 ? poff : moff;
+        fseek(from, (long)o[i], SEEK_SET);
+        ck_assert_uint_eq(fread(buf, 1, o[i + 1] - o[i], from), o[i + 1] - o[i]);
+        fwrite(buf, 1, o[i + 1] - o[i], out);
+    }
+    free(buf);
+    fclose(out);
+    fclose(fm);
+    fclose(fp);
+    check_packed_equal(raw, mixed);
+    frame_kinds(mixed, kinds, sizeof kinds, NULL);
+    ck_assert_int_eq(kinds[0], 'M');
+    ck_assert_int_eq(kinds[1], 'Z');
+    rec_list_free(&heap[0]);
+    rec_list_free(&heap[1]);
+    free(raw);
+    free(packed);
+    free(plain);
+    free(mixed);
+}
+END_TEST
+
+/* A damaged modeled frame is an error that names the file and the offset, and never a crash. */
+START_TEST(pack_modeled_frame_damage)
+{
+    char *raw = write_small_trace(g_dir, "mdamage.mtr"), *packed = path_in(g_dir, "mdamage.mtz");
+    pack_ok(raw, packed);
+    char kinds[64];
+    uint64_t offs[64];
+    const size_t nframes = frame_kinds(packed, kinds, sizeof kinds, offs);
+    ck_assert_uint_ge(nframes, 1);
+    ck_assert_int_eq(kinds[0], 'M');
+    const uint64_t payload = offs[0] + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
+
+    /* the first stream's length out of range: found at the payload's first byte */
+    uint8_t saved[4];
+    const int fd = open(packed, O_RDONLY);
+    ck_assert_int_eq(pread(fd, saved, 4, (off_t)payload), 4);
+    close(fd);
+    static const uint8_t huge[4] = { 0xff, 0xff, 0xff, 0x7f };
+    patch_file(packed, payload, huge, sizeof huge);
+    rec_list_t l = { 0 };
+    mt_error_t err = { "" };
+    ck_assert_int_lt(read_file_order(packed, &l, &err), 0);
+    char want[64];
+    snprintf(want, sizeof want, ": offset %llu: bad modeled frame", (unsigned long long)payload);
+    ck_assert_msg(strstr(err.msg, want) && strstr(err.msg, packed), "message: %s", err.msg);
+    rec_list_free(&l);
+    patch_file(packed, payload, saved, sizeof saved);
+
+    /* any byte of the first frame changed: an error naming an offset, or records */
+    const uint64_t end = nframes > 1 ? offs[1] : file_size(packed);
+    for (uint64_t off = payload; off < end && off < payload + 2000; off++) {
+        const uint8_t b = read_byte(packed, off), x = (uint8_t)(b ^ (off % 2 ? 0xff : 0x01));
+        patch_file(packed, off, &x, 1);
+        rec_list_t r = { 0 };
+        mt_error_t e = { "" };
+        if (read_file_order(packed, &r, &e) < 0 && !strstr(e.msg, ": offset "))
+            ck_abort_msg("no offset in: %s", e.msg);
+        rec_list_free(&r);
+        patch_file(packed, off, &b, 1);
+    }
+    free(raw);
+    free(packed);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
     Suite *s = suite_create("format");
@@ -1593,6 +1792,8 @@ static Suite *format_suite(void)
     tc = tcase(s, "pack");
     tcase_add_test(tc, pack_round_trip);
     tcase_add_test(tc, pack_failures_leave_nothing);
+    tcase_add_test(tc, pack_modeled_frames);
+    tcase_add_test(tc, pack_modeled_frame_damage);
 
     tc = tcase(s, "escape_text");
     tcase_add_test(tc, escape_text);

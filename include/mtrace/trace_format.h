@@ -25,8 +25,9 @@ extern "C" {
 #define MT_CHUNK_TAIL_RESERVE 64u  /* room kept at a chunk's end for its thread's final events */
 #define MT_HEADER_STRINGS_OFFSET 256u
 
-/* Packed (zstd) traces: the header chunk as in a raw trace with MT_HDR_PACKED set, then frames. */
-#define MT_PACK_FRAME_MAGIC 0x5a43544du /* "MTCZ" */
+/* Packed traces: the header chunk as in a raw trace with MT_HDR_PACKED set, then frames. */
+#define MT_PACK_FRAME_MAGIC 0x5a43544du /* "MTCZ": the chunk's records in one zstd frame */
+#define MT_PACK_MODEL_MAGIC 0x4d43544du /* "MTCM": the records modeled into streams (pack_model.h) */
 #define MT_PACK_FRAME_HEADER_SIZE 8u /* magic, compressed size; the chunk header follows */
 
 /* Header flags (mt_file_header_t.flags). */
@@ -36,7 +37,7 @@ enum {
     MT_HDR_STACKS = 1u << 2,      /* call records may carry stack ids */
     MT_HDR_TIME_TSC = 1u << 3,    /* time unit is the CPU's time-stamp counter, else nanoseconds */
     MT_HDR_GLIBC_FLAGS = 1u << 4, /* MMAPPED and HEAP_GREW are observed (the allocator is glibc's) */
-    MT_HDR_PACKED = 1u << 5,      /* chunks follow as zstd frames (written by mtrace pack) */
+    MT_HDR_PACKED = 1u << 5,      /* chunks follow as compressed frames (written by mtrace pack) */
 };
 
 /* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */

@@ -150,9 +150,16 @@ typedef struct mt_module_def {
 int mt_decode_stack(const mt_record_t *r, mt_stack_def_t *s);
 int mt_decode_module(const mt_record_t *r, mt_module_def_t *m);
 
-/* Compresses a trace into a packed trace (zstd frames, one per chunk); never leaves a partial output.
- * `level` is a zstd level. */
+/* Compresses a trace into a packed trace (one frame per chunk); never leaves a partial output.
+ * `level` is a zstd level. Chunks are written as modeled frames ("MTCM"), each chunk the model
+ * cannot represent as a plain zstd frame ("MTCZ"). */
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err);
+
+enum {
+    MT_PACK_PLAIN = 1u << 0, /* write plain zstd frames ("MTCZ") only, as mtrace before modeled frames */
+};
+/* mt_trace_pack with MT_PACK_* flags. */
+int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned flags, mt_error_t *err);
 
 #ifdef __cplusplus
 }

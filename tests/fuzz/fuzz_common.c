@@ -17,6 +17,7 @@
 #include "fuzz.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/workload.h"
+#include "pack_model.h"
 
 #define ZSTD_MAGIC_LE 0xfd2fb528u
 #define MAX_EXPANDED_CHUNKS 64u /* a compact raw trace expands to at most this many chunks */
@@ -225,7 +226,9 @@ void fz_trace_expand(const uint8_t *in, size_t n, int force_packed, fz_buf_t *ou
         fz_zero(out, MT_CHUNK_SIZE - doff);
     size_t p = doff;
     unsigned nframes = 0;
-    while (n - p >= TRACE_FRAME_HEAD && mt_load_u32(in + p) == MT_PACK_FRAME_MAGIC) {
+    /* Modeled frames ("MTCM") are kept as they are, in a packed trace only. */
+    while (n - p >= TRACE_FRAME_HEAD && (mt_load_u32(in + p) == MT_PACK_FRAME_MAGIC ||
+                                         (packed && mt_load_u32(in + p) == MT_PACK_MODEL_MAGIC))) {
         const uint32_t len = mt_load_u32(in + p + 4);
         const uint8_t *payload = in + p + TRACE_FRAME_HEAD;
         const size_t have = n - p - TRACE_FRAME_HEAD;
@@ -234,7 +237,7 @@ void fz_trace_expand(const uint8_t *in, size_t n, int force_packed, fz_buf_t *ou
         if (packed) {
             if (len > have)
                 break; /* a cut frame: kept as it is below */
-            if (is_zstd(payload, len)) {
+            if (is_zstd(payload, len) || mt_load_u32(in + p) == MT_PACK_MODEL_MAGIC) {
                 fz_put(out, in + p, TRACE_FRAME_HEAD + len);
             } else {
                 const size_t at = out->n;
@@ -295,6 +298,15 @@ int fz_trace_compact(const char *path, fz_buf_t *out)
                 free(z);
                 fprintf(stderr, "%s: cannot read frame %zu\n", path, i);
                 goto fail;
+            }
+            uint8_t fh[MT_PACK_FRAME_HEADER_SIZE];
+            if (pread(fd, fh, sizeof fh, (off_t)ref->offset) == (ssize_t)sizeof fh &&
+                mt_load_u32(fh) == MT_PACK_MODEL_MAGIC) { /* a modeled frame stays as it is */
+                fz_put(out, fh, sizeof fh);
+                fz_put(out, &ref->h, sizeof ref->h);
+                fz_put(out, z, ref->stored);
+                free(z);
+                continue;
             }
             const size_t at = out->n;
             fz_zero(out, MT_PACK_FRAME_HEADER_SIZE);
