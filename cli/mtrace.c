@@ -320,6 +320,7 @@ typedef struct trace_stats {
     uint64_t records, calls, events;
     uint64_t per_op[MT_OP_MAX + 1];
     uint64_t first_time, last_time;
+    unsigned last_op; /* the op of the latest record (of the last one read at that time) */
     uint64_t bytes_requested;
     uint64_t failed;
 } trace_stats_t;
@@ -360,8 +361,10 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
             }
             if (r.time < s->first_time)
                 s->first_time = r.time;
-            if (r.time > s->last_time)
+            if (r.time >= s->last_time) {
                 s->last_time = r.time;
+                s->last_op = r.op;
+            }
         }
     }
     mt_cursor_fini(&c);
@@ -451,6 +454,10 @@ static int cmd_info(int argc, char **argv)
     const double span = rate > 0 ? (double)(s.last_time - s.first_time) / rate : 0;
     const int truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     const int complete = (h->flags & MT_HDR_COMPLETE) != 0;
+    /* An exec that succeeds replaces the image before tracing can finish (the header is written
+     * just before the exec, without MT_HDR_COMPLETE, since the exec may fail): such a trace is not
+     * complete, yet nothing was lost. Its latest record is the EXEC event. */
+    const int ended_at_exec = !complete && s.last_op == MT_EV_EXEC;
     const uint64_t size = mt_trace_file_size(t);
     if (json) {
         mt_json_t j;
@@ -474,6 +481,7 @@ static int cmd_info(int argc, char **argv)
         mt_json_kv_double(&j, "ticks_per_sec", rate);
         mt_json_kv_double(&j, "span_s", span);
         mt_json_kv_bool(&j, "complete", complete);
+        mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
         mt_json_kv_bool(&j, "truncated", truncated);
         if (truncated)
             mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
@@ -515,7 +523,10 @@ static int cmd_info(int argc, char **argv)
         if (s.calls)
             printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
         printf("time span     %.6f s\n", span);
-        printf("state         %s%s%s\n", complete ? "complete" : "not finished (the process was killed or crashed)",
+        printf("state         %s%s%s\n",
+               complete        ? "complete"
+               : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
+                               : "not finished (the process was killed or crashed)",
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
         if (h->lost_calls)
             printf("lost calls    %" PRIu64 "\n", h->lost_calls);
