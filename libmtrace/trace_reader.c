@@ -68,6 +68,7 @@ static int add_chunk(mt_trace_t *t, size_t *cap, uint64_t offset, uint32_t store
     mt_chunk_ref_t *c = &t->chunks[t->nchunks++];
     c->offset = offset;
     c->stored = stored;
+    c->modeled = 0;
     c->h = *h;
     return 0;
 }
@@ -140,6 +141,7 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
                         csize, (unsigned long long)t->size);
         if (add_chunk(t, &cap, off, csize, &h) < 0)
             return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
+        t->chunks[t->nchunks - 1].modeled = mt_load_u32(fh) == MT_PACK_MODEL_MAGIC;
         off += sizeof fh + csize;
     }
     return 0;
@@ -328,17 +330,14 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
     memcpy(c->buf, &ref->h, sizeof ref->h);
     size_t have;
     if (t->packed) {
-        size_t got, mgot = 0;
+        size_t got;
         const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
         int rc = mt_pread_some(t->fd, t->zbuf, ref->stored, zoff, &got);
-        uint8_t magic[4]; /* "MTCZ" or "MTCM" (index_packed accepts no other) */
-        if (rc >= 0)
-            rc = mt_pread_some(t->fd, magic, sizeof magic, ref->offset, &mgot);
-        if (rc < 0 || got < ref->stored || mgot < sizeof magic)
+        if (rc < 0 || got < ref->stored)
             return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
         size_t n, at;
         const char *why;
-        if (mt_load_u32(magic) == MT_PACK_MODEL_MAGIC) { /* a modeled frame (pack_model.c) */
+        if (ref->modeled) { /* a modeled frame (pack_model.c) */
             if (!t->model && !(t->model = mt_pack_model_new()))
                 return mt_errorf(err, -ENOMEM, t->path, zoff, "out of memory");
             rc = mt_pack_model_decode(t->model, t->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,

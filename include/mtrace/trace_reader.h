@@ -54,6 +54,7 @@ typedef struct mt_record {
 typedef struct mt_chunk_ref {
     uint64_t offset;   /* raw: the chunk's offset; packed: its frame's offset */
     uint32_t stored;   /* bytes stored after the chunk header (compressed size when packed) */
+    uint32_t modeled;  /* packed: the frame is a modeled one ("MTCM"), else plain ("MTCZ") */
     mt_chunk_header_t h;
 } mt_chunk_ref_t;
 
