@@ -183,10 +183,15 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
             case MT_WL_FREE:
             case MT_WL_USABLE_SIZE:
                 printf(" #%" PRIu64, r.slot);
+                if (r.op == MT_WL_FREE && r.slot)
+                    printf(" (%" PRIu64 ")", r.old_size);
                 break;
             case MT_WL_REALLOC:
             case MT_WL_REALLOCARRAY:
-                printf(" #%" PRIu64 " -> #%" PRIu64, r.slot, r.slot2);
+                printf(" #%" PRIu64, r.slot);
+                if (r.slot)
+                    printf(" (%" PRIu64 ")", r.old_size);
+                printf(" -> #%" PRIu64, r.slot2);
                 break;
             case MT_WL_MALLOPT:
                 printf(" param=%" PRId64 " value=%" PRId64, r.a, r.b);

@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,12 +78,16 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
         U(r->slot);
         U(r->slot2);
         U(r->size);
+        if (r->slot)
+            U(r->old_size);
         break;
     case MT_WL_REALLOCARRAY:
         U(r->slot);
         U(r->slot2);
         U(r->count);
         U(r->size);
+        if (r->slot)
+            U(r->old_size);
         break;
     case MT_WL_MEMALIGN:
     case MT_WL_POSIX_MEMALIGN:
@@ -92,6 +97,10 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
         U(r->size);
         break;
     case MT_WL_FREE:
+        U(r->slot);
+        if (r->slot)
+            U(r->old_size);
+        break;
     case MT_WL_USABLE_SIZE:
         U(r->slot);
         break;
@@ -396,9 +405,15 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         goto fail;
     }
     const mt_wl_header_t *h = &w->hdr;
-    if (h->version == 0 || h->version > MT_WL_VERSION) {
-        rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions 1 to %u", h->version,
-                   MT_WL_VERSION);
+    if (h->version != MT_WL_VERSION) {
+        if (h->version == 1)
+            rc = mt_errorf(err, -ENOTSUP, path, 8,
+                           "workload format version 1 (an older trace2wl; its frees lack the block size), this mtrace "
+                           "reads version %u: convert the trace again",
+                           MT_WL_VERSION);
+        else
+            rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads version %u", h->version,
+                           MT_WL_VERSION);
         goto fail;
     }
     if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
@@ -547,7 +562,8 @@ struct mt_wl_cursor {
     const uint8_t *p, *end;
     uint64_t frame_off;
     uint64_t prev_ns;
-    uint32_t left; /* ops left in the loaded frame */
+    uint32_t left;     /* ops left in the loaded frame */
+    uint64_t first_op; /* the next frame's first op: the ops of the frames before it */
     ZSTD_DCtx *dctx;
 };
 
@@ -581,10 +597,12 @@ static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
     const size_t raw_cap = MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300;
     if (mt_pread_full(w->fd, &fh, sizeof fh, fe->offset) < 0)
         return mt_errorf(err, -EIO, w->path, fe->offset, "expected a frame header, the file ends");
-    if (fh.magic != MT_WL_FRAME_MAGIC || fh.thread != c->thread || fh.nops != fe->nops || fh.raw_size > raw_cap ||
-        fh.zsize > ZSTD_compressBound(raw_cap) || fe->offset + sizeof fh + fh.zsize > w->hdr.index_offset)
-        return mt_errorf(err, -EINVAL, w->path, fe->offset, "expected a frame of thread %u (magic \"MLWF\", %u ops)", c->thread,
-                     fe->nops);
+    if (fh.magic != MT_WL_FRAME_MAGIC || fh.thread != c->thread || fh.nops != fe->nops || fh.first_op != c->first_op ||
+        fh.raw_size > raw_cap || fh.zsize > ZSTD_compressBound(raw_cap) ||
+        fe->offset + sizeof fh + fh.zsize > w->hdr.index_offset)
+        return mt_errorf(err, -EINVAL, w->path, fe->offset,
+                         "expected a frame of thread %u (magic \"MLWF\", ops %" PRIu64 " to %" PRIu64 ")", c->thread,
+                         c->first_op, c->first_op + fe->nops);
     if (mt_pread_full(w->fd, c->z, fh.zsize, fe->offset + sizeof fh) < 0)
         return mt_errorf(err, -EIO, w->path, fe->offset + sizeof fh, "cannot read %u bytes of frame", fh.zsize);
     const size_t n = ZSTD_decompressDCtx(c->dctx, c->raw, raw_cap, c->z, fh.zsize);
@@ -594,6 +612,7 @@ static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
     c->p = c->raw;
     c->end = c->raw + n;
     c->left = fh.nops;
+    c->first_op += fh.nops;
     c->frame_off = fe->offset;
     return 0;
 }

@@ -43,11 +43,16 @@ typedef struct sim_thread {
     uint64_t *spawn_at;
     uint32_t *spawn_child;
     uint32_t nspawn, next_spawn;
+    /* the address window this thread stored into last, and its index (0: none yet) */
+    uint64_t last_window;
+    uint32_t last_window_index;
+    uint64_t far_slots; /* blocks stored in slot_far */
     /* stream decoding, in mapped buffers */
     uint8_t *raw, *z;
     void *dctx;
     const uint8_t *p, *end;
     uint32_t next_frame, left;
+    uint64_t first_op; /* the next frame's first op */
     uint64_t prev_ns;
     /* results */
     uint64_t waits, wait_cycles, futex_sleeps;
@@ -56,11 +61,6 @@ typedef struct sim_thread {
     char errmsg[1100];
     sim_opstat_t stat[SIM_OPS];
 } sim_thread_t;
-
-typedef struct sim_wide_slot {
-    void *p;
-    uint64_t size;
-} sim_wide_slot_t;
 
 typedef struct sim_series_row {
     double t;
@@ -71,9 +71,14 @@ typedef struct sim {
     mt_wl_t *wl;
     uint32_t nthreads;
     sim_thread_t *th;
-    uint64_t *slots;            /* packed address and size: see slot_store() in sim_thread.c */
-    sim_wide_slot_t *slot_wide; /* blocks whose size or address does not fit in their entry */
+    uint32_t *slots;  /* each live block's address, compressed: see slot_store() in sim_thread.c */
+    void **slot_far;  /* blocks whose address does not fit in their entry */
     uint64_t nslots;
+    /* The address windows slot entries refer to, window[1..nwindows]: set once each, under
+     * window_lock, before nwindows counts it. */
+    uint64_t window[64];
+    _Atomic uint32_t nwindows;
+    pthread_mutex_t window_lock;
     unsigned ncpus;    /* CPUs this process may run on */
     int light_publish; /* membarrier() serves the waiters: completed() needs no fence */
     sim_touch_t touch;

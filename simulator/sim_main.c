@@ -392,10 +392,11 @@ int main(int argc, char **argv)
     }
     s.th = sim_map(&s, s.nthreads * sizeof *s.th);
     s.slots = sim_map(&s, (s.nslots + 1) * sizeof *s.slots);
-    s.slot_wide = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_wide);
+    s.slot_far = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_far);
+    pthread_mutex_init(&s.window_lock, NULL);
     s.series_cap = 1u << 20;
     s.series = sim_map(&s, s.series_cap * sizeof *s.series);
-    if (!s.th || !s.slots || !s.slot_wide || !s.series) {
+    if (!s.th || !s.slots || !s.slot_far || !s.series) {
         fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s.nslots,
                 strerror(errno));
         return 1;
@@ -492,12 +493,13 @@ int main(int argc, char **argv)
 
     /* ---- merge and report ---- */
     static sim_opstat_t total[SIM_OPS];
-    uint64_t waits = 0, wait_cycles = 0, sleeps = 0, thread_ns = 0;
+    uint64_t waits = 0, wait_cycles = 0, sleeps = 0, thread_ns = 0, far_slots = 0;
     for (uint32_t i = 0; i < s.nthreads; i++) {
         const sim_thread_t *t = &s.th[i];
         waits += t->waits;
         wait_cycles += t->wait_cycles;
         sleeps += t->futex_sleeps;
+        far_slots += t->far_slots;
         thread_ns += t->end_ns - t->start_ns;
         for (unsigned op = 0; op < SIM_OPS; op++) {
             total[op].calls += t->stat[op].calls;
@@ -544,6 +546,9 @@ int main(int argc, char **argv)
         }
         printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
                allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
+        if (far_slots)
+            printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
+                   far_slots);
         if (h->source_peak_rss_kb)
             printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
                    commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)max_rss_kb),
@@ -600,6 +605,7 @@ int main(int argc, char **argv)
         mt_json_kv_double(&j, "fragmentation", ideal_pages_kb ? (double)(max_rss_kb - start_rss_kb) / (double)ideal_pages_kb : 0);
         mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
         mt_json_kv_u64(&j, "bookkeeping_kb", bookkeeping_kb);
+        mt_json_kv_u64(&j, "far_slots", far_slots);
         mt_json_kv_u64(&j, "syncs", waits);
         mt_json_kv_u64(&j, "sync_sleeps", sleeps);
         mt_json_kv_double(&j, "avg_sync_wait_cycles", waits ? (double)wait_cycles / (double)waits : 0);

@@ -107,7 +107,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     mt_wl_frame_header_t fh;
     const int fd = mt_wl_fd(s->wl);
     if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
-        fh.thread != t->index || fh.nops != fe->nops || fh.raw_size > RAW_CAP ||
+        fh.thread != t->index || fh.nops != fe->nops || fh.first_op != t->first_op || fh.raw_size > RAW_CAP ||
         fh.zsize > ZSTD_compressBound(RAW_CAP) ||
         fe->offset + sizeof fh + fh.zsize > mt_wl_header(s->wl)->index_offset) {
         snprintf(err->msg, sizeof err->msg, "offset %llu: expected a frame of thread %u",
@@ -133,6 +133,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     t->p = t->raw;
     t->end = t->raw + n;
     t->left = fh.nops;
+    t->first_op += fh.nops;
     return 0;
 }
 
@@ -305,56 +306,98 @@ static void pace(const sim_t *s, uint64_t op_ns)
 }
 
 /* ---- the slot table ------------------------------------------------------------------------------
- * It holds one entry per live block, and workloads of half a million tiny blocks are common
- * (python): an entry is 8 bytes, the block's address in the low 48 bits and its requested size
- * (for the ideal RSS) in the high 16. User-space addresses fit in 48 bits (x86-64 and arm64 go
- * higher only for an mmap that asks for it); a block whose address or size does not fit is kept in
- * slot_wide[slot] and its entry says SLOT_WIDE. That table is mapped for every slot, but only the
- * pages of slots that held such a block become resident: few, as each such block is 64 KiB or more.
- * Ops on a slot are ordered by the workload's WAITs, so neither table needs a lock. */
-#define SLOT_ADDR_BITS 48
-#define SLOT_ADDR_MASK ((UINT64_C(1) << SLOT_ADDR_BITS) - 1)
-#define SLOT_SIZE_WIDE (UINT64_C(0xffff)) /* in the size bits: the block is in slot_wide */
-#define SLOT_WIDE (SLOT_SIZE_WIDE << SLOT_ADDR_BITS)
+ * It holds one entry per live block, and workloads of a million tiny blocks are common (python),
+ * so an entry is 4 bytes: the block's address and nothing else (the ops say how many bytes a freed
+ * block had, for the live bytes). Allocators keep their blocks in a few stretches of the address
+ * space (glibc: the heap and each arena's 64 MiB heaps; jemalloc, tcmalloc, mimalloc: the regions
+ * they map), so an address is stored as the index (6 bits) of its 512 MiB "window" in a table of
+ * up to 62 windows shared by all threads, and its offset there in 8-byte units (26 bits). Entry 0
+ * is an empty slot or a NULL result. An address that is not 8-byte aligned, or in none of the
+ * windows once all 62 are taken, is kept whole in slot_far[slot], and its entry says SLOT_FAR: that
+ * table is mapped for every slot, but only the pages of slots that held such a block become
+ * resident. Ops on a slot are ordered by the workload's WAITs (a release and an acquire), which
+ * also order a window's creation before any reader of an entry in it: no lock but the one taken to
+ * add a window. */
+#define WINDOW_SHIFT 29u
+#define ENTRY_OFFSET_BITS (WINDOW_SHIFT - 3u)
+#define ENTRY_OFFSET_MASK ((UINT32_C(1) << ENTRY_OFFSET_BITS) - 1)
+#define WINDOWS_MAX 62u
+#define SLOT_FAR UINT32_MAX /* window index 63 */
 
 static inline void *slot_ptr(const sim_t *s, uint64_t slot)
 {
-    const uint64_t e = s->slots[slot];
-    return e == SLOT_WIDE ? s->slot_wide[slot].p : (void *)(uintptr_t)(e & SLOT_ADDR_MASK);
+    const uint32_t e = s->slots[slot];
+    if (e == 0)
+        return NULL;
+    if (e == SLOT_FAR)
+        return s->slot_far[slot];
+    const uint64_t base = s->window[e >> ENTRY_OFFSET_BITS] << WINDOW_SHIFT;
+    return (void *)(uintptr_t)(base | (uint64_t)(e & ENTRY_OFFSET_MASK) << 3);
 }
 
-static inline uint64_t slot_bytes(const sim_t *s, uint64_t slot)
+/* The index of address window w, added to the table if it is new; 0 if the table is full. */
+static uint32_t window_index(sim_t *s, sim_thread_t *t, uint64_t w)
 {
-    const uint64_t e = s->slots[slot];
-    return e == SLOT_WIDE ? s->slot_wide[slot].size : e >> SLOT_ADDR_BITS;
+    if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
+        return t->last_window_index;
+    uint32_t n = atomic_load_explicit(&s->nwindows, memory_order_acquire), i;
+    for (i = 1; i <= n; i++)
+        if (s->window[i] == w)
+            goto found;
+    pthread_mutex_lock(&s->window_lock);
+    n = atomic_load_explicit(&s->nwindows, memory_order_relaxed);
+    for (i = 1; i <= n && s->window[i] != w; i++)
+        ;
+    if (i > n) {
+        if (n == WINDOWS_MAX) {
+            i = 0;
+        } else {
+            s->window[i] = w;
+            atomic_store_explicit(&s->nwindows, i, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&s->window_lock);
+    if (!i)
+        return 0;
+found:
+    t->last_window = w;
+    t->last_window_index = i;
+    return i;
 }
 
-static inline void slot_store(sim_t *s, uint64_t slot, void *p, uint64_t size)
+static inline void slot_store(sim_t *s, sim_thread_t *t, uint64_t slot, void *p)
 {
     const uint64_t addr = (uintptr_t)p;
-    if (size < SLOT_SIZE_WIDE && addr <= SLOT_ADDR_MASK) {
-        s->slots[slot] = size << SLOT_ADDR_BITS | addr;
+    uint32_t w;
+    if (!p) {
+        s->slots[slot] = 0;
+    } else if (!(addr & 7) && (w = window_index(s, t, addr >> WINDOW_SHIFT)) != 0) {
+        s->slots[slot] = w << ENTRY_OFFSET_BITS | (uint32_t)((addr >> 3) & ENTRY_OFFSET_MASK);
     } else {
-        s->slot_wide[slot] = (sim_wide_slot_t){ p, size };
-        s->slots[slot] = SLOT_WIDE;
+        s->slot_far[slot] = p;
+        s->slots[slot] = SLOT_FAR;
+        t->far_slots++;
     }
 }
 
-static inline void add_live(sim_thread_t *t, int64_t bytes)
+/* Live requested bytes, counted as the workload says (a call that fails in the replay but not in
+ * the trace still counts: the ideal is the traced program's). Unsigned arithmetic: a damaged
+ * workload's sizes may wrap the count, never overflow a signed one. */
+static inline void add_live(sim_thread_t *t, uint64_t bytes)
 {
-    atomic_store_explicit(&t->live_bytes, atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + bytes,
-                          memory_order_relaxed);
+    const uint64_t v = (uint64_t)atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + bytes;
+    atomic_store_explicit(&t->live_bytes, (int64_t)v, memory_order_relaxed);
 }
 
 static inline void set_slot(sim_t *s, sim_thread_t *t, uint64_t slot, void *p, uint64_t size)
 {
-    slot_store(s, slot, p, size);
-    add_live(t, (int64_t)size);
+    slot_store(s, t, slot, p);
+    add_live(t, size);
 }
 
-static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot)
+static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t size)
 {
-    add_live(t, -(int64_t)slot_bytes(s, slot));
+    add_live(t, -size);
     s->slots[slot] = 0;
 }
 
@@ -405,13 +448,13 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             if (!p)
                 t->stat[r.op].failed++;
             touch(s, p, bytes);
-            set_slot(s, t, r.slot, p, p ? bytes : 0);
+            set_slot(s, t, r.slot, p, bytes);
             break;
         }
         case MT_WL_FREE:
             p = r.slot ? slot_ptr(s, r.slot) : NULL;
             if (r.slot)
-                clear_slot(s, t, r.slot);
+                clear_slot(s, t, r.slot, r.old_size);
             c0 = sim_cycles();
             free(p);
             account(t, r.op, sim_cycles() - c0);
@@ -425,17 +468,17 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             account(t, r.op, sim_cycles() - c0);
             if (r.slot2) {
                 if (r.slot)
-                    clear_slot(s, t, r.slot);
+                    clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
                     t->stat[r.op].failed++;
                 touch(s, p, bytes);
-                set_slot(s, t, r.slot2, p ? p : old, p ? bytes : 0);
+                set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
-                clear_slot(s, t, r.slot); /* realloc(p, 0) freed p */
+                clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */
                 free(p);
             } else if (r.slot) {
                 if (p) /* failed in the trace, not here: the block lives on in its slot */
-                    slot_store(s, r.slot, p, slot_bytes(s, r.slot));
+                    slot_store(s, t, r.slot, p);
             } else {
                 free(p);
             }

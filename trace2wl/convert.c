@@ -250,10 +250,10 @@ HOT void wake(conv_t *c, tstate_t why, uint64_t key)
 
 /* ---- emitting ops -------------------------------------------------------------------------------- */
 
-_Static_assert(sizeof(mt_wl_rec_t) == 120, "wl_rec() stores every field of mt_wl_rec_t: update it");
+_Static_assert(sizeof(mt_wl_rec_t) == 128, "wl_rec() stores every field of mt_wl_rec_t: update it");
 
 /* An op of kind `op` at time_ns with every other field zero, stored field by field: GCC clears a
- * 120-byte initializer with `rep stos`, whose start-up cost is paid once per op. */
+ * 128-byte initializer with `rep stos`, whose start-up cost is paid once per op. */
 static inline mt_wl_rec_t wl_rec(uint8_t op, uint64_t time_ns)
 {
     mt_wl_rec_t w;
@@ -264,6 +264,7 @@ static inline mt_wl_rec_t wl_rec(uint8_t op, uint64_t time_ns)
     w.size = 0;
     w.count = 0;
     w.align = 0;
+    w.old_size = 0;
     w.a = 0;
     w.b = 0;
     w.thread = 0;
@@ -567,6 +568,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         if ((rc = depend_block(c, i, b, ns)) < 0)
             return rc;
         w.slot = block_slot(b);
+        w.old_size = c->slots[w.slot].size;
         if (r->op == MT_OP_FREE)
             end_block(c, b);
         if ((rc = put(c, i, &w)) < 0)
@@ -610,6 +612,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             if ((rc = depend_block(c, i, b, ns)) < 0)
                 return rc;
             w.slot = block_slot(b);
+            w.old_size = c->slots[w.slot].size;
         }
         if (null) {
             /* realloc(p, 0) freed p; a failed realloc left it where it was. */

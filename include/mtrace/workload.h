@@ -16,8 +16,9 @@ extern "C" {
 
 /* One op, decoded. Fields by op (see workload_format.h):
  *   alloc ops      slot (0: the call returned NULL), size, count (calloc, reallocarray), align
- *   realloc ops    slot = old slot, slot2 = new slot
- *   free, usable   slot
+ *   realloc ops    slot = old slot, slot2 = new slot, old_size (if slot != 0)
+ *   free           slot, old_size (if slot != 0)
+ *   usable         slot
  *   mallopt        a = param, b = value
  *   wait           thread, count
  *   rss            rss_kb, vm_kb
@@ -27,6 +28,7 @@ typedef struct mt_wl_rec {
     uint64_t time_ns; /* since the start of the trace */
     uint64_t slot, slot2;
     uint64_t size, count, align;
+    uint64_t old_size; /* requested bytes of the block in `slot` that free or realloc names */
     int64_t a, b;
     uint32_t thread;
     uint64_t n;
@@ -139,12 +141,16 @@ static inline uint8_t *mt_wl_encode_op_(uint8_t *q, const mt_wl_rec_t *r, uint64
         q = mt_wl_put_uvarint_(q, r->slot);
         q = mt_wl_put_uvarint_(q, r->slot2);
         q = mt_wl_put_uvarint_(q, r->size);
+        if (r->slot)
+            q = mt_wl_put_uvarint_(q, r->old_size);
         break;
     case MT_WL_REALLOCARRAY:
         q = mt_wl_put_uvarint_(q, r->slot);
         q = mt_wl_put_uvarint_(q, r->slot2);
         q = mt_wl_put_uvarint_(q, r->count);
         q = mt_wl_put_uvarint_(q, r->size);
+        if (r->slot)
+            q = mt_wl_put_uvarint_(q, r->old_size);
         break;
     case MT_WL_MEMALIGN:
     case MT_WL_POSIX_MEMALIGN:
@@ -154,6 +160,10 @@ static inline uint8_t *mt_wl_encode_op_(uint8_t *q, const mt_wl_rec_t *r, uint64
         q = mt_wl_put_uvarint_(q, r->size);
         break;
     case MT_WL_FREE:
+        q = mt_wl_put_uvarint_(q, r->slot);
+        if (r->slot)
+            q = mt_wl_put_uvarint_(q, r->old_size);
+        break;
     case MT_WL_USABLE_SIZE:
         q = mt_wl_put_uvarint_(q, r->slot);
         break;

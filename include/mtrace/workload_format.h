@@ -1,4 +1,4 @@
-/* mtrace workload format, version 1: what trace2wl writes and the simulator replays.
+/* mtrace workload format, version 2: what trace2wl writes and the simulator replays.
  *
  * doc/workload-format.md is the normative description. A workload is one op stream per traced
  * thread. Blocks are named by slots (1..slots; 0 = none), recycled when freed, so the replayer's
@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
-#define MT_WL_VERSION 1u
+#define MT_WL_VERSION 2u
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
 #define MT_WL_FRAME_RAW_MAX 65536u    /* ops of one thread per frame, before compression */
@@ -94,10 +94,11 @@ typedef struct mt_wl_frame_entry {
 typedef enum mt_wl_op {
     MT_WL_NONE = 0,
     MT_WL_MALLOC = 1,        /* slot, size */
-    MT_WL_FREE = 2,          /* slot (0: free(NULL)) */
+    MT_WL_FREE = 2,          /* slot (0: free(NULL)), then the block's requested size if slot != 0 */
     MT_WL_CALLOC = 3,        /* slot, count, size */
-    MT_WL_REALLOC = 4,       /* old slot (0: NULL), new slot (0: NULL returned), size */
-    MT_WL_REALLOCARRAY = 5,  /* old slot, new slot, count, size */
+    MT_WL_REALLOC = 4,       /* old slot (0: NULL), new slot (0: NULL returned), size, then the old
+                              * block's requested size if old slot != 0 */
+    MT_WL_REALLOCARRAY = 5,  /* old slot, new slot, count, size, old size as for realloc */
     MT_WL_MEMALIGN = 6,      /* slot, align, size */
     MT_WL_POSIX_MEMALIGN = 7,
     MT_WL_ALIGNED_ALLOC = 8,

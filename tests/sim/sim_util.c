@@ -133,6 +133,10 @@ void wlb_calloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t count, uint64_t s
 void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t size)
 {
     mt_wl_rec_t r = { .op = MT_WL_REALLOC, .slot = old_slot, .slot2 = new_slot, .size = size };
+    if (old_slot) {
+        slot_grow(b, old_slot);
+        r.old_size = b->slot_size[old_slot];
+    }
     put(b, th, &r);
     if (old_slot)
         drop(b, old_slot);
@@ -143,6 +147,10 @@ void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, ui
 void wlb_free(wlb_t *b, uint32_t th, uint64_t slot)
 {
     mt_wl_rec_t r = { .op = MT_WL_FREE, .slot = slot };
+    if (slot) {
+        slot_grow(b, slot);
+        r.old_size = b->slot_size[slot];
+    }
     put(b, th, &r);
     if (slot)
         drop(b, slot);

@@ -266,7 +266,7 @@ END_TEST
 
 /* A frame header whose op count disagrees with the index, or an index entry that names another
  * frame of the same thread: the workload reader rejects both ("expected a frame of thread 0 (magic
- * "MLWF", N ops)"), and so must the simulator, rather than replay what the frame header says,
+ * "MLWF", ops A to B)"), and so must the simulator, rather than replay what the frame header says,
  * silently dropping or repeating ops. */
 START_TEST(frame_op_count_checked)
 {
@@ -349,7 +349,8 @@ START_TEST(damaged_header)
         uint64_t value;
         int bytes;
     } cases[] = {
-        { "version 2", offsetof(mt_wl_header_t, version), 2, 4 },
+        { "version 3", offsetof(mt_wl_header_t, version), 3, 4 },
+        { "version 1", offsetof(mt_wl_header_t, version), 1, 4 },
         { "version 0", offsetof(mt_wl_header_t, version), 0, 4 },
         { "header size 10", offsetof(mt_wl_header_t, header_size), 10, 4 },
         { "header size past the end", offsetof(mt_wl_header_t, header_size), 1u << 30, 4 },

@@ -312,10 +312,11 @@ START_TEST(ideal_series_exact)
     wlb_realloc(&b, t0, 1, 1, 100000); /* fits in the entry -> does not */
     wlb_realloc(&b, t0, 4, 4, 100);    /* and back */
     /* failed in the trace (new slot 0, size > 0): the block stays, with its size */
-    mt_wl_rec_t failed = { .op = MT_WL_REALLOC, .slot = 2, .slot2 = 0, .size = 70000 };
+    mt_wl_rec_t failed = { .op = MT_WL_REALLOC, .slot = 2, .slot2 = 0, .size = 70000, .old_size = sizes[1] };
     wlb_put(&b, t0, &failed);
     failed.slot = 5;
     failed.size = 10;
+    failed.old_size = sizes[4];
     wlb_put(&b, t0, &failed);
     expect[1] = b.live;
     wlb_gap(&b, PHASE_NS);

@@ -312,18 +312,28 @@ char *op_str(const mt_wl_rec_t *r, char *buf, size_t cap)
         snprintf(p, left, " #%" PRIu64 " %" PRIu64 "x%" PRIu64, r->slot, r->count, r->size);
         break;
     case MT_WL_REALLOC:
-        snprintf(p, left, " #%" PRIu64 " -> #%" PRIu64 " %" PRIu64, r->slot, r->slot2, r->size);
+    case MT_WL_REALLOCARRAY: {
+        char old[32] = "";
+        if (r->slot)
+            snprintf(old, sizeof old, " (%" PRIu64 ")", r->old_size);
+        if (r->op == MT_WL_REALLOC)
+            snprintf(p, left, " #%" PRIu64 "%s -> #%" PRIu64 " %" PRIu64, r->slot, old, r->slot2, r->size);
+        else
+            snprintf(p, left, " #%" PRIu64 "%s -> #%" PRIu64 " %" PRIu64 "x%" PRIu64, r->slot, old, r->slot2,
+                     r->count, r->size);
         break;
-    case MT_WL_REALLOCARRAY:
-        snprintf(p, left, " #%" PRIu64 " -> #%" PRIu64 " %" PRIu64 "x%" PRIu64, r->slot, r->slot2, r->count,
-                 r->size);
-        break;
+    }
     case MT_WL_MEMALIGN:
     case MT_WL_POSIX_MEMALIGN:
     case MT_WL_ALIGNED_ALLOC:
         snprintf(p, left, " #%" PRIu64 " align=%" PRIu64 " %" PRIu64, r->slot, r->align, r->size);
         break;
     case MT_WL_FREE:
+        if (r->slot)
+            snprintf(p, left, " #%" PRIu64 " (%" PRIu64 ")", r->slot, r->old_size);
+        else
+            snprintf(p, left, " #0");
+        break;
     case MT_WL_USABLE_SIZE:
         snprintf(p, left, " #%" PRIu64, r->slot);
         break;
@@ -440,6 +450,7 @@ typedef struct rstate {
     const wl_mem_t *m;
     rthread_t *t;
     uint8_t *live;
+    uint64_t *bytes; /* requested bytes of each live slot's block */
     access_t *last;
     uint64_t nslots; /* table size */
     uint64_t live_n;
@@ -487,7 +498,7 @@ static int slot_ok(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
     return 0;
 }
 
-static int make(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
+static int make(rstate_t *s, uint32_t i, size_t k, uint64_t slot, uint64_t bytes)
 {
     if (slot_ok(s, i, k, slot) < 0)
         return -1;
@@ -496,6 +507,7 @@ static int make(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
     if (touch(s, i, k, slot) < 0)
         return -1;
     s->live[slot] = 1;
+    s->bytes[slot] = bytes;
     s->res->allocs++;
     if (++s->live_n > s->res->max_live)
         s->res->max_live = s->live_n;
@@ -509,6 +521,17 @@ static int use(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
     if (!s->live[slot])
         return violation(s, i, k, "names slot %" PRIu64 ", which is not live", slot);
     return touch(s, i, k, slot);
+}
+
+/* The size an op that ends or moves the block in `slot` gives for it must be the one it was made
+ * with: the replayer counts live bytes by it. */
+static int check_old_size(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
+{
+    const mt_wl_rec_t *r = &s->m->s[i].ops[k];
+    if (r->old_size != s->bytes[slot])
+        return violation(s, i, k, "gives slot %" PRIu64 "'s block %" PRIu64 " bytes; it was made with %" PRIu64,
+                         slot, r->old_size, s->bytes[slot]);
+    return 0;
 }
 
 static void kill_slot(rstate_t *s, uint64_t slot)
@@ -548,12 +571,12 @@ static int run_op(rstate_t *s, uint32_t i, size_t k)
     case MT_WL_ALIGNED_ALLOC:
     case MT_WL_VALLOC:
     case MT_WL_PVALLOC:
-        if (r->slot && make(s, i, k, r->slot) < 0)
+        if (r->slot && make(s, i, k, r->slot, r->op == MT_WL_CALLOC ? r->count * r->size : r->size) < 0)
             return -1;
         break;
     case MT_WL_FREE:
         if (r->slot) {
-            if (use(s, i, k, r->slot) < 0)
+            if (use(s, i, k, r->slot) < 0 || check_old_size(s, i, k, r->slot) < 0)
                 return -1;
             kill_slot(s, r->slot);
         }
@@ -567,18 +590,20 @@ static int run_op(rstate_t *s, uint32_t i, size_t k)
     case MT_WL_REALLOC:
     case MT_WL_REALLOCARRAY: {
         const uint64_t req = r->op == MT_WL_REALLOCARRAY ? r->count * r->size : r->size;
-        if (r->slot && use(s, i, k, r->slot) < 0)
+        if (r->slot && (use(s, i, k, r->slot) < 0 || check_old_size(s, i, k, r->slot) < 0))
             return -1;
         if (!r->slot2) {
             if (r->slot && req == 0)
                 kill_slot(s, r->slot); /* realloc(p, 0) freed p */
             break;
         }
-        if (r->slot2 == r->slot)
-            break; /* the block lives on in its slot */
+        if (r->slot2 == r->slot) {
+            s->bytes[r->slot] = req; /* the block lives on in its slot */
+            break;
+        }
         if (r->slot)
             kill_slot(s, r->slot);
-        if (make(s, i, k, r->slot2) < 0)
+        if (make(s, i, k, r->slot2, req) < 0)
             return -1;
         if (r->slot)
             s->res->allocs--; /* a move, not a new block */
@@ -658,6 +683,7 @@ static void state_init(rstate_t *s, const wl_mem_t *m, int check_races, replay_r
     }
     s->nslots = m->h.slots + 1;
     s->live = xcalloc(s->nslots, 1);
+    s->bytes = xcalloc(s->nslots, sizeof *s->bytes);
     s->last = xcalloc(s->nslots, sizeof *s->last);
 }
 
@@ -670,6 +696,7 @@ static void state_fini(rstate_t *s)
     }
     free(s->t);
     free(s->live);
+    free(s->bytes);
     free(s->last);
 }
 

@@ -146,15 +146,15 @@ START_TEST(single_thread_calls)
         "thread_start",
         "malloc              #1           100",
         "calloc              #2           4x25",
-        "free                #1",
+        "free                #1 (100)",
         "malloc              #1           50",
-        "realloc             #2 -> #2     200",
-        "realloc             #2 -> #2     5000",
+        "realloc             #2 (100) -> #2     200",
+        "realloc             #2 (200) -> #2     5000",
         "realloc             #0 -> #3     64",
-        "realloc             #3 -> #0     0",
-        "realloc             #1 -> #0     1099511627776",
+        "realloc             #3 (64) -> #0     0",
+        "realloc             #1 (50) -> #0     1099511627776",
         "reallocarray        #0 -> #3     3x10",
-        "reallocarray        #3 -> #3     4x10",
+        "reallocarray        #3 (30) -> #3     4x10",
         "memalign            #4 align=64  100",
         "aligned_alloc       #5 align=32  64",
         "posix_memalign      #6 align=16  48",
@@ -165,12 +165,12 @@ START_TEST(single_thread_calls)
         "mallopt             param=-3 value=65536",
         "free                #0",
         "malloc              #0           1125899906842624",
-        "free                #4",
-        "free                #5",
+        "free                #4 (100)",
+        "free                #5 (64)",
         "malloc              #5           10",
         "malloc              #4           20",
         "malloc              #9           30",
-        "free                #8",
+        "free                #8 (100)",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -233,8 +233,8 @@ START_TEST(single_thread_slots_peak)
     ck_assert_uint_eq(s.m.s[0].n, 1 + 6000 + 5);
     /* The last free of each round (#3 slot of base+0x40, made third) comes back first. */
     static const char *const head[] = {
-        "thread_start",  "malloc #1 16", "malloc #2 32", "malloc #3 48", "free #2", "free #1", "free #3",
-        "malloc #3 16",  "malloc #1 32", "malloc #2 48", NULL,
+        "thread_start", "malloc #1 16", "malloc #2 32", "malloc #3 48", "free #2 (32)", "free #1 (16)",
+        "free #3 (48)", "malloc #3 16", "malloc #1 32", "malloc #2 48", NULL,
     };
     for (size_t k = 0; head[k]; k++) {
         char buf[128];
@@ -280,10 +280,10 @@ START_TEST(cross_thread_free)
         "thread_start",
         "wait     thread=0 count=1", /* after its creation */
         "wait     thread=0 count=3",
-        "free     #2",
-        "free     #1",
+        "free     #2 (200)",
+        "free     #1 (100)",
         "wait     thread=0 count=4",
-        "free     #3",
+        "free     #3 (300)",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -322,19 +322,19 @@ START_TEST(cross_thread_realloc)
         "thread_start",
         "malloc        #1 100",
         "wait          thread=1 count=4",
-        "realloc       #1 -> #1 300",
+        "realloc       #1 (200) -> #1 300",
         "wait          thread=1 count=7",
-        "free          #1",
+        "free          #1 (500)",
         NULL,
     };
     static const char *const t1[] = {
         "thread_start",
         "wait          thread=0 count=1",
         "wait          thread=0 count=2",
-        "realloc       #1 -> #1 200",
+        "realloc       #1 (100) -> #1 200",
         "wait          thread=0 count=4",
-        "reallocarray  #1 -> #1 2x200",
-        "realloc       #1 -> #1 500",
+        "reallocarray  #1 (300) -> #1 2x200",
+        "realloc       #1 (400) -> #1 500",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -373,20 +373,20 @@ START_TEST(address_reuse_no_wait)
     static const char *const t0[] = {
         "thread_start",
         "malloc  #1 8",
-        "free    #1",
+        "free    #1 (8)",
         "malloc  #1 100",
-        "free    #1",
+        "free    #1 (100)",
         "malloc  #1 70",
-        "free    #1",
+        "free    #1 (70)",
         NULL,
     };
     static const char *const t1[] = {
         "thread_start",
         "wait    thread=0 count=2", /* its creation: the only wait */
         "malloc  #2 8",
-        "free    #2",
+        "free    #2 (8)",
         "malloc  #2 50",
-        "free    #2",
+        "free    #2 (50)",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -425,8 +425,8 @@ START_TEST(freed_slot_taken_with_wait)
         "thread_start",
         "malloc  #1 100",
         "malloc  #2 100",
-        "free    #1",
-        "free    #2",
+        "free    #1 (100)",
+        "free    #2 (100)",
         "wait    thread=1 count=7",
         "malloc  #2 10",
         NULL,
@@ -438,7 +438,7 @@ START_TEST(freed_slot_taken_with_wait)
         "malloc  #2 50",
         "malloc  #1 60",
         "malloc  #3 70",
-        "free    #2",
+        "free    #2 (50)",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -577,9 +577,9 @@ START_TEST(inversion_chains)
     ck_assert_uint_eq(h->inversions, (uint64_t)depth);
     ck_assert_uint_eq(h->unknown_frees + h->double_frees + h->forced, 0);
     /* Each thread keeps its own order. */
-    static const char *const t0_1[] = { "thread_start", "malloc #1 100", "free #1", NULL };
-    static const char *const t0_2[] = { "thread_start", "malloc #1 100", "malloc #2 200", "free #1", NULL };
-    static const char *const t0_3[] = { "thread_start", "malloc #1 100", "malloc #2 200", "malloc #3 300", "free #1",
+    static const char *const t0_1[] = { "thread_start", "malloc #1 100", "free #1 (100)", NULL };
+    static const char *const t0_2[] = { "thread_start", "malloc #1 100", "malloc #2 200", "free #1 (100)", NULL };
+    static const char *const t0_3[] = { "thread_start", "malloc #1 100", "malloc #2 200", "malloc #3 300", "free #1 (100)",
                                         NULL };
     expect_stream(&s.m, 0, depth == 1 ? t0_1 : depth == 2 ? t0_2 : t0_3);
     for (uint32_t k = 1; k < n; k++) {
@@ -633,10 +633,10 @@ START_TEST(unknown_and_double_frees)
     static const char *const t0[] = {
         "thread_start",
         "malloc   #1 100",
-        "free     #1",
+        "free     #1 (100)",
         "realloc  #0 -> #1 64",
         "malloc   #2 10",
-        "free     #2",
+        "free     #2 (10)",
         NULL,
     };
     expect_stream(&s.m, 0, t0);
@@ -708,8 +708,8 @@ START_TEST(thread_exit_and_tid_reuse)
         "wait         thread=1 count=4", /* thread 1 exited before thread 2's creation */
         "wait         thread=2 count=5",
         "malloc       #2 10",
-        "free         #2",
-        "free         #1",
+        "free         #2 (10)",
+        "free         #1 (16)",
         NULL,
     };
     static const char *const t1[] = {
@@ -723,7 +723,7 @@ START_TEST(thread_exit_and_tid_reuse)
         "thread_start",
         "wait         thread=0 count=2", /* created after thread 0's join of thread 1 */
         "malloc       #2 32",
-        "free         #2",
+        "free         #2 (32)",
         "thread_exit",
         NULL,
     };
@@ -768,7 +768,7 @@ START_TEST(ops_after_thread_exit)
         "wait         thread=0 count=1",
         "malloc       #1 16",
         "free         #0",
-        "free         #1",
+        "free         #1 (16)",
         "thread_exit",
         NULL,
     };
@@ -834,7 +834,7 @@ START_TEST(thread_start_unknown_creator)
     tb_malloc(b, 2, 10, 8, 0xa000);
     tb_free(b, 1, 20, 0xa000);
     scen_convert(&s);
-    static const char *const t0[] = { "thread_start", "wait thread=1 count=2", "free #1", NULL };
+    static const char *const t0[] = { "thread_start", "wait thread=1 count=2", "free #1 (8)", NULL };
     static const char *const t1[] = { "thread_start", "malloc #1 8", NULL };
     expect_stream(&s.m, 0, t0);
     expect_stream(&s.m, 1, t1);
