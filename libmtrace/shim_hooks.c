@@ -286,8 +286,15 @@ static void count_lost(mt_thread_t *t)
         t->lost++;
 }
 
-/* Begins a record: returns where its first byte goes, or NULL if the call goes unrecorded. With
- * stacks on, the caller's stack id goes to *stack; a new stack's definition is written first. */
+/* Every record is written by one of two paths. The hot path (rec_begin_fast .. rec_end_fast) only
+ * encodes: it makes no call, so the interposed functions keep their state in scratch registers and
+ * save none. Anything more (a stack id to take, a new chunk to claim, an RSS sample due, an allocator
+ * other than glibc's) sends the call to its out-of-line writer (rec_block_slow, rec_plain_slow),
+ * which does it all (rec_begin .. rec_end). Both write the same bytes. */
+
+/* Begins a record on the general path: returns where its first byte goes, or NULL if the call goes
+ * unrecorded. With stacks on, the caller's stack id goes to *stack; a new stack's definition is
+ * written first. */
 static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now, uint32_t *stack)
 {
     t->busy = 1;
@@ -315,56 +322,117 @@ static inline void rec_end(mt_thread_t *t, uint8_t *end, uint64_t now)
     t->busy = 0;
 }
 
-/* glibc's observable path flags: mmapped chunk and heap-top movement. */
-static inline unsigned glibc_flags(const void *r, uint8_t *ext)
+/* Begins a record on the hot path: enters the shim and returns where the record goes, or NULL when
+ * the general path has to write it (it enters again, harmlessly). The tests come after entering:
+ * a signal handler's call recorded before that may have moved pos. */
+static inline uint8_t *rec_begin_fast(mt_thread_t *t, uint64_t now)
 {
-    unsigned b = 0;
-    if (r && (((const size_t *)r)[-1] & 2))
-        b |= MT_RF_MMAPPED;
-    /* one load instead of a call: about 2 ns of every glibc call's 30 */
-    const uint64_t top = (uint64_t)(uintptr_t)(MT_LIKELY(mt_g.curbrk != NULL) ? *mt_g.curbrk : sbrk(0));
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint8_t *p = t->pos;
+    if (MT_UNLIKELY(mt_g.opt.stacks || p >= t->end ||
+                    now >= atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed)))
+        return NULL;
+    if (!p) /* cannot be: pos and end are set together, and are NULL only together */
+        __builtin_unreachable();
+    return p;
+}
+
+static inline void rec_end_fast(mt_thread_t *t, uint8_t *end)
+{
+    t->pos = end;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+/* glibc's observable heap-top movement: one load of __curbrk (mt_g.curbrk) instead of a call to
+ * sbrk(0), about 2 ns of every glibc call's 30. */
+static inline uint8_t heap_grew(void *const *curbrk)
+{
+    const uint64_t top = (uint64_t)(uintptr_t)(MT_LIKELY(curbrk != NULL) ? *curbrk : sbrk(0));
     if (MT_UNLIKELY(top != mt_g.last_brk)) {
         mt_g.last_brk = top;
-        *ext |= MT_XF_HEAP_GREW;
+        return MT_XF_HEAP_GREW;
     }
-    return b;
+    return 0;
 }
 
-static inline size_t usable_size(void *r)
+/* The size a block call asked for: the product of calloc's and reallocarray's count and size, the
+ * aligned calls' size after their alignment, else the one size. */
+static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
 {
-    if (mt_g.glibc) {
-        const size_t h = ((const size_t *)r)[-1];
-        return (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
-    }
-    return mt_g.real.malloc_usable_size(r);
+    if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY)
+        return n1 * n2;
+    if (op == MT_OP_MEMALIGN || op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN)
+        return n2;
+    return n1;
 }
 
-/* One writer for every call that returns a block; `err` is posix_memalign's error. */
-static inline void rec_block(mt_thread_t *t, unsigned op, uint64_t now, const void *arg, uint64_t n1,
-                             uint64_t n2, uint64_t requested, void *r, int err)
+/* Encodes at p the record of a call that returned block r (NULL: failed; `err` is posix_memalign's
+ * error) and returns its end. Always inlined with a constant op, so that the encoder's per-op switch
+ * and tests fold away; `glibc` is constant 1 on the hot path, and curbrk not NULL. */
+static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, uint8_t *p, unsigned op,
+                                                                uint64_t now, const void *arg, uint64_t n1,
+                                                                uint64_t n2, void *r, int err, uint32_t stack,
+                                                                int glibc, void *const *curbrk)
 {
-    uint32_t stack = 0;
-    uint8_t *p = rec_begin(t, now, &stack);
-    if (!p)
-        return;
+    const uint64_t requested = requested_size(op, n1, n2);
     uint8_t ext = stack ? MT_XF_STACK : 0;
     unsigned b0 = op;
-    if (mt_g.glibc)
-        b0 |= glibc_flags(r, &ext);
     int64_t slack = 0;
-    if (r)
-        slack = (int64_t)(usable_size(r) - requested);
-    else
+    if (glibc) {
+        ext |= heap_grew(curbrk);
+        if (r) {
+            /* One load of the chunk header gives both the MMAPPED flag and the usable size. */
+            const size_t h = ((const size_t *)r)[-1];
+            b0 |= (h & 2) ? MT_RF_MMAPPED : 0;
+            slack = (int64_t)((h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t)) - requested);
+        }
+    } else if (r) {
+        slack = (int64_t)(mt_g.real.malloc_usable_size(r) - requested);
+    }
+    if (!r)
         b0 |= MT_RF_NULL;
-    uint8_t *q = mt_enc_call(&t->enc, p, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
-                             r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
-    rec_end(t, q, now);
+    return mt_enc_call(&t->enc, p, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
+                       r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
 }
 
-/* Records a call that returns no block (free, malloc_usable_size, mallopt). */
-static inline void rec_plain(mt_thread_t *t, unsigned op, uint64_t now, const void *ptr, uint64_t n1,
-                             uint64_t n2, uint64_t result)
+/* The general writer of a call that returns a block. `op_null` is the op, with MT_RF_NULL when the
+ * call failed; `result` the block, or posix_memalign's error when it failed (six arguments: the hot
+ * path's call here is a jump). Returns the block. */
+static __attribute__((noinline)) void *rec_block_slow(unsigned op_null, uint64_t now, const void *arg,
+                                                      uint64_t n1, uint64_t n2, uint64_t result)
 {
+    mt_thread_t *t = &mt_self;
+    const unsigned op = op_null & MT_RF_OPMASK;
+    void *r = (op_null & MT_RF_NULL) ? NULL : (void *)(uintptr_t)result;
+    const int err = r ? 0 : (int)result;
+    uint32_t stack = 0;
+    uint8_t *p = rec_begin(t, now, &stack);
+    if (p)
+        rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, mt_g.curbrk), now);
+    return r;
+}
+
+/* Records a call that returns a block, and returns r. */
+static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, unsigned op, uint64_t now,
+                                                             const void *arg, uint64_t n1, uint64_t n2,
+                                                             void *r, int err)
+{
+    uint8_t *p = rec_begin_fast(t, now);
+    void *const *curbrk = mt_g.curbrk; /* set only for glibc's malloc */
+    if (MT_UNLIKELY(!p || !curbrk))
+        return rec_block_slow(r ? op : op | MT_RF_NULL, now, arg, n1, n2,
+                              r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
+    rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, curbrk));
+    return r;
+}
+
+/* The general writer of a call that returns no block (free, malloc_usable_size, mallopt). */
+static __attribute__((noinline)) void rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1,
+                                                     uint64_t n2, uint64_t result)
+{
+    mt_thread_t *t = &mt_self;
     uint32_t stack = 0;
     uint8_t *p = rec_begin(t, now, &stack);
     if (!p)
@@ -372,6 +440,39 @@ static inline void rec_plain(mt_thread_t *t, unsigned op, uint64_t now, const vo
     uint8_t *q = mt_enc_call(&t->enc, p, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr, n1, n2,
                              result, 0, stack);
     rec_end(t, q, now);
+}
+
+/* Records a call that returns no block on the hot path; 0 when the general path has to. */
+static inline __attribute__((always_inline)) int rec_plain_fast(mt_thread_t *t, unsigned op, uint64_t now,
+                                                                const void *ptr, uint64_t n1, uint64_t n2,
+                                                                uint64_t result)
+{
+    uint8_t *p = rec_begin_fast(t, now);
+    if (MT_UNLIKELY(!p))
+        return 0;
+    rec_end_fast(t, mt_enc_call(&t->enc, p, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0));
+    return 1;
+}
+
+/* free's general path: the record, then the real free. */
+static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
+{
+    rec_plain_slow(MT_OP_FREE, now, ptr, 0, 0, 0);
+    mt_g.real.free(ptr);
+}
+
+/* free when pass_through() holds, out of line like free_slow: free then saves no register. */
+static __attribute__((noinline)) void free_unrecorded(void *ptr)
+{
+    mt_thread_t *t = &mt_self;
+    if (MT_UNLIKELY(!init()))
+        return;
+    if (pass_through(t)) {
+        count_lost(t);
+        mt_g.real.free(ptr);
+        return;
+    }
+    free_slow(mt_now(), ptr); /* this call started tracing: it is the first one recorded */
 }
 
 /* ---- the interposed API ------------------------------------------------------------------------ */
@@ -389,8 +490,7 @@ MT_EXPORT void *malloc(size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.malloc(size);
-    rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, size, r, 0);
-    return r;
+    return rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, r, 0);
 }
 
 MT_EXPORT void free(void *ptr)
@@ -399,18 +499,16 @@ MT_EXPORT void free(void *ptr)
     if (MT_UNLIKELY(is_boot(ptr)))
         return;
     if (MT_UNLIKELY(pass_through(t))) {
-        if (MT_UNLIKELY(!init()))
-            return;
-        if (pass_through(t)) {
-            count_lost(t);
-            mt_g.real.free(ptr);
-            return;
-        }
+        free_unrecorded(ptr);
+        return;
     }
     const uint64_t now = mt_now();
     /* Recorded before the real free: once free returns, another thread may get the same address,
      * and its record must not be able to precede ours in the file of this thread's events. */
-    rec_plain(t, MT_OP_FREE, now, ptr, 0, 0, 0);
+    if (MT_UNLIKELY(!rec_plain_fast(t, MT_OP_FREE, now, ptr, 0, 0, 0))) {
+        free_slow(now, ptr);
+        return;
+    }
     mt_g.real.free(ptr);
 }
 
@@ -429,8 +527,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.calloc(n, size);
-    rec_block(t, MT_OP_CALLOC, now, NULL, n, size, (uint64_t)n * size, r, 0);
-    return r;
+    return rec_block(t, MT_OP_CALLOC, now, NULL, n, size, r, 0);
 }
 
 MT_EXPORT void *realloc(void *ptr, size_t size)
@@ -452,8 +549,7 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.realloc(ptr, size);
-    rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, size, r, 0);
-    return r;
+    return rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, r, 0);
 }
 
 MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
@@ -474,8 +570,7 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
     }
     const uint64_t now = mt_now();
     void *r = mt_g.real.reallocarray(ptr, n, size);
-    rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, (uint64_t)n * size, r, 0);
-    return r;
+    return rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, r, 0);
 }
 
 /* The aligned family: memalign, aligned_alloc, valloc, pvalloc share one shape. */
@@ -493,8 +588,7 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         }                                                                                        \
         const uint64_t now = mt_now();                                                           \
         void *r = mt_g.real.name call_args;                                                      \
-        rec_block(t, op, now, NULL, n1, n2, size, r, 0);                                         \
-        return r;                                                                                \
+        return rec_block(t, op, now, NULL, n1, n2, r, 0);                                        \
     }
 
 ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size)
@@ -518,7 +612,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     }
     const uint64_t now = mt_now();
     const int rc = mt_g.real.posix_memalign(out, align, size);
-    rec_block(t, MT_OP_POSIX_MEMALIGN, now, NULL, align, size, size, rc == 0 ? *out : NULL, rc);
+    rec_block(t, MT_OP_POSIX_MEMALIGN, now, NULL, align, size, rc == 0 ? *out : NULL, rc);
     return rc;
 }
 
@@ -535,7 +629,8 @@ MT_EXPORT size_t malloc_usable_size(void *ptr)
     }
     const uint64_t now = mt_now();
     const size_t n = mt_g.real.malloc_usable_size(ptr);
-    rec_plain(t, MT_OP_USABLE_SIZE, now, ptr, n, 0, 0);
+    if (MT_UNLIKELY(!rec_plain_fast(t, MT_OP_USABLE_SIZE, now, ptr, n, 0, 0)))
+        rec_plain_slow(MT_OP_USABLE_SIZE, now, ptr, n, 0, 0);
     return n;
 }
 
@@ -548,8 +643,8 @@ MT_EXPORT int mallopt(int param, int value)
     const int rc = mt_g.real.mallopt(param, value);
     if (pass_through(t))
         return rc;
-    rec_plain(t, MT_OP_MALLOPT, now, NULL, (uint64_t)(int64_t)param, (uint64_t)(int64_t)value,
-              (uint64_t)(int64_t)rc);
+    rec_plain_slow(MT_OP_MALLOPT, now, NULL, (uint64_t)(int64_t)param, (uint64_t)(int64_t)value,
+                   (uint64_t)(int64_t)rc);
     return rc;
 }
 
