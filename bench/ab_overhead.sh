@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Compares recorder builds on churn in paired rounds: each round runs native, then churn under each
+# given shim, and a shim's figure is its CPU ns per call minus the native run of the same round.
+# On a shared machine whose speed drifts from minute to minute, the paired differences are far
+# steadier than medians taken apart (a round takes a second or two).
+#   usage: bench/ab_overhead.sh [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS_PER_THREAD] SHIM.so...
+#   defaults: BUILD build-bench (its bench/churn), 1 thread, 15 rounds, 5000000 calls per thread
+# Prints per shim: the median added ns per call with its quartiles, and for each later shim its
+# paired difference to the first one and in how many rounds it was lower.
+set -eu
+build=build-bench threads=1 rounds=15 calls=5000000
+while getopts b:t:r:n: o; do
+    case $o in
+    b) build=$OPTARG ;;
+    t) threads=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    n) calls=$OPTARG ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS] SHIM.so..." >&2; exit 2; }
+churn=$build/bench/churn
+[ -x "$churn" ] || { echo "ab_overhead.sh: $churn missing; build first: meson setup $build && ninja -C $build" >&2; exit 1; }
+for so in "$@"; do
+    [ -e "$so" ] || { echo "ab_overhead.sh: $so: no such file" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cpu_ns() { sed -n 's/.*cpu_ns_per_call=//p'; }
+for _ in $(seq "$rounds"); do
+    line="$("$churn" -t "$threads" -n "$calls" | cpu_ns)"
+    for so in "$@"; do
+        rm -f "$tmp/t.mtr"
+        line="$line $(LD_PRELOAD=$(realpath "$so") MTRACE_OUT=$tmp/t.mtr "$churn" -t "$threads" -n "$calls" | cpu_ns)"
+    done
+    echo "$line"
+done | python3 -c '
+import statistics as st, sys
+names = sys.argv[1:]
+rows = [[float(x) for x in l.split()] for l in sys.stdin]
+def q(v):
+    v = sorted(v)
+    return st.median(v), v[len(v) // 4], v[(3 * len(v)) // 4]
+print("native: median %.1f CPU ns/call over %d rounds" % (st.median(r[0] for r in rows), len(rows)))
+for k, n in enumerate(names, 1):
+    m, lo, hi = q([r[k] - r[0] for r in rows])
+    line = "%-40s added %+6.1f ns/call [quartiles %+.1f .. %+.1f]" % (n, m, lo, hi)
+    if k > 1:
+        d = [r[k] - r[1] for r in rows]
+        line += "; vs %s %+.1f (lower in %d of %d rounds)" % (names[0], st.median(d), sum(x < 0 for x in d), len(d))
+    print(line)' "$@"
