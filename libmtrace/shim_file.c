@@ -221,7 +221,7 @@ static void write_header(void)
     h->chunk_size = MT_CHUNK_SIZE;
     h->ptr_size = sizeof(void *);
     h->little_endian = 1;
-    h->time_shift = 0;
+    h->time_shift = MT_TIME_SHIFT;
     h->max_frames = (uint8_t)mt_g.opt.stacks;
     h->page_size = mt_g.page_size;
     h->pid = (uint32_t)mt_g.pid;
@@ -327,7 +327,7 @@ int mt_file_open(void)
     if (mt_g.opt.rss_ms) {
         const mt_file_header_t *h = header();
         /* The TSC rate is not known yet; 3 GHz is close enough to space the samples. */
-        const uint64_t per_ms = (h->flags & MT_HDR_TIME_TSC) ? 3000000u : 1000000u;
+        const uint64_t per_ms = (h->flags & MT_HDR_TIME_TSC) ? 3000000u >> MT_TIME_SHIFT : 1000000u;
         mt_g.rss_period = per_ms * mt_g.opt.rss_ms;
         atomic_store(&mt_g.next_rss_time, h->start_time);
     } else {
