@@ -104,7 +104,8 @@ struct mt_pack_model {
     uint8_t *scratch; /* S_COUNT decoded streams (decoder) or the encoder's check of its output */
     ZSTD_CCtx *cctx;
     ZSTD_DCtx *dctx;
-    char msg[128]; /* the decoder's last complaint, when it needs numbers */
+    unsigned version; /* of the trace: the syntax of the records' pointer fields */
+    char msg[128];    /* the decoder's last complaint, when it needs numbers */
 };
 
 /* Shape of each call: which fields it has, in record order after the time delta. */
@@ -312,7 +313,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
                 ptr = st->allocs[st->nallocs - (code - 1)];
                 ptr_usable = st->alloc_usable[st->nallocs - (code - 1)];
             }
-            q = mt_put_svarint(q, (int64_t)(ptr - prev_ptr));
+            q = mt_put_ptr(q, prev_ptr, ptr, m->version);
             prev_ptr = ptr;
         }
         uint64_t num[3] = { 0, 0, 0 };
@@ -365,7 +366,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
                 }
                 result = st->frees[f - 1];
             }
-            q = mt_put_svarint(q, (int64_t)(result - prev_ptr));
+            q = mt_put_ptr(q, prev_ptr, result, m->version);
             prev_ptr = result;
             q = mt_put_svarint(q, slack);
         } else if (op == MT_OP_POSIX_MEMALIGN) {
@@ -403,11 +404,12 @@ overflow:
     return -EINVAL;
 }
 
-mt_pack_model_t *mt_pack_model_new(void)
+mt_pack_model_t *mt_pack_model_new(unsigned trace_version)
 {
     mt_pack_model_t *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
+    m->version = trace_version;
     m->scratch = malloc((size_t)S_COUNT * MT_PACK_MODEL_STREAM_MAX);
     if (!m->scratch) {
         free(m);
@@ -544,6 +546,25 @@ static void ws_split_u(wstream_t *lo, wstream_t *hi, uint64_t v)
         ws_u(hi, v >> 7);
 }
 
+/* Reads a pointer field at *pp after *prev (mt_put_ptr's syntax) into *prev. */
+static int get_ptr(const uint8_t **pp, const uint8_t *end, uint64_t *prev, unsigned version)
+{
+    uint64_t u;
+    if (mt_get_uvarint(pp, end, &u) < 0)
+        return -1;
+    if (version < 2) {
+        *prev += (uint64_t)mt_unzigzag(u);
+        return 0;
+    }
+    *prev = mt_ptr_v2(*prev, u);
+    if (u & 1) {
+        if (*pp >= end || !mt_ptr_low_ok(**pp))
+            return -1;
+        *prev |= *(*pp)++;
+    }
+    return 0;
+}
+
 /* Splits the records into the streams. Returns 0, or -1 where the bytes are not records the model
  * knows (it then need not be exact: the check after encoding catches any difference). */
 static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
@@ -596,9 +617,9 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
         ws_u(&w[S_TIME], v);
         uint64_t ptr = 0, ptr_usable = 0;
         if (sh->ptr) {
-            GET(v);
-            ptr = prev_ptr + (uint64_t)mt_unzigzag(v);
-            prev_ptr = ptr;
+            if (get_ptr(&p, end, &prev_ptr, m->version) < 0)
+                return -1;
+            ptr = prev_ptr;
             const long i = ptr ? map_get(&m->alloc_map, ptr) : -1;
             if (!ptr) {
                 ws_u(&w[S_PCODE], PC_NULL);
@@ -624,9 +645,9 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
         int64_t slack = 0;
         if (has_result) {
             requested = sh->product ? num[0] * num[1] : num[sh->nnum - 1];
-            GET(v);
-            result = prev_ptr + (uint64_t)mt_unzigzag(v);
-            prev_ptr = result;
+            if (get_ptr(&p, end, &prev_ptr, m->version) < 0)
+                return -1;
+            result = prev_ptr;
             GET(v);
             slack = mt_unzigzag(v);
             ws_u(&w[S_SLACK], mt_zigzag((int64_t)((uint64_t)slack - (uint64_t)slack_predict(st, requested))));

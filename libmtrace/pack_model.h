@@ -16,7 +16,8 @@
 /* Coding state and buffers for one encoder or decoder (about 2.5 MiB); not thread-safe. */
 typedef struct mt_pack_model mt_pack_model_t;
 
-mt_pack_model_t *mt_pack_model_new(void);
+/* A coder for the records of a trace of format `trace_version` (1 or 2: their pointer fields differ). */
+mt_pack_model_t *mt_pack_model_new(unsigned trace_version);
 void mt_pack_model_free(mt_pack_model_t *m);
 
 /* Codes the n record bytes of one chunk (as an "MTCZ" frame would hold them) into out, the frame's

@@ -393,7 +393,7 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
     }
     if (!r)
         b0 |= MT_RF_NULL;
-    return mt_enc_call(&t->enc, p, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
+    return mt_enc_call(&t->enc, p, MT_TRACE_VERSION, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
                        r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
 }
 
@@ -437,7 +437,7 @@ static __attribute__((noinline)) void rec_plain_slow(unsigned op, uint64_t now, 
     uint8_t *p = rec_begin(t, now, &stack);
     if (!p)
         return;
-    uint8_t *q = mt_enc_call(&t->enc, p, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr, n1, n2,
+    uint8_t *q = mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr, n1, n2,
                              result, 0, stack);
     rec_end(t, q, now);
 }
@@ -450,7 +450,7 @@ static inline __attribute__((always_inline)) int rec_plain_fast(mt_thread_t *t, 
     uint8_t *p = rec_begin_fast(t, now);
     if (MT_UNLIKELY(!p))
         return 0;
-    rec_end_fast(t, mt_enc_call(&t->enc, p, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0));
+    rec_end_fast(t, mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0));
     return 1;
 }
 

@@ -35,7 +35,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     uint8_t *zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
     uint8_t *head = calloc(1, MT_CHUNK_SIZE);
-    mt_pack_model_t *model = (flags & MT_PACK_PLAIN) ? NULL : mt_pack_model_new();
+    mt_pack_model_t *model = (flags & MT_PACK_PLAIN) ? NULL : mt_pack_model_new(mt_trace_header(t)->version);
     if (fd < 0) {
         rc = -errno;
         snprintf(err->msg, sizeof err->msg, "%s: cannot create: %s", out, strerror(errno));

@@ -338,7 +338,7 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
         size_t n, at;
         const char *why;
         if (ref->modeled) { /* a modeled frame (pack_model.c) */
-            if (!t->model && !(t->model = mt_pack_model_new()))
+            if (!t->model && !(t->model = mt_pack_model_new(t->hdr.version)))
                 return mt_errorf(err, -ENOMEM, t->path, zoff, "out of memory");
             rc = mt_pack_model_decode(t->model, t->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,
                                       MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, &n, &at, &why);
@@ -428,13 +428,31 @@ static inline int get_uvarint_unchecked(const uint8_t **pp, uint64_t *out)
         GET_U(u_);                                                                                 \
         (dst) = mt_unzigzag(u_);                                                                   \
     } while (0)
+/* A pointer field in the syntax of the file's version (see mt_put_ptr). */
 #define GET_PTR(dst)                                                                               \
     do {                                                                                           \
-        int64_t d_;                                                                                \
-        GET_S(d_);                                                                                 \
-        c->prev_ptr += (uint64_t)d_;                                                               \
+        uint64_t u_;                                                                               \
+        GET_U(u_);                                                                                 \
+        if (v1) {                                                                                  \
+            c->prev_ptr += (uint64_t)mt_unzigzag(u_);                                              \
+        } else {                                                                                   \
+            c->prev_ptr = mt_ptr_v2(c->prev_ptr, u_);                                              \
+            if (u_ & 1) {                                                                          \
+                if (!unchecked && q >= c->end)                                                     \
+                    goto short_record;                                                             \
+                if (!mt_ptr_low_ok(*q))                                                            \
+                    return bad_low_bits(c, q, err);                                                \
+                c->prev_ptr |= *q++;                                                               \
+            }                                                                                      \
+        }                                                                                          \
         (dst) = c->prev_ptr;                                                                       \
     } while (0)
+
+static __attribute__((noinline, cold)) int bad_low_bits(const mt_cursor_t *c, const uint8_t *q, mt_error_t *err)
+{
+    return mt_errorf(err, -EINVAL, c->trace->path, c->base_offset + (uint64_t)(q - c->buf),
+                     "expected the low 4 bits of a pointer (1 to 15), found 0x%02x", *q);
+}
 
 _Static_assert(sizeof(mt_record_t) == 128, "clear_record() stores every field of mt_record_t: update it");
 
@@ -476,6 +494,7 @@ static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *rest
     const uint8_t *q = c->p;
     const uint64_t off = c->base_offset + (uint64_t)(q - c->buf);
     const uint64_t saved_ptr = c->prev_ptr;
+    const int v1 = t->hdr.version < 2;
     clear_record(r);
     r->offset = off;
     const uint8_t b0 = *q++;

@@ -37,6 +37,7 @@ struct mt_writer {
     uint64_t next_slot;
     uint32_t max_thread;
     uint64_t max_time;
+    unsigned version; /* the header's: records are written in its syntax */
     char msg[1024];
 };
 
@@ -105,6 +106,7 @@ int mt_writer_open(mt_writer_t **out, const char *path, const mt_file_header_t *
     else
         mt_writer_default_header(&h);
     memcpy(w->head, &h, sizeof h);
+    w->version = h.version;
     w->str_pos = w->head + MT_HEADER_STRINGS_OFFSET;
     w->next_slot = 1;
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -209,11 +211,12 @@ static wthread_t *find_thread(mt_writer_t *w, uint32_t thread)
     return th;
 }
 
-static uint8_t *encode(const pending_t *r, mt_enc_t *e, uint8_t *p)
+static uint8_t *encode(const pending_t *r, mt_enc_t *e, uint8_t *p, unsigned version)
 {
     if (r->is_event)
         return mt_enc_event(e, p, r->b0, r->time, r->payload, r->len);
-    return mt_enc_call(e, p, r->b0, r->ext, r->time, r->ptr, r->n1, r->n2, r->result, r->slack, r->stack);
+    return mt_enc_call(e, p, version, r->b0, r->ext, r->time, r->ptr, r->n1, r->n2, r->result, r->slack,
+                       r->stack);
 }
 
 static size_t uvarint_len(uint64_t v)
@@ -227,13 +230,13 @@ static size_t uvarint_len(uint64_t v)
 }
 
 /* Exact encoded size of `r` against the delta bases `e` (which are left as they were). */
-static size_t encoded_size(const pending_t *r, const mt_enc_t *e)
+static size_t encoded_size(const pending_t *r, const mt_enc_t *e, unsigned version)
 {
     if (r->is_event)
         return 1 + uvarint_len(mt_zigzag((int64_t)(r->time - e->prev_time))) + uvarint_len(r->len) + r->len;
     uint8_t scratch[MT_MAX_CALL_RECORD];
     mt_enc_t copy = *e;
-    return (size_t)(encode(r, &copy, scratch) - scratch);
+    return (size_t)(encode(r, &copy, scratch, version) - scratch);
 }
 
 /* Places one record in the thread's chunk: a chunk is filled to its last byte, then sealed and
@@ -248,7 +251,7 @@ static int put(mt_writer_t *w, uint32_t thread, uint32_t tid, const pending_t *r
     if (!th)
         return set_error(w, -ENOMEM, "out of memory");
     if (th->pos) {
-        const size_t need = encoded_size(r, &th->enc);
+        const size_t need = encoded_size(r, &th->enc, w->version);
         if (need > (size_t)(th->buf + MT_CHUNK_SIZE - th->pos)) {
             const int rc = flush_chunk(w, th, 1);
             if (rc < 0)
@@ -263,7 +266,7 @@ static int put(mt_writer_t *w, uint32_t thread, uint32_t tid, const pending_t *r
         th->enc.prev_ptr = 0;
         th->pos = th->buf + MT_CHUNK_HEADER_SIZE;
     }
-    th->pos = encode(r, &th->enc, th->pos);
+    th->pos = encode(r, &th->enc, th->pos, w->version);
     if (r->time > w->max_time)
         w->max_time = r->time;
     return 0;
@@ -375,6 +378,7 @@ int mt_writer_close(mt_writer_t *w, int seal, mt_error_t *err)
             if (!h.end_time)
                 h.end_time = w->max_time;
             memcpy(w->head, &h, sizeof h);
+    w->version = h.version;
         }
         rc = pwrite_all(w, w->head, MT_CHUNK_SIZE, 0);
     }

@@ -36,8 +36,8 @@ static uint64_t below(uint64_t n)
 /* A chunk of records the way a program makes them: blocks allocated and freed in a heap whose
  * allocator hands out the latest free block of a size first, so that the model's references are
  * taken; with every call op, NULL results, flags, stack ids and every event kind mixed in. Stops
- * when `limit` bytes are used. */
-static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed)
+ * when `limit` bytes are used. Pointer fields in the syntax of trace format `version`. */
+static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed, unsigned version)
 {
     rng_state = seed | 1;
     mt_enc_t e = { 0, 0 };
@@ -59,7 +59,7 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed)
             const uint64_t requested = op == MT_OP_CALLOC ? count * size : size;
             const uint64_t usable = requested < 24 ? 24 : ((requested + 8 + 15) & ~15ull) - 8;
             if (below(50) == 0) { /* out of memory */
-                p = mt_enc_call(&e, p, op | MT_RF_NULL, ext, t, 0, op == MT_OP_CALLOC ? count : 64, size,
+                p = mt_enc_call(&e, p, version, op | MT_RF_NULL, ext, t, 0, op == MT_OP_CALLOC ? count : 64, size,
                                 op == MT_OP_POSIX_MEMALIGN ? ENOMEM : 0, 0, stack);
                 continue;
             }
@@ -81,12 +81,12 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed)
                 op == MT_OP_CALLOC                                                                  ? count
                 : (op == MT_OP_MEMALIGN || op == MT_OP_POSIX_MEMALIGN || op == MT_OP_ALIGNED_ALLOC) ? 64
                                                                                                     : size;
-            p = mt_enc_call(&e, p, b0, ext, t, 0, n1, size, r, (int64_t)(usable - requested), stack);
+            p = mt_enc_call(&e, p, version, b0, ext, t, 0, n1, size, r, (int64_t)(usable - requested), stack);
             live[nlive] = r;
             live_usable[nlive++] = usable;
         } else if (kind < 75 && nlive) { /* a free, of a young block mostly */
             const size_t i = below(2) ? nlive - 1 - below(nlive < 4 ? nlive : 4) : below(nlive);
-            p = mt_enc_call(&e, p, MT_OP_FREE, ext & MT_XF_STACK, t, live[i], 0, 0, 0, 0, stack);
+            p = mt_enc_call(&e, p, version, MT_OP_FREE, ext & MT_XF_STACK, t, live[i], 0, 0, 0, 0, stack);
             if (nfreed == 64) {
                 memmove(freed, freed + 1, 63 * sizeof *freed);
                 memmove(freed_usable, freed_usable + 1, 63 * sizeof *freed);
@@ -102,7 +102,7 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed)
             const uint64_t size = below(5000), count = op == MT_OP_REALLOCARRAY ? 1 + below(3) : 0;
             const uint64_t requested = count ? count * size : size;
             if (below(20) == 0) {
-                p = mt_enc_call(&e, p, op | MT_RF_NULL, ext, t, live[i], count ? count : size, size, 0, 0,
+                p = mt_enc_call(&e, p, version, op | MT_RF_NULL, ext, t, live[i], count ? count : size, size, 0, 0,
                                 stack);
                 continue;
             }
@@ -111,20 +111,20 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed)
                 r = top;
                 top += requested + 64;
             }
-            p = mt_enc_call(&e, p, op, ext, t, live[i], count ? count : size, size, r, 40, stack);
+            p = mt_enc_call(&e, p, version, op, ext, t, live[i], count ? count : size, size, r, 40, stack);
             live[i] = r;
         } else if (kind < 88) {
-            p = mt_enc_call(&e, p, MT_OP_FREE, 0, t, 0, 0, 0, 0, 0, 0); /* free(NULL) */
+            p = mt_enc_call(&e, p, version, MT_OP_FREE, 0, t, 0, 0, 0, 0, 0, 0); /* free(NULL) */
         } else if (kind < 90) {
-            p = mt_enc_call(&e, p, MT_OP_REALLOC, 0, t, 0, 100, 100, top, 8, 0); /* realloc(NULL, n) */
+            p = mt_enc_call(&e, p, version, MT_OP_REALLOC, 0, t, 0, 100, 100, top, 8, 0); /* realloc(NULL, n) */
             top += 128;
         } else if (kind < 92) {
-            p = mt_enc_call(&e, p, MT_OP_USABLE_SIZE, ext & MT_XF_STACK, t, nlive ? live[0] : rnd(),
+            p = mt_enc_call(&e, p, version, MT_OP_USABLE_SIZE, ext & MT_XF_STACK, t, nlive ? live[0] : rnd(),
                             below(1000), 0, 0, 0, stack);
         } else if (kind < 93) {
-            p = mt_enc_call(&e, p, MT_OP_MALLOPT, 0, t, 0, (uint64_t)-2, (uint64_t)(int64_t)-5, 1, 0, 0);
+            p = mt_enc_call(&e, p, version, MT_OP_MALLOPT, 0, t, 0, (uint64_t)-2, (uint64_t)(int64_t)-5, 1, 0, 0);
         } else if (kind < 95) {
-            p = mt_enc_call(&e, p, MT_OP_FREE, 0, t, rnd(), 0, 0, 0, 0, 0); /* a block of an earlier chunk */
+            p = mt_enc_call(&e, p, version, MT_OP_FREE, 0, t, rnd(), 0, 0, 0, 0, 0); /* a block of an earlier chunk */
         } else { /* an event of any kind, payload of varints or bytes */
             uint8_t payload[256];
             const size_t len = below(4) ? below(12) : below(256);
@@ -163,12 +163,14 @@ static void decode_equal(mt_pack_model_t *m, const uint8_t *payload, size_t len,
     free(out);
 }
 
+/* In both versions' syntax: a version 1 trace is packed as it is. */
 START_TEST(round_trip_heap_chunks)
 {
-    mt_pack_model_t *enc = mt_pack_model_new(), *dec = mt_pack_model_new();
+    const unsigned version = (unsigned)_i;
+    mt_pack_model_t *enc = mt_pack_model_new(version), *dec = mt_pack_model_new(version);
     uint8_t *rec = malloc(RECORDS_MAX), *payload = payload_buf(), *payload2 = payload_buf();
     for (uint64_t seed = 1; seed <= 20; seed++) {
-        const size_t n = heap_chunk(rec, seed == 1 ? 200 : RECORDS_MAX, seed);
+        const size_t n = heap_chunk(rec, seed == 1 ? 200 : RECORDS_MAX, seed, version);
         const long z = encode_ok(enc, rec, n, seed % 2 ? 3 : 19, payload);
         decode_equal(dec, payload, (size_t)z, rec, n);
         if (seed > 2) { /* smaller than plain zstd of the same bytes: the references are taken */
@@ -193,7 +195,7 @@ END_TEST
  * and the packer writes it as a plain zstd frame. */
 START_TEST(refuses_what_it_cannot_model)
 {
-    mt_pack_model_t *m = mt_pack_model_new();
+    mt_pack_model_t *m = mt_pack_model_new(MT_TRACE_VERSION);
     uint8_t *payload = payload_buf();
     static const uint8_t long_varint[] = {
         MT_OP_MALLOC, 0x81, 0x00, 0x10, 0x02, 0x00
@@ -216,7 +218,7 @@ START_TEST(refuses_what_it_cannot_model)
             0);
     /* a payload that would not fit in the room given */
     uint8_t rec[4096];
-    const size_t n = heap_chunk(rec, sizeof rec, 7);
+    const size_t n = heap_chunk(rec, sizeof rec, 7, MT_TRACE_VERSION);
     ck_assert_int_eq(mt_pack_model_encode(m, rec, n, 3, payload, 20), 0);
     free(payload);
     mt_pack_model_free(m);
@@ -244,9 +246,9 @@ static int decode_any(mt_pack_model_t *m, const uint8_t *payload, size_t len, co
  * nothing crashes or reads past the payload (the copy is exactly as long). */
 START_TEST(damaged_payloads)
 {
-    mt_pack_model_t *enc = mt_pack_model_new(), *dec = mt_pack_model_new();
+    mt_pack_model_t *enc = mt_pack_model_new(MT_TRACE_VERSION), *dec = mt_pack_model_new(MT_TRACE_VERSION);
     uint8_t rec[3000], *payload = payload_buf();
-    const size_t n = heap_chunk(rec, sizeof rec, 99);
+    const size_t n = heap_chunk(rec, sizeof rec, 99, MT_TRACE_VERSION);
     for (int level = -1; level <= 3; level += 4) { /* a fast level stores more streams raw */
         const size_t z = (size_t)encode_ok(enc, rec, n, level, payload);
         const char *why;
@@ -291,7 +293,7 @@ static int decode_streams(const uint8_t *const *streams, const size_t *lens, con
             n += lens[i];
         }
     }
-    mt_pack_model_t *m = mt_pack_model_new();
+    mt_pack_model_t *m = mt_pack_model_new(MT_TRACE_VERSION);
     size_t at;
     const int rc = decode_any(m, buf, n, why, &at);
     static char msg[256]; /* *why may lie in the model */
@@ -365,7 +367,7 @@ START_TEST(hand_made_payloads)
     uint8_t big[32], *q = big;
     q = mt_put_uvarint(q, MT_PACK_MODEL_STREAM_MAX + 1);
     q = mt_put_uvarint(q, 2);
-    mt_pack_model_t *m = mt_pack_model_new();
+    mt_pack_model_t *m = mt_pack_model_new(MT_TRACE_VERSION);
     size_t at;
     ck_assert_int_eq(decode_any(m, big, (size_t)(q - big), &why, &at), -EINVAL);
     q = mt_put_uvarint(big, 4);
@@ -401,7 +403,7 @@ START_TEST(output_bounded)
             n += len;
         }
     }
-    mt_pack_model_t *m = mt_pack_model_new();
+    mt_pack_model_t *m = mt_pack_model_new(MT_TRACE_VERSION);
     const char *why;
     size_t at;
     ck_assert_int_eq(decode_any(m, buf, n, &why, &at), -EINVAL);
@@ -416,7 +418,7 @@ static Suite *pack_model_suite(void)
     Suite *s = suite_create("pack_model");
     TCase *tc = tcase_create("pack_model");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, round_trip_heap_chunks);
+    tcase_add_loop_test(tc, round_trip_heap_chunks, 1, MT_TRACE_VERSION + 1);
     tcase_add_test(tc, refuses_what_it_cannot_model);
     tcase_add_test(tc, damaged_payloads);
     tcase_add_test(tc, hand_made_payloads);

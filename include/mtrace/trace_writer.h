@@ -33,7 +33,8 @@ void mt_writer_default_header(mt_file_header_t *h);
 
 /* Creates (or truncates) `path`. The header is written as `tmpl` says, byte for byte (NULL: the
  * default header above), so tests can also write headers a reader must refuse; close adds the
- * finish fields when it seals. */
+ * finish fields when it seals. Records are written in the syntax of the header's version (1 or
+ * 2: they differ in their pointer fields). */
 int mt_writer_open(mt_writer_t **w, const char *path, const mt_file_header_t *tmpl, mt_error_t *err);
 
 /* Appends a header string (TLV at MT_HEADER_STRINGS_OFFSET). -ENOSPC when it does not fit in the

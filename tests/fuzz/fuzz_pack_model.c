@@ -1,7 +1,8 @@
 /* Fuzz target: the modeled chunk coding of packed traces (libmtrace/pack_model.c) on its own. The
  * input is tried two ways: as the payload of an "MTCM" frame, which must decode within a chunk or
  * be refused with a reason; and as a chunk's record bytes, which, when the model takes them, must
- * decode back byte for byte. Records a payload decodes to are coded again and must come back too. */
+ * decode back byte for byte. Records a payload decodes to are coded again and must come back too.
+ * Both in the syntax of trace format version 1 and of version 2. */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -30,13 +31,9 @@ static void round_trip(mt_pack_model_t *m, uint8_t *payload, size_t cap, const u
         fz_fail("a payload decodes to other bytes (%zu, coded from %zu)", got, n);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The input in the record syntax of one trace format version. */
+static void one_version(mt_pack_model_t *m, uint8_t *payload, size_t cap, const uint8_t *data, size_t size)
 {
-    static mt_pack_model_t *m;
-    static uint8_t *payload;
-    const size_t cap = ZSTD_compressBound(MT_CHUNK_SIZE);
-    if (!m && (!(m = mt_pack_model_new()) || !(payload = malloc(cap))))
-        fz_fail("out of memory");
     size_t n = 0, at = 0;
     const char *why = NULL;
     const int rc = mt_pack_model_decode(m, data, size, out, sizeof out, &n, &at, &why);
@@ -49,5 +46,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size <= RECORDS_MAX)
         round_trip(m, payload, cap, data, size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static mt_pack_model_t *m[MT_TRACE_VERSION];
+    static uint8_t *payload;
+    const size_t cap = ZSTD_compressBound(MT_CHUNK_SIZE);
+    if (!payload && !(payload = malloc(cap)))
+        fz_fail("out of memory");
+    for (unsigned v = 1; v <= MT_TRACE_VERSION; v++) {
+        if (!m[v - 1] && !(m[v - 1] = mt_pack_model_new(v)))
+            fz_fail("out of memory");
+        one_version(m[v - 1], payload, cap, data, size);
+    }
     return 0;
 }
