@@ -57,7 +57,8 @@ static void usage_record(FILE *f)
 {
     fprintf(f, "usage: mtrace record [-o FILE] [--force] [--stacks N] [--paused] [--rss-ms N] -- CMD [ARGS...]\n"
                "  Runs CMD with the tracer and passes its exit status through. FILE may contain %%p (pid);\n"
-               "  the default is mtrace.%%p.mtr. A forked child or an exec'd image gets a file of its own.\n");
+               "  the default is mtrace.%%p.mtr, relative to the current directory for every process of CMD.\n"
+               "  A forked child or an exec'd image gets a file of its own.\n");
 }
 
 static int cmd_record(int argc, char **argv)
@@ -91,6 +92,21 @@ static int cmd_record(int argc, char **argv)
         fprintf(stderr, "mtrace: cannot find libmtrace.so (looked next to this program and at %s); set MTRACE_SHIM\n",
                 MT_SHIM_INSTALL_PATH);
         return 2;
+    }
+    /* Absolute: a process of the command that changes directory must still write next to the
+     * others (a shell script that cds, then runs a program, would otherwise leave its trace there). */
+    char abs_out[PATH_MAX];
+    if (out[0] != '/') {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) {
+            fprintf(stderr, "mtrace: cannot get the current directory for %s: %s\n", out, strerror(errno));
+            return 2;
+        }
+        if (snprintf(abs_out, sizeof abs_out, "%s/%s", cwd, out) >= (int)sizeof abs_out) {
+            fprintf(stderr, "mtrace: output path %s/%s is too long\n", cwd, out);
+            return 2;
+        }
+        out = abs_out;
     }
     if (!strstr(out, "%p") && access(out, F_OK) == 0) {
         if (!force) {

@@ -110,6 +110,18 @@ else
     echo "skip: jemalloc not installed"
 fi
 
+# A relative output path holds for every process of the command, also one that changed directory:
+# the shell's trace and that of the program it runs after cd land side by side.
+mkdir -p "$work/rel" "$work/elsewhere"
+(cd "$work/rel" && "$mtrace" record -o rel.mtr -- sh -c 'cd ../elsewhere && ls >/dev/null') 2>"$work/rel.err"
+n=$(ls "$work/rel" | grep -c '^rel\.mtr')
+if [ "$n" -lt 2 ] || [ -n "$(ls "$work/elsewhere")" ]; then
+    fail "relative -o: $n trace(s) in the directory given, in the other: $(ls "$work/elsewhere" | tr '\n' ' ')"
+fi
+while IFS= read -r trace; do
+    case $trace in "$work/rel/rel.mtr"*) ;; *) fail "relative -o: wrote $trace" ;; esac
+done < <(sed -n 's/^mtrace: wrote //p' "$work/rel.err")
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)"
     exit 1
