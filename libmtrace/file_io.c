@@ -26,6 +26,24 @@ int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, cons
     return code;
 }
 
+int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, st) < 0) {
+        const int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return mt_errorf(err, -e, path, 0, "cannot open: %s", strerror(e));
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(fd);
+        return mt_errorf(err, -EINVAL, path, 0, "expected a regular file, found a %s",
+                         S_ISDIR(st->st_mode) ? "directory" : S_ISFIFO(st->st_mode) ? "pipe" :
+                         S_ISSOCK(st->st_mode) ? "socket" : "device");
+    }
+    return fd;
+}
+
 int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 {
     size_t n = 0;

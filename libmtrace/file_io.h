@@ -6,12 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "mtrace/trace_reader.h"
 
 /* Fills err (if any) with "PATH: offset N: " and the message; returns code. */
 int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Opens an input file to read: a regular file, else an error naming it (err may be NULL). Opened
+ * with O_NONBLOCK, which regular files ignore, so that a FIFO or a device waiting for a writer is
+ * refused instead of blocking the open forever. The descriptor (st filled), or a negative errno. */
+int mt_open_input(const char *path, struct stat *st, mt_error_t *err);
 
 /* Reads up to len bytes at off, retrying short reads and EINTR; *got is what the file held.
  * 0 (also at the end of the file) or a negative errno. */

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mtrace/json_reader.h"
+#include "file_io.h"
 
 #define MAX_DEPTH 64
 
@@ -211,10 +214,16 @@ void mt_json_free(mt_jval_t *v)
 int mt_json_load(const char *path, mt_jval_t **out, mt_error_t *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    struct stat st;
+    const int fd = mt_open_input(path, &st, err);
+    if (fd < 0)
+        return fd;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        snprintf(err->msg, sizeof err->msg, "%s: offset 0: cannot open: %s", path, strerror(errno));
-        return -errno;
+        const int e = errno;
+        close(fd);
+        snprintf(err->msg, sizeof err->msg, "%s: offset 0: cannot open: %s", path, strerror(e));
+        return -e;
     }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);

@@ -208,14 +208,10 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
         mt_errorf(err, rc, path, 0, "out of memory");
         goto out;
     }
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (t->fd < 0 || fstat(t->fd, &st) < 0) {
-        rc = mt_errorf(err, -errno, path, 0, "cannot open: %s", strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = mt_errorf(err, -EINVAL, path, 0, "expected a regular file");
+    t->fd = mt_open_input(path, &st, err);
+    if (t->fd < 0) {
+        rc = t->fd;
         goto out;
     }
     t->size = (uint64_t)st.st_size;

@@ -367,9 +367,10 @@ struct mt_wl {
 
 int mt_file_is_workload(const char *path)
 {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    const int fd = mt_open_input(path, &st, NULL);
     if (fd < 0)
-        return -errno;
+        return fd;
     uint8_t m[8];
     const ssize_t n = pread(fd, m, sizeof m, 0);
     close(fd);
@@ -389,10 +390,10 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
         goto fail;
     }
-    w->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (w->fd < 0 || fstat(w->fd, &st) < 0) {
-        rc = mt_errorf(err, -errno, path, 0, "cannot open: %s", strerror(errno));
+    w->fd = mt_open_input(path, &st, err);
+    if (w->fd < 0) {
+        rc = w->fd;
         goto fail;
     }
     w->size = (uint64_t)st.st_size;

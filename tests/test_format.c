@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "file_io.h"
+#include "mtrace/json_reader.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
+#include "mtrace/workload.h"
 #include "test_util.h"
 
 /* One temporary directory per test case (unchecked fixture: it runs in the runner, so the directory
@@ -1235,6 +1237,33 @@ static void edit_ptr_size(mt_file_header_t *h) { h->ptr_size = 4; }
 static void edit_big_endian(mt_file_header_t *h) { h->little_endian = 0; }
 static void edit_header_size(mt_file_header_t *h) { h->header_size = 100; }
 
+/* A FIFO given as a trace, workload or result is refused at once: opening it for reading would
+ * otherwise wait for a writer forever (the test's timeout fails it). A directory too. */
+START_TEST(fifo_and_directory_refused)
+{
+    char *fifo = path_in(g_dir, "fifo.mtr");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char *dir = path_in(g_dir, "adir.mtr");
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    const char *paths[] = { fifo, dir };
+    for (unsigned i = 0; i < 2; i++) {
+        mt_error_t err = { "" };
+        mt_trace_t *t = NULL;
+        ck_assert_int_eq(mt_trace_open(&t, paths[i], &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "offset 0:") && strstr(err.msg, "regular file"), "%s", err.msg);
+        mt_wl_t *w = NULL;
+        ck_assert_int_eq(mt_wl_open(&w, paths[i], &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, paths[i]) && strstr(err.msg, "regular file"), "%s", err.msg);
+        ck_assert_int_le(mt_file_is_workload(paths[i]), 0);
+        mt_jval_t *j = NULL;
+        ck_assert_int_eq(mt_json_load(paths[i], &j, &err), -EINVAL);
+        ck_assert_msg(strstr(err.msg, "regular file"), "%s", err.msg);
+    }
+    free(fifo);
+    free(dir);
+}
+END_TEST
+
 START_TEST(bad_headers)
 {
     char *p = path_in(g_dir, "empty.mtr");
@@ -1859,6 +1888,7 @@ static Suite *format_suite(void)
 
     tc = tcase(s, "bad_input");
     tcase_add_test(tc, bad_headers);
+    tcase_add_test(tc, fifo_and_directory_refused);
     tcase_add_test(tc, bad_chunk_headers);
     tcase_add_test(tc, zero_and_partial_chunk_headers);
 
