@@ -61,6 +61,19 @@ static void usage_record(FILE *f)
                "  A forked child or an exec'd image gets a file of its own.\n");
 }
 
+/* A decimal option value from 0 to max, else a message and -1. */
+static int check_uint_option(const char *name, const char *v, unsigned long max)
+{
+    char *end;
+    errno = 0;
+    const unsigned long n = strtoul(v, &end, 10);
+    if (!*v || *end || errno || n > max || v[0] == '-' || v[0] == '+' || v[0] == ' ') {
+        fprintf(stderr, "mtrace record: %s %s: expected a number from 0 to %lu\n", name, v, max);
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -87,6 +100,9 @@ static int cmd_record(int argc, char **argv)
         usage_record(stderr);
         return 2;
     }
+    if ((stacks && check_uint_option("--stacks", stacks, 64) < 0) ||
+        (rss && check_uint_option("--rss-ms", rss, 1000000000ul) < 0))
+        return 2;
     char shim[PATH_MAX];
     if (find_shim(shim, sizeof shim) < 0) {
         fprintf(stderr, "mtrace: cannot find libmtrace.so (looked next to this program and at %s); set MTRACE_SHIM\n",

@@ -52,8 +52,10 @@ void mt_say(const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line - 1, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        mt_self.busy = busy;
         return;
+    }
     if ((size_t)n > sizeof line - 2)
         n = sizeof line - 2;
     line[n++] = '\n';

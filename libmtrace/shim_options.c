@@ -28,18 +28,31 @@ static const opt_desc_t opt_table[] = {
     OPT("MTRACE_QUIET", OPT_UINT, quiet, "0"),
 };
 
-/* strtoul without locale or errno side effects: the shim may run before the program's main. */
-static unsigned long long parse_uint(const char *s, unsigned long long dflt)
+/* A decimal number up to max, without locale or errno side effects (the shim may run before the
+ * program's main); 0, or -1 for anything else. */
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
     unsigned long long v = 0;
     if (!*s)
-        return dflt;
+        return -1;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return dflt;
+        if (*s < '0' || *s > '9' || v > (max - (unsigned)(*s - '0')) / 10)
+            return -1;
         v = v * 10 + (unsigned)(*s - '0');
     }
-    return v;
+    *out = v;
+    return 0;
+}
+
+/* The largest value each numeric option takes; a value outside 0 .. max (MTRACE_MAX_SIZE: 1 .. max)
+ * is reported on stderr and the default used. */
+static unsigned long long opt_max(const opt_desc_t *d)
+{
+    if (d->kind == OPT_MIB)
+        return UINT64_MAX >> 20;
+    if (d->offset == offsetof(mt_options_t, stacks))
+        return 64;
+    return 1000000000u;
 }
 
 void mt_options_read(mt_options_t *opt)
@@ -48,6 +61,7 @@ void mt_options_read(mt_options_t *opt)
      * trusted, the trace would land where the caller's working directory says, owned by the
      * program's user. */
     opt->secure = getauxval(AT_SECURE) != 0;
+    size_t bad[sizeof opt_table / sizeof opt_table[0]], nbad = 0;
     for (size_t i = 0; i < sizeof opt_table / sizeof opt_table[0]; i++) {
         const opt_desc_t *d = &opt_table[i];
         /* secure_getenv: a setuid program must not write files where its caller points it. */
@@ -62,12 +76,22 @@ void mt_options_read(mt_options_t *opt)
                 n = cap - 1;
             memcpy(field, v, n);
             field[n] = 0;
-        } else if (d->kind == OPT_MIB) {
-            *(uint64_t *)field = parse_uint(v, parse_uint(d->dflt, 0)) << 20;
-        } else {
-            *(unsigned *)field = (unsigned)parse_uint(v, parse_uint(d->dflt, 0));
+            continue;
         }
+        unsigned long long n = 0;
+        if (parse_uint(v, opt_max(d), &n) < 0 || (d->kind == OPT_MIB && n == 0)) {
+            bad[nbad++] = i;
+            parse_uint(d->dflt, UINT64_MAX, &n);
+        }
+        if (d->kind == OPT_MIB)
+            *(uint64_t *)field = (uint64_t)n << 20;
+        else
+            *(unsigned *)field = (unsigned)n;
     }
-    if (opt->stacks > 64)
-        opt->stacks = 64;
+    /* Said once all are read: MTRACE_QUIET may come after the bad one. */
+    for (size_t k = 0; k < nbad; k++) {
+        const opt_desc_t *d = &opt_table[bad[k]];
+        mt_say("mtrace: %s=%s is not a number from %u to %llu; using %s", d->name, secure_getenv(d->name),
+               d->kind == OPT_MIB ? 1u : 0u, opt_max(d), d->dflt);
+    }
 }

@@ -756,6 +756,47 @@ static void check_untraceable(const char *trace)
     run_free(&traced);
 }
 
+/* An option value that is not a number in range is said once on stderr and its default used; the
+ * program's output and status stay its own, and the trace is written. */
+START_TEST(bad_option_values)
+{
+    static const struct {
+        const char *env, *name;
+    } cases[] = {
+        { "MTRACE_STACKS=abc", "MTRACE_STACKS" },     { "MTRACE_STACKS=65", "MTRACE_STACKS" },
+        { "MTRACE_RSS_MS=-5", "MTRACE_RSS_MS" },      { "MTRACE_MAX_SIZE=0", "MTRACE_MAX_SIZE" },
+        { "MTRACE_MAX_SIZE=99999999999999999999", "MTRACE_MAX_SIZE" },
+    };
+    run_result_t plain;
+    const run_opts_t o = { .prog = "prog_loop", .args = { "2000", "3" } };
+    run(&o, &plain);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "opt%zu.mtr", i);
+        char *trace = path_in(g_dir, name);
+        run_opts_t ot = o;
+        ot.preload = 1;
+        ot.trace = trace;
+        ot.env[0] = cases[i].env;
+        run_result_t traced;
+        run(&ot, &traced);
+        assert_exit(&traced, 3);
+        ck_assert_str_eq(traced.out, plain.out);
+        int mtrace_lines, lines;
+        count_lines(traced.err, "mtrace:", &mtrace_lines, &lines);
+        ck_assert_msg(mtrace_lines == 1 && lines == 1 && strstr(traced.err, cases[i].env) &&
+                          strstr(traced.err, "using"),
+                      "%s: expected one line naming it, got: %s", cases[i].env, traced.err);
+        mt_trace_t *t = open_ok(trace);
+        ck_assert_uint_eq(mt_trace_header(t)->max_frames, 0); /* the default, 0 stacks */
+        mt_trace_close(t);
+        run_free(&traced);
+        free(trace);
+    }
+    run_free(&plain);
+}
+END_TEST
+
 START_TEST(unwritable_directory)
 {
     check_untraceable("/proc/nonexistent/x.mtr");
@@ -1064,6 +1105,7 @@ static Suite *shim_suite(void)
     tc = tcase(s, "limits");
     tcase_add_test(tc, file_size_limit_truncates_quietly);
     tcase_add_test(tc, unwritable_directory);
+    tcase_add_test(tc, bad_option_values);
     tcase_add_test(tc, closed_descriptor_not_reused);
 
     tc = tcase(s, "files");
