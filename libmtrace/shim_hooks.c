@@ -843,16 +843,18 @@ MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
         mt_thread_reserve(t, now);
         t->busy = 0;
     }
+    const uint32_t thread_no = mt_next_thread_no();
     s->fn = fn;
     s->arg = arg;
-    s->thread_no = mt_next_thread_no();
+    s->thread_no = thread_no;
     s->creator = t->thread_no;
     const int rc = real_pthread_create(th, attr, thread_trampoline, s);
     if (rc != 0) {
         mt_g.real.free(s);
         return rc;
     }
-    emit_u64_event(MT_EV_THREAD_CREATE, now, s->thread_no);
+    /* Not s->thread_no: the new thread may have freed s already, and its memory been reused. */
+    emit_u64_event(MT_EV_THREAD_CREATE, now, thread_no);
     return rc;
 }
 

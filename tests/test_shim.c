@@ -450,6 +450,48 @@ START_TEST(threads_lose_nothing)
 }
 END_TEST
 
+/* Every THREAD_CREATE names a thread that the trace holds, once, whose THREAD_START names its
+ * creator: with 1000 threads that reuse at once the memory the shim's start-up freed in them, a
+ * creator that read it after pthread_create returned recorded garbage for several of them. */
+START_TEST(thread_create_names_the_new_thread)
+{
+    char *trace = path_in(g_dir, "spawn.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_spawn", .args = { "1000" }, .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    const uint64_t n = value(&r, "threads");
+    mt_trace_t *t = open_ok(trace);
+    ck_assert_uint_eq(mt_trace_thread_count(t), n + 1);
+    rec_list_t main_recs = { 0 };
+    thread_records(t, 0, &main_recs);
+    uint8_t *seen = calloc(n + 2, 1);
+    size_t creates = 0;
+    for (size_t i = 0; i < main_recs.n; i++) {
+        if (main_recs.v[i].op != MT_EV_THREAD_CREATE)
+            continue;
+        const int64_t no = main_recs.v[i].arg[0];
+        ck_assert_msg(no >= 2 && no <= (int64_t)n + 1 && !seen[no], "THREAD_CREATE names thread %lld",
+                      (long long)no);
+        seen[no] = 1;
+        creates++;
+    }
+    ck_assert_uint_eq(creates, n);
+    for (size_t k = 1; k < mt_trace_thread_count(t); k++) {
+        rec_list_t recs = { 0 };
+        thread_records(t, k, &recs);
+        ck_assert(seen[mt_trace_thread(t, k)->thread]);
+        ck_assert_uint_eq(recs.v[0].op, MT_EV_THREAD_START);
+        ck_assert_int_eq(recs.v[0].arg[0], 1);
+        rec_list_free(&recs);
+    }
+    free(seen);
+    rec_list_free(&main_recs);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
 /* glibc frees (free(NULL), twice) after the thread's key destructors have run, the shim's included:
  * those records follow THREAD_EXIT in the thread's last chunk, not in a chunk claimed for them
  * (64 KiB of file per exiting thread, as the shim once did). */
@@ -1093,6 +1135,7 @@ static Suite *shim_suite(void)
 
     tc = tcase(s, "threads");
     tcase_add_test(tc, threads_lose_nothing);
+    tcase_add_test(tc, thread_create_names_the_new_thread);
 
     tc = tcase(s, "fork");
     tcase_add_test(tc, fork_child_gets_its_own_file);
