@@ -2,7 +2,9 @@
  * so that the simulator's own start-up allocations and the allocator under test are the same as for
  * any program started with LD_PRELOAD. */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +59,54 @@ const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why
     }
     snprintf(why, why_cap, "unknown allocator '%s': use glibc, jemalloc, tcmalloc, mimalloc or a path to a .so", name);
     return NULL;
+}
+
+/* The start of an ELF header: identification, type, machine (the same in 32- and 64-bit files). */
+typedef struct elf_start {
+    unsigned char ident[EI_NIDENT];
+    uint16_t type, machine;
+} elf_start_t;
+
+static int read_elf_start(const char *path, elf_start_t *e)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    const ssize_t n = read(fd, e, sizeof *e);
+    const int saved = errno;
+    close(fd);
+    if (n < 0)
+        return -saved;
+    return n == (ssize_t)sizeof *e ? 0 : -ENOEXEC;
+}
+
+/* A library to preload must be an ELF shared object for this machine: the dynamic loader ignores
+ * anything else with a warning and the replay would run on glibc under the file's name. (Whether it
+ * defines malloc, mtrace-sim checks once it is loaded: --allocator-lib.) */
+static int check_loadable(const char *lib, char *why, size_t why_cap)
+{
+    elf_start_t e, self;
+    const int rc = read_elf_start(lib, &e);
+    if (rc < 0 && rc != -ENOEXEC) {
+        snprintf(why, why_cap, "%s cannot be loaded as an allocator: %s", lib, strerror(-rc));
+        return -1;
+    }
+    if (rc < 0 || memcmp(e.ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, why_cap, "%s cannot be loaded as an allocator: not an ELF file", lib);
+        return -1;
+    }
+    if (read_elf_start("/proc/self/exe", &self) < 0)
+        return 0; /* nothing to compare with: the loader and mtrace-sim say the rest */
+    if (e.ident[EI_CLASS] != self.ident[EI_CLASS] || e.ident[EI_DATA] != self.ident[EI_DATA] ||
+        e.machine != self.machine) {
+        snprintf(why, why_cap, "%s cannot be loaded as an allocator: built for another machine", lib);
+        return -1;
+    }
+    if (e.type != ET_DYN) {
+        snprintf(why, why_cap, "%s cannot be loaded as an allocator: not a shared library", lib);
+        return -1;
+    }
+    return 0;
 }
 
 static int find_sim(char *out, size_t cap)
@@ -117,6 +167,16 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
         return 2;
     }
     const int several = o->nallocators > 1;
+    /* Every allocator is looked for before the first replay starts: a misspelt name or a file that
+     * is not a library is refused at once, not after the replays before it. */
+    for (int i = 0; i < o->nallocators; i++) {
+        char lib[PATH_MAX], why[PATH_MAX + 100];
+        if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why) ||
+            (lib[0] && check_loadable(lib, why, sizeof why) < 0)) {
+            fprintf(stderr, "mtrace: %s\n", why);
+            return 2;
+        }
+    }
     for (int i = 0; i < o->nallocators; i++) {
         char lib[PATH_MAX], why[512], name[128];
         if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why)) {
@@ -131,7 +191,7 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
             snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s.json", (int)getpid(), name);
         if (o->series)
             with_name(series, sizeof series, o->series, name, several);
-        const char *argv[64];
+        const char *argv[16 + 2 * MT_REPLAY_MAX];
         int argc = 0;
         argv[argc++] = sim;
         argv[argc++] = o->workload;
@@ -151,9 +211,13 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
             argv[argc++] = "--touch";
             argv[argc++] = o->touch;
         }
+        if (lib[0]) { /* it must be the allocator that answers malloc in the child */
+            argv[argc++] = "--allocator-lib";
+            argv[argc++] = lib;
+        }
         if (o->quiet)
             argv[argc++] = "--quiet";
-        for (int k = 0; k < o->nmallopts && argc < 60; k++) {
+        for (int k = 0; k < o->nmallopts && k < MT_REPLAY_MAX; k++) {
             argv[argc++] = "--mallopt";
             argv[argc++] = o->mallopts[k];
         }

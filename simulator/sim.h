@@ -3,8 +3,10 @@
 #ifndef MTRACE_SIM_H
 #define MTRACE_SIM_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mtrace/clock.h"
@@ -53,6 +55,8 @@ typedef struct sim_thread {
     const uint8_t *p, *end;
     uint32_t next_frame, left;
     uint64_t first_op; /* the next frame's first op */
+    uint64_t frame_off; /* the current frame's file offset, for messages */
+    const uint8_t *op_at; /* where the op being replayed starts in raw, for messages */
     uint64_t prev_ns;
     /* results */
     uint64_t waits, wait_cycles, futex_sleeps;
@@ -62,6 +66,25 @@ typedef struct sim_thread {
     sim_opstat_t stat[SIM_OPS];
 } sim_thread_t;
 
+/* The allocator under test as the replay calls it. malloc, free, calloc and realloc are called
+ * directly: glibc requires a replacement malloc to define all four, and sim_alloc_init() refuses one
+ * that does not. Every other function the workload may call is the allocator's own where it defines
+ * it; where it does not, the name resolves to glibc's, whose block would come from glibc's heap and
+ * be handed to the allocator's free (a crash, or worse), so the call is emulated with functions the
+ * allocator does define (sim_alloc.c). */
+typedef struct sim_alloc {
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    size_t (*usable_size)(void *);
+    uint32_t emulated;    /* 1u << op for each op whose function is emulated */
+    uint32_t unsupported; /* 1u << op for aligned ops that cannot be: no aligned allocation at all */
+    char lib[PATH_MAX];   /* the file that defines malloc */
+} sim_alloc_t;
+
 typedef struct sim_series_row {
     double t;
     uint64_t rss_kb, vm_kb, ideal_kb, source_rss_kb;
@@ -69,6 +92,7 @@ typedef struct sim_series_row {
 
 typedef struct sim {
     mt_wl_t *wl;
+    sim_alloc_t alloc;
     uint32_t nthreads;
     sim_thread_t *th;
     uint32_t *slots;  /* each live block's address, compressed: see slot_store() in sim_thread.c */
@@ -108,6 +132,12 @@ void *sim_map(sim_t *s, size_t bytes);
 uint64_t sim_resident_bytes(const sim_t *s);
 
 extern sim_t *sim_self;
+
+/* sim_alloc.c */
+/* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library
+ * that must be that allocator (mtrace replay preloads it): an error if it is not loaded or does not
+ * define malloc. Also an error if the allocator lacks free, calloc or realloc. -1 with `why` set. */
+int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap);
 
 /* sim_thread.c */
 /* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */

@@ -3,7 +3,6 @@
  * and the RSS time series. */
 #define _GNU_SOURCE
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -72,7 +71,8 @@ static const struct {
     { "perturb", M_PERTURB },               { "mxfast", M_MXFAST },                 { "check_action", M_CHECK_ACTION },
 };
 
-/* NAME=VALUE with NAME as mmap_threshold, M_MMAP_THRESHOLD or a number. */
+/* NAME=VALUE with NAME as mmap_threshold, M_MMAP_THRESHOLD or a number, VALUE a number with an
+ * optional k or m suffix. 0, -1 if it cannot be read, -2 if a number does not fit mallopt's int. */
 int sim_parse_mallopt(const char *arg, int *param, int *value);
 int sim_parse_mallopt(const char *arg, int *param, int *value)
 {
@@ -95,20 +95,28 @@ int sim_parse_mallopt(const char *arg, int *param, int *value)
             found = 1;
         }
     if (!found) {
+        errno = 0;
         const long v = strtol(name, &end, 0);
         if (*end)
             return -1;
+        if (errno == ERANGE || v > INT_MAX || v < INT_MIN)
+            return -2;
         *param = (int)v;
     }
+    errno = 0;
     const long long v = strtoll(eq + 1, &end, 0);
-    long long mult = 1;
+    const int range = errno == ERANGE, digits = end != eq + 1;
+    long long mult = 1, bytes;
     if (*end == 'k' || *end == 'K')
         mult = 1024, end++;
     else if (*end == 'm' || *end == 'M')
         mult = 1024 * 1024, end++;
-    if (*end || v * mult > INT32_MAX || v * mult < INT32_MIN)
+    if (*end || !digits)
         return -1;
-    *value = (int)(v * mult);
+    /* checked multiplication: a wrapped product could land in range (2^44 m wraps to 1 m) */
+    if (range || __builtin_mul_overflow(v, mult, &bytes) || bytes > INT_MAX || bytes < INT_MIN)
+        return -2;
+    *value = (int)bytes;
     return 0;
 }
 
@@ -303,13 +311,16 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
                "                  [--rss-series FILE] [--timing asap|recorded] [--touch pages|ends|none]\n"
-               "                  [--sample-ms N] [--stall-timeout SECONDS] [--quiet]\n"
-               "  replays WORKLOAD against the allocator that answers malloc in this process\n");
+               "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
+               "  replays WORKLOAD against the allocator that answers malloc in this process\n"
+               "  (--allocator-lib: refuse to run unless PATH, preloaded, is that allocator). Functions the\n"
+               "  allocator does not define are emulated with those it does; the JSON result lists those the\n"
+               "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL;
+    const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL, *allocator_lib = NULL;
     sim_t s = { .touch = TOUCH_PAGES, .timing = TIMING_ASAP, .sample_ms = 10, .stall_s = 30 };
     int quiet = 0, nopts = 0;
     int opt_param[32], opt_value[32];
@@ -323,6 +334,8 @@ int main(int argc, char **argv)
             series_path = argv[++i];
         else if (!strcmp(a, "--label") && v)
             label = argv[++i];
+        else if (!strcmp(a, "--allocator-lib") && v)
+            allocator_lib = argv[++i];
         else if (!strcmp(a, "--sample-ms") && v)
             s.sample_ms = (unsigned)atoi(argv[++i]);
         else if (!strcmp(a, "--stall-timeout") && v)
@@ -353,7 +366,13 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--mallopt") && v) {
             i++;
-            if (nopts == 32 || sim_parse_mallopt(v, &opt_param[nopts], &opt_value[nopts]) < 0) {
+            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(v, &opt_param[nopts], &opt_value[nopts]);
+            if (rc == -2) {
+                fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
+                        v, INT_MIN, INT_MAX);
+                return 2;
+            }
+            if (rc < 0) {
                 fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", v);
                 return 2;
             }
@@ -370,6 +389,12 @@ int main(int argc, char **argv)
     }
     if (!path || s.sample_ms == 0) {
         usage(stderr);
+        return 2;
+    }
+    /* Before anything else: a library that is not an allocator would replay glibc under its name. */
+    char why[PATH_MAX + 300];
+    if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {
+        fprintf(stderr, "mtrace-sim: %s\n", why);
         return 2;
     }
     mt_error_t err;
@@ -418,10 +443,7 @@ int main(int argc, char **argv)
         if (mallopt(opt_param[i], opt_value[i]) != 1)
             fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", opt_text[i]);
     }
-    const char *allocator = label;
-    Dl_info info;
-    if (!allocator)
-        allocator = dladdr((void *)malloc, &info) && info.dli_fname ? info.dli_fname : "unknown";
+    const char *allocator = label ? label : s.alloc.lib;
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uint64_t vm0, rss0;
     if (statm_fd < 0 || read_statm(&vm0, &rss0) < 0) {
@@ -528,6 +550,11 @@ int main(int argc, char **argv)
     if (status)
         fclose(status);
     const uint64_t bookkeeping_kb = sim_resident_bytes(&s) / 1024;
+    /* The functions the workload called that the allocator does not define (see sim_alloc.c). */
+    uint32_t emulated = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        if ((s.alloc.emulated >> op & 1) && total[op].calls)
+            emulated |= 1u << op;
 
     if (!quiet) {
         char a[32], b[32], c[32];
@@ -546,6 +573,13 @@ int main(int argc, char **argv)
         }
         printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
                allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
+        if (emulated) {
+            printf("emulated (the allocator does not define them):");
+            for (unsigned op = 1; op < SIM_OPS; op++)
+                if (emulated >> op & 1)
+                    printf(" %s", mt_wl_op_name(op));
+            printf("\n");
+        }
         if (far_slots)
             printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                    far_slots);
@@ -606,6 +640,12 @@ int main(int argc, char **argv)
         mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
         mt_json_kv_u64(&j, "bookkeeping_kb", bookkeeping_kb);
         mt_json_kv_u64(&j, "far_slots", far_slots);
+        mt_json_key(&j, "emulated");
+        mt_json_begin_array(&j);
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            if (emulated >> op & 1)
+                mt_json_str(&j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
+        mt_json_end_array(&j);
         mt_json_kv_u64(&j, "syncs", waits);
         mt_json_kv_u64(&j, "sync_sleeps", sleeps);
         mt_json_kv_double(&j, "avg_sync_wait_cycles", waits ? (double)wait_cycles / (double)waits : 0);

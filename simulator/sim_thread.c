@@ -134,6 +134,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     t->end = t->raw + n;
     t->left = fh.nops;
     t->first_op += fh.nops;
+    t->frame_off = fe->offset;
     return 0;
 }
 
@@ -142,8 +143,8 @@ static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
 {
     while (!t->left) {
         if (t->p != t->end) {
-            snprintf(err->msg, sizeof err->msg, "a frame of thread %u has bytes after its last op",
-                     t->index);
+            snprintf(err->msg, sizeof err->msg, "offset %llu: frame of thread %u has bytes after its last op",
+                     (unsigned long long)t->frame_off, t->index);
             return -EINVAL;
         }
         if (t->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
@@ -152,8 +153,12 @@ static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
         if (rc < 0)
             return rc;
     }
+    t->op_at = t->p;
     if (mt_wl_decode_op(&t->p, t->end, r, &t->prev_ns) < 0) {
-        snprintf(err->msg, sizeof err->msg, "damaged op in a frame of thread %u", t->index);
+        /* as the workload reader says it (mt_wl_cursor_next); main() puts the path in front */
+        snprintf(err->msg, sizeof err->msg,
+                 "offset %llu: damaged op at byte %zu of the frame's data (thread %u): expected a workload op",
+                 (unsigned long long)t->frame_off, (size_t)(t->op_at - t->raw), t->index);
         return -EINVAL;
     }
     t->left--;
@@ -410,7 +415,14 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     t->start_ns = mt_mono_ns();
     while ((rc = next_op(s, t, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
-            thread_fail(s, t, "an op names a slot past the workload's slot count");
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "offset %llu: %s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a "
+                     "slot up to %llu, the workload's slot count",
+                     (unsigned long long)t->frame_off, mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an",
+                     (size_t)(t->op_at - t->raw), t->index,
+                     (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
+            thread_fail(s, t, msg);
             break;
         }
         if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT)
@@ -430,17 +442,26 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             switch (r.op) {
             case MT_WL_MALLOC: p = malloc(r.size); break;
             case MT_WL_CALLOC: p = calloc(r.count, r.size); break;
-            case MT_WL_MEMALIGN: p = memalign(r.align, r.size); break;
+            case MT_WL_MEMALIGN: p = s->alloc.memalign(r.align, r.size); break;
             case MT_WL_POSIX_MEMALIGN:
-                if (posix_memalign(&p, r.align, r.size))
+                if (s->alloc.posix_memalign(&p, r.align, r.size))
                     p = NULL;
                 break;
-            case MT_WL_ALIGNED_ALLOC: p = aligned_alloc(r.align, r.size); break;
-            case MT_WL_VALLOC: p = valloc(r.size); break;
-            default: p = pvalloc(r.size); break;
+            case MT_WL_ALIGNED_ALLOC: p = s->alloc.aligned_alloc(r.align, r.size); break;
+            case MT_WL_VALLOC: p = s->alloc.valloc(r.size); break;
+            default: p = s->alloc.pvalloc(r.size); break;
             }
             c1 = sim_cycles();
             account(t, r.op, c1 - c0);
+            if (__builtin_expect(!p, 0) && (s->alloc.unsupported >> r.op & 1)) {
+                char msg[300];
+                snprintf(msg, sizeof msg,
+                         "the allocator defines none of memalign, posix_memalign and aligned_alloc: the workload's "
+                         "%s cannot be replayed",
+                         mt_wl_op_name(r.op));
+                thread_fail(s, t, msg);
+                break;
+            }
             if (!r.slot) { /* the traced call failed; nothing will refer to what we got */
                 free(p);
                 break;
@@ -464,7 +485,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             void *old = r.slot ? slot_ptr(s, r.slot) : NULL;
             const uint64_t bytes = r.op == MT_WL_REALLOCARRAY ? r.count * r.size : r.size;
             c0 = sim_cycles();
-            p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : reallocarray(old, r.count, r.size);
+            p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
             account(t, r.op, sim_cycles() - c0);
             if (r.slot2) {
                 if (r.slot)
@@ -486,7 +507,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         }
         case MT_WL_USABLE_SIZE:
             c0 = sim_cycles();
-            (void)malloc_usable_size(slot_ptr(s, r.slot));
+            (void)s->alloc.usable_size(slot_ptr(s, r.slot));
             account(t, r.op, sim_cycles() - c0);
             break;
         case MT_WL_MALLOPT:

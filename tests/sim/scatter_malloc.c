@@ -14,7 +14,13 @@
  * included, from any thread and from inside libc's own locks: so no locks and no libc calls but
  * mmap, munmap and memcpy; the only shared state is atomic counters. The exported names never call
  * each other (a call from inside a module goes through the global scope, which is glibc's when the
- * module is dlopened by a test rather than preloaded), only the static helpers below. */
+ * module is dlopened by a test rather than preloaded), only the static helpers below.
+ *
+ * Built three ways (SCATTER_FUNCS, meson.build) for the tests of the simulator's emulation of what an
+ * allocator does not define (test_sim_emulate.c): 2, every function (scatter_malloc.so); 1, without
+ * valloc, pvalloc and reallocarray, as Debian's jemalloc lacks pvalloc and reallocarray
+ * (partial_malloc.so); 0, only malloc, free, calloc, realloc and mallopt (basic_malloc.so). A glibc
+ * block handed to one of those by a replay that called glibc's version aborts on its header. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -35,6 +41,10 @@
 /* 32 TiB up: far from where the kernel puts the program, its libraries, the heap and the stacks */
 #define WINDOW_BASE ((uintptr_t)0x200000000000)
 #define MAGIC UINT64_C(0x5ca77e2ed0b10c5a)
+
+#ifndef SCATTER_FUNCS
+#define SCATTER_FUNCS 2
+#endif
 
 /* Just before each block. 16 bytes aligned, as every pointer handed out is (as glibc's are), so the
  * block starts right after it. */
@@ -127,10 +137,12 @@ static void block_free(void *p)
     munmap(map, len);
 }
 
+#if SCATTER_FUNCS >= 1
 static int pow2(size_t a)
 {
     return a && !(a & (a - 1));
 }
+#endif
 
 void *malloc(size_t size)
 {
@@ -176,6 +188,7 @@ void *realloc(void *p, size_t size)
     return block_realloc(p, size);
 }
 
+#if SCATTER_FUNCS >= 2
 void *reallocarray(void *p, size_t n, size_t size)
 {
     size_t bytes;
@@ -185,7 +198,9 @@ void *reallocarray(void *p, size_t n, size_t size)
     }
     return block_realloc(p, bytes);
 }
+#endif
 
+#if SCATTER_FUNCS >= 1
 void *memalign(size_t align, size_t size)
 {
     /* glibc rounds an alignment that is not a power of two up to one */
@@ -220,7 +235,9 @@ void *aligned_alloc(size_t align, size_t size)
     }
     return block_alloc(size, align);
 }
+#endif
 
+#if SCATTER_FUNCS >= 2
 void *valloc(size_t size)
 {
     return block_alloc(size, page_size());
@@ -235,7 +252,9 @@ void *pvalloc(size_t size)
     }
     return block_alloc(size ? (size + page - 1) & ~(page - 1) : page, page);
 }
+#endif
 
+#if SCATTER_FUNCS >= 1
 size_t malloc_usable_size(void *p)
 {
     if (!p)
@@ -243,6 +262,7 @@ size_t malloc_usable_size(void *p)
     const hdr_t *const h = block_hdr(p);
     return (size_t)((char *)h->map + h->map_len - (char *)p);
 }
+#endif
 
 /* Nothing to tune: every setting is accepted and ignored, so a workload's mallopt calls and
  * mtrace-sim --mallopt do not warn. */

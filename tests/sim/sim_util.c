@@ -144,6 +144,31 @@ void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, ui
         take(b, new_slot, size);
 }
 
+void wlb_aligned(wlb_t *b, uint32_t th, unsigned op, uint64_t slot, uint64_t align, uint64_t size)
+{
+    ck_assert(op == MT_WL_MEMALIGN || op == MT_WL_POSIX_MEMALIGN || op == MT_WL_ALIGNED_ALLOC ||
+              op == MT_WL_VALLOC || op == MT_WL_PVALLOC);
+    mt_wl_rec_t r = { .op = (uint8_t)op, .slot = slot, .size = size };
+    if (op != MT_WL_VALLOC && op != MT_WL_PVALLOC)
+        r.align = align;
+    put(b, th, &r);
+    take(b, slot, size);
+}
+
+void wlb_reallocarray(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t count, uint64_t size)
+{
+    mt_wl_rec_t r = { .op = MT_WL_REALLOCARRAY, .slot = old_slot, .slot2 = new_slot, .count = count, .size = size };
+    if (old_slot) {
+        slot_grow(b, old_slot);
+        r.old_size = b->slot_size[old_slot];
+    }
+    put(b, th, &r);
+    if (old_slot)
+        drop(b, old_slot);
+    if (new_slot)
+        take(b, new_slot, count * size);
+}
+
 void wlb_free(wlb_t *b, uint32_t th, uint64_t slot)
 {
     mt_wl_rec_t r = { .op = MT_WL_FREE, .slot = slot };

@@ -49,6 +49,9 @@ void wlb_gap(wlb_t *b, uint64_t ns);
 void wlb_malloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t size);
 void wlb_calloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t count, uint64_t size);
 void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t size);
+/* memalign, posix_memalign, aligned_alloc (op with its alignment), valloc or pvalloc (align unused). */
+void wlb_aligned(wlb_t *b, uint32_t th, unsigned op, uint64_t slot, uint64_t align, uint64_t size);
+void wlb_reallocarray(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t count, uint64_t size);
 void wlb_free(wlb_t *b, uint32_t th, uint64_t slot);
 void wlb_usable(wlb_t *b, uint32_t th, uint64_t slot);
 void wlb_wait(wlb_t *b, uint32_t th, uint32_t other, uint64_t count);

@@ -335,6 +335,55 @@ START_TEST(frame_error_names_file_once)
 }
 END_TEST
 
+/* Ops that decode badly or name a slot past the table, in a frame whose zstd data is sound (the
+ * writer encodes whatever it is given): the simulator names the file, the frame's offset and the
+ * op's byte in the frame's data, as the workload reader does ("PATH: offset N: damaged op at byte
+ * B ..."), rather than "damaged op in a frame of thread 0". */
+START_TEST(op_errors_name_offset)
+{
+    char *bad_op = path_in(g_dir, "badop.mtw"), *bad_slot = path_in(g_dir, "badslot.mtw");
+    for (int k = 0; k < 2; k++) {
+        wlb_t b;
+        wlb_open(&b, k ? bad_slot : bad_op);
+        const uint32_t t = wlb_thread(&b, 0);
+        wlb_malloc(&b, t, 1, 10);
+        mt_wl_rec_t r = { .op = MT_WL_MALLOC, .slot = 1000, .size = 10 }; /* the header says 1 slot */
+        if (!k)
+            r.op = 200; /* no such op */
+        wlb_put(&b, t, &r);
+        wlb_close(&b);
+    }
+    /* what the workload reader says of the damaged op, and where the op starts */
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_int_eq(mt_wl_open(&w, bad_op, &err), 0);
+    const unsigned long long frame = (unsigned long long)mt_wl_thread_frame(w, 0, 0)->offset;
+    mt_wl_cursor_t *c;
+    ck_assert_int_eq(mt_wl_cursor_open(&c, w, 0), 0);
+    mt_wl_rec_t r;
+    int rc;
+    while ((rc = mt_wl_cursor_next(c, &r, &err)) > 0) {
+    }
+    ck_assert_int_lt(rc, 0);
+    mt_wl_cursor_close(c);
+    mt_wl_close(w);
+    const char *said = strstr(err.msg, "offset ");
+    size_t at;
+    ck_assert_msg(said && sscanf(said, "offset %*u: damaged op at byte %zu", &at) == 1, "reader: %s", err.msg);
+    char want[512];
+    snprintf(want, sizeof want, "offset %llu: damaged op at byte %zu of the frame's data (thread 0)", frame, at);
+    ck_assert_msg(!strncmp(said, want, strlen(want)), "the reader says: %s", err.msg);
+    expect_rejected(bad_op, "an op byte that names no op", want);
+    snprintf(want, sizeof want,
+             "offset %llu: malloc op at byte %zu of the frame's data (thread 0) names slot 1000: expected a slot up "
+             "to 1",
+             frame, at);
+    expect_rejected(bad_slot, "an op naming a slot past the slot count", want);
+    free(bad_op);
+    free(bad_slot);
+}
+END_TEST
+
 /* Header fields. */
 START_TEST(damaged_header)
 {
@@ -547,6 +596,7 @@ static Suite *bad_suite(void)
         { "frame_op_count_checked", frame_op_count_checked, 0 },
         { "op_bytes_checked", op_bytes_checked, 0 },
         { "frame_error_names_file_once", frame_error_names_file_once, 1 },
+        { "op_errors_name_offset", op_errors_name_offset, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -377,6 +377,24 @@ START_TEST(mallopt_bad_setting)
         const char *const needles[] = { bad[i][0] == '=' ? "=5" : bad[i], NULL };
         assert_one_line(err, bad[i], needles);
     }
+    /* Numbers past mallopt's int, a product with the suffix included: refused as such, never wrapped
+     * (2^44 m wrapped to 1 m and was taken). */
+    static const char *const big[] = { "mmap_threshold=17592186044417m", "mmap_threshold=9223372036854775807k",
+                                       "mmap_threshold=99999999999999999999", "mmap_threshold=2147483648",
+                                       "mmap_threshold=-2097153k", "4294967297=1" };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        const char *argv[] = { SIM_EXE, wl, "--mallopt", big[i], NULL };
+        const int rc = run(argv, NULL, err, NULL, 30);
+        ck_assert_msg(rc == 2, "--mallopt %s: exit %d, expected 2", big[i], rc);
+        const char *const needles[] = { big[i], "value out of range", NULL };
+        assert_one_line(err, big[i], needles);
+    }
+    /* the largest that fit are taken */
+    static const char *const fit[] = { "mmap_threshold=2097151k", "perturb=-2097152k", "mmap_threshold=2047m" };
+    for (size_t i = 0; i < sizeof fit / sizeof fit[0]; i++) {
+        const char *argv[] = { SIM_EXE, wl, "--mallopt", fit[i], "--quiet", NULL };
+        ck_assert_msg(run(argv, NULL, err, NULL, 30) == 0, "--mallopt %s refused", fit[i]);
+    }
     free(err);
     free(wl);
 }
