@@ -700,8 +700,13 @@ long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int 
     for (unsigned i = 0; i < S_COUNT; i++)
         if (!m->w[i].p && !(m->w[i].p = malloc(MT_PACK_MODEL_STREAM_MAX)))
             return -ENOMEM;
-    if (!m->cctx && !(m->cctx = ZSTD_createCCtx()))
-        return -ENOMEM;
+    if (!m->cctx) {
+        if (!(m->cctx = ZSTD_createCCtx()))
+            return -ENOMEM;
+        /* Each compressed stream carries a checksum of its content, as plain frames do. */
+        ZSTD_CCtx_setParameter(m->cctx, ZSTD_c_checksumFlag, 1);
+    }
+    ZSTD_CCtx_setParameter(m->cctx, ZSTD_c_compressionLevel, level);
     if (n > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE || split(m, rec, n) < 0)
         return 0;
     /* The check: the streams must give back these very bytes. */
@@ -725,8 +730,7 @@ long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int 
             continue;
         }
         /* Compressed into the scratch, kept only when smaller than the stream itself. */
-        const size_t z = ZSTD_compressCCtx(m->cctx, m->scratch, (size_t)S_COUNT * MT_PACK_MODEL_STREAM_MAX,
-                                           w->p, w->n, level);
+        const size_t z = ZSTD_compress2(m->cctx, m->scratch, (size_t)S_COUNT * MT_PACK_MODEL_STREAM_MAX, w->p, w->n);
         if (ZSTD_isError(z))
             return -EIO;
         const int zipped = z < w->n;

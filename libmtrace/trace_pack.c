@@ -47,6 +47,9 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         goto done;
     }
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    /* A checksum of each frame's content (4 bytes): a damaged frame is an error, not other records
+     * read without complaint (zstd verifies it as it decodes; readers need no change). */
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
     if (mt_trace_is_packed(t)) {
         rc = -EINVAL;
         snprintf(err->msg, sizeof err->msg, "%s: offset 36: already packed", in);

@@ -176,6 +176,8 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
     /* Level 1: the converter must keep up with tens of millions of ops a second; higher levels
      * cost more time than the few percent of size they save on op streams. */
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, 1);
+    /* A checksum of each frame's ops (4 bytes): damage is an error, not other ops replayed. */
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     snprintf(w->tmp, sizeof w->tmp, "%s.partial.XXXXXX", path);
     w->fd = mkstemp(w->tmp);
     if (w->fd < 0) {
