@@ -1,28 +1,102 @@
 /* gnuplot runner and the plots drawn from mtrace's own data files. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "file_io.h"
 #include "mtrace/plot.h"
+#include "plot_internal.h"
 
-/* gnuplot writes the picture itself: it gets a fresh temporary beside the target (made with O_EXCL,
- * so never a planted name), renamed over the target once gnuplot succeeded, as every other output. */
+/* The picture formats gnuplot is set up for (mt_gnuplot_terminal): 's' SVG, 'p' PNG, 0 neither. */
+static int out_format(const char *out)
+{
+    const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+    if (!dot || (slash && dot < slash))
+        return 0;
+    return !strcasecmp(dot, ".svg") ? 's' : !strcasecmp(dot, ".png") ? 'p' : 0;
+}
+
+int mt_gp_check_output(const char *out)
+{
+    if (out_format(out))
+        return 0;
+    const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+    char shown[1024];
+    fprintf(stderr, "mtrace: %s: ", mt_safe_str(shown, sizeof shown, out));
+    if (dot && (!slash || dot > slash))
+        fprintf(stderr, "cannot draw a %s picture: ", mt_safe_str(shown, sizeof shown, dot));
+    fprintf(stderr, "the output name must end in .png or .svg\n");
+    return -1;
+}
+
+int mt_gp_put_file(FILE *f, const char *path)
+{
+    for (const char *s = path; *s; s++) {
+        if ((unsigned char)*s < ' ' || *s == 0x7f) {
+            char shown[1024];
+            fprintf(stderr, "mtrace: %s: a file name with a control character (a line break, a tab) "
+                    "cannot be given to gnuplot\n", mt_safe_str(shown, sizeof shown, path));
+            return -1;
+        }
+    }
+    fputs(path[0] == '/' ? "'" : "'./", f);
+    for (const char *s = path; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f); /* '' is a quote inside a single-quoted string */
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+    return 0;
+}
+
 int mt_gnuplot(const char *script, const char *out)
 {
+    return mt_gnuplot_data(script, out, NULL);
+}
+
+/* gnuplot writes the picture itself: it gets a fresh temporary beside the target (made with O_EXCL,
+ * so never a planted name), renamed over the target once gnuplot succeeded, as every other output.
+ * The data file goes first: if the picture then cannot be renamed, the data is removed again. */
+int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
+{
+    mt_error_t err;
+    if (mt_gp_check_output(out) < 0)
+        goto fail_data;
+    if (data && (fflush(data->f) != 0 || ferror(data->f))) {
+        fprintf(stderr, "mtrace: %s: cannot write: %s\n", data->path, strerror(errno));
+        goto fail_data;
+    }
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mtrace: gnuplot is not installed: apt-get install gnuplot-nox\n");
-        return -1;
+        goto fail_data;
     }
     mt_out_t pic;
-    mt_error_t err;
     if (mt_out_open(&pic, out, &err) < 0) {
         fprintf(stderr, "mtrace: %s\n", err.msg);
-        return -1;
+        goto fail_data;
+    }
+    /* The temporary's name is the output's with a suffix: checked here, before gnuplot runs. */
+    char *setup = NULL;
+    size_t setup_len = 0;
+    FILE *sf = open_memstream(&setup, &setup_len);
+    if (!sf) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        mt_out_abort(&pic);
+        goto fail_data;
+    }
+    fprintf(sf, "%s\nset output ", mt_gnuplot_terminal(out));
+    const int named = mt_gp_put_file(sf, pic.tmp);
+    fputc('\n', sf);
+    if (fclose(sf) != 0 || named < 0) {
+        free(setup);
+        mt_out_abort(&pic);
+        goto fail_data;
     }
     /* gnuplot's stderr goes aside (it warns about empty ranges on good data) and is shown only when
      * the plot fails, which then leaves no output file behind. */
@@ -30,38 +104,65 @@ int mt_gnuplot(const char *script, const char *out)
     const int lfd = mkstemp(log);
     if (lfd < 0) {
         fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));
+        free(setup);
         mt_out_abort(&pic);
-        return -1;
+        goto fail_data;
     }
     close(lfd);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "gnuplot 2>%s", log);
     FILE *p = popen(cmd, "w");
+    /* A gnuplot that stops reading (it exited on an error) must fail the plot, not kill mtrace with
+     * SIGPIPE midway through a long script, which would leave the temporaries behind. (Set after
+     * popen: gnuplot itself keeps the default.) */
+    struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old_pipe);
     int rc = -1;
     if (p) {
-        char o[4096];
-        fprintf(p, "%s\nset output '%s'\n", mt_gnuplot_terminal(out), mt_gp_file(o, sizeof o, pic.tmp));
+        fputs(setup, p);
         fputs(script, p);
         const int st = pclose(p);
         rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
     }
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    free(setup);
     if (rc < 0) {
         fprintf(stderr, "mtrace: gnuplot failed to draw %s:", out);
         FILE *l = fopen(log, "r");
         char line[512];
-        while (l && fgets(line, sizeof line, l))
-            if (strstr(line, "rror") || strstr(line, "annot"))
-                fprintf(stderr, " %s", line);
+        /* gnuplot repeats file names and titles taken from input files: escaped, on one line */
+        while (l && fgets(line, sizeof line, l)) {
+            if (!strstr(line, "rror") && !strstr(line, "annot"))
+                continue;
+            size_t len = strlen(line);
+            while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
+                len--;
+            fputc(' ', stderr);
+            mt_put_safe(stderr, line, len);
+        }
         if (l)
             fclose(l);
         fputc('\n', stderr);
         mt_out_abort(&pic);
+        if (data)
+            mt_out_abort(data);
+    } else if (data && mt_out_commit(data, &err) < 0) {
+        fprintf(stderr, "mtrace: %s\n", err.msg);
+        mt_out_abort(&pic);
+        rc = -1;
     } else if (mt_out_commit(&pic, &err) < 0) {
         fprintf(stderr, "mtrace: %s\n", err.msg);
+        if (data)
+            unlink(data->path); /* renamed into place just above: the run failed, so it goes */
         rc = -1;
     }
     unlink(log);
     return rc;
+fail_data:
+    if (data)
+        mt_out_abort(data);
+    return -1;
 }
 
 /* Text from files (a trace's command line, a result's allocator name or series path) goes into a
@@ -83,8 +184,8 @@ const char *mt_gp_text(char *buf, size_t cap, const char *s)
 
 const char *mt_gp_file(char *buf, size_t cap, const char *path)
 {
-    /* gnuplot reads "<cmd" and "|cmd" as commands to run, not files */
-    if (path[0] == '<' || path[0] == '|') {
+    /* as mt_gp_put_file: a relative name gets "./", which no special name of gnuplot's starts with */
+    if (path[0] != '/') {
         char tmp[4096];
         snprintf(tmp, sizeof tmp, "./%s", path);
         return mt_gp_text(buf, cap, tmp);
@@ -94,8 +195,7 @@ const char *mt_gp_file(char *buf, size_t cap, const char *path)
 
 const char *mt_gnuplot_terminal(const char *out)
 {
-    const size_t n = strlen(out);
-    if (n > 4 && !strcmp(out + n - 4, ".svg"))
+    if (out_format(out) == 's')
         return "set terminal svg size 900,500 dynamic enhanced font 'sans,11' background rgb 'white'";
     return "set terminal pngcairo size 900,500 enhanced font 'sans,10'";
 }
@@ -103,28 +203,41 @@ const char *mt_gnuplot_terminal(const char *out)
 int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
                   const char *out)
 {
-    char titles[4096] = "", t[512], d[4096], x[256];
-    size_t n = 0;
-    for (int g = 0; g < ngroups && n < sizeof titles; g++)
-        n += (size_t)snprintf(titles + n, sizeof titles - n, "%s'%s'", g ? "," : "", mt_gp_text(t, sizeof t, names[g]));
-    char script[16384];
-    snprintf(script, sizeof script,
-             "set key outside right\n"
-             "set grid\n"
-             "%s\n"
-             "set xlabel '%s' noenhanced\n"
-             "set format x '%%.0b%%B'\n"
-             "set xtics rotate by -30\n"
-             "set multiplot layout 1,2 title 'mtrace sweep'\n"
-             "array T[%d] = [%s]\n"
-             "set ylabel 'peak RSS (MiB)'\n"
-             "set key top left inside\n"
-             "plot for [i=0:%d] '%s' index i using 1:3 with linespoints lw 2 title T[i+1] noenhanced\n"
-             "set ylabel 'wall time (ms)'\n"
-             "plot for [i=0:%d] '%s' index i using 1:2 with linespoints lw 2 title T[i+1] noenhanced\n"
-             "unset multiplot\n",
-             logx ? "set logscale x 2" : "",
-             mt_gp_text(x, sizeof x, xlabel), ngroups, titles, ngroups - 1, mt_gp_file(d, sizeof d, dat), ngroups - 1,
-             d);
-    return mt_gnuplot(script, out);
+    /* The script grows as it is written: every group's title is in it, however many or long. */
+    char *script = NULL, t[512], x[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&script, &len);
+    if (!f) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        return -1;
+    }
+    fprintf(f,
+            "set key outside right\n"
+            "set grid\n"
+            "%s\n"
+            "set xlabel '%s' noenhanced\n"
+            "set format x '%%.0b%%B'\n"
+            "set xtics rotate by -30\n"
+            "set multiplot layout 1,2 title 'mtrace sweep'\n"
+            "array T[%d] = [",
+            logx ? "set logscale x 2" : "", mt_gp_text(x, sizeof x, xlabel), ngroups);
+    for (int g = 0; g < ngroups; g++)
+        fprintf(f, "%s'%s'", g ? "," : "", mt_gp_text(t, sizeof t, names[g]));
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        fprintf(f, k == 0 ? "]\nset ylabel 'peak RSS (MiB)'\nset key top left inside\nplot for [i=0:%d] "
+                          : "set ylabel 'wall time (ms)'\nplot for [i=0:%d] ",
+                ngroups - 1);
+        rc = mt_gp_put_file(f, dat);
+        fprintf(f, " index i using 1:%d with linespoints lw 2 title T[i+1] noenhanced\n", k == 0 ? 3 : 2);
+    }
+    fprintf(f, "unset multiplot\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = mt_gnuplot(script, out);
+    free(script);
+    return rc;
 }

@@ -11,18 +11,26 @@
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
 #include "file_io.h"
+#include "plot_internal.h"
 
 /* OUT.png -> OUT.dat: the data stays beside the picture, so it can be re-plotted or inspected. */
-static void data_path(char *buf, size_t cap, const char *out, const char *suffix)
+static int data_path(char *buf, size_t cap, const char *out, const char *suffix)
 {
     const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+    int n;
     if (!dot || (slash && dot < slash))
-        snprintf(buf, cap, "%s%s", out, suffix);
+        n = snprintf(buf, cap, "%s%s", out, suffix);
     else
-        snprintf(buf, cap, "%.*s%s", (int)(dot - out), out, suffix);
+        n = snprintf(buf, cap, "%.*s%s", (int)(dot - out), out, suffix);
+    if (n < 0 || (size_t)n >= cap) { /* cut short, it would name another file */
+        fprintf(stderr, "mtrace: %s: the output path is too long\n", out);
+        return -1;
+    }
+    return 0;
 }
 
-/* A data file is written whole under a temporary name and renamed into place (file_io.h). */
+/* A data file is written whole under a temporary name (file_io.h), which the script reads; it is
+ * renamed into place with the picture, or removed with it when the plot fails (mt_gnuplot_data). */
 static FILE *open_data(mt_out_t *out, const char *dat)
 {
     mt_error_t err;
@@ -33,14 +41,39 @@ static FILE *open_data(mt_out_t *out, const char *dat)
     return out->f;
 }
 
-static int commit_data(mt_out_t *out)
+/* A script is written into memory that grows with it (open_memstream): however many results and
+ * however long their paths, all of it is there, never cut and never past a buffer's end. */
+typedef struct script {
+    FILE *f;
+    char *text;
+    size_t len;
+} script_t;
+
+static int script_open(script_t *s)
 {
-    mt_error_t err;
-    if (mt_out_commit(out, &err) < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
-        return -1;
+    s->text = NULL;
+    s->len = 0;
+    s->f = open_memstream(&s->text, &s->len);
+    if (!s->f)
+        fprintf(stderr, "mtrace: out of memory\n");
+    return s->f ? 0 : -1;
+}
+
+/* Closes the script; then, if ok, draws it (data: see mt_gnuplot_data). The data is aborted on any
+ * failure. */
+static int script_draw(script_t *s, int ok, const char *out, mt_out_t *data)
+{
+    if (fclose(s->f) != 0) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        ok = 0;
     }
-    return 0;
+    int rc = -1;
+    if (ok)
+        rc = mt_gnuplot_data(s->text, out, data);
+    else if (data)
+        mt_out_abort(data);
+    free(s->text);
+    return rc;
 }
 
 /* A name for a gnuplot data file's quoted column: no quotes, no line breaks. */
@@ -59,12 +92,22 @@ const char *mt_result_series(const char *result_path, const char *series, char *
         return NULL;
     }
     const char *slash = strrchr(result_path, '/');
+    int n;
     if (series[0] == '/' || !slash)
-        snprintf(buf, cap, "%s", series);
+        n = snprintf(buf, cap, "%s", series);
     else
-        snprintf(buf, cap, "%.*s/%s", (int)(slash - result_path), result_path, series);
+        n = snprintf(buf, cap, "%.*s/%s", (int)(slash - result_path), result_path, series);
+    if (n < 0 || (size_t)n >= cap) { /* cut short, it would name another file */
+        fprintf(stderr, "mtrace: %s: its RSS series path is too long (%zu bytes)\n", result_path,
+                strlen(series));
+        return NULL;
+    }
     if (access(buf, R_OK) != 0) {
-        fprintf(stderr, "mtrace: %s: its RSS series %s: %s\n", result_path, buf, strerror(errno));
+        const int e = errno;
+        /* the path comes from the result file: escaped, never raw to the terminal */
+        fprintf(stderr, "mtrace: %s: its RSS series ", result_path);
+        mt_put_safe(stderr, buf, strlen(buf));
+        fprintf(stderr, ": %s\n", strerror(e));
         return NULL;
     }
     return buf;
@@ -72,10 +115,17 @@ const char *mt_result_series(const char *result_path, const char *series, char *
 
 int mt_plot_trace(const mt_report_t *r, const char *out)
 {
+    if (mt_gp_check_output(out) < 0)
+        return -1;
+    if (r->nseries < 2) { /* gnuplot would only say "x range is invalid" */
+        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (one per RSS sample: it was "
+                "recorded with MTRACE_RSS_MS=0 or ran too briefly); --kind sizes draws its sizes\n",
+                out, r->nseries, r->nseries == 1 ? "" : "s");
+        return -1;
+    }
     char dat[4096];
-    data_path(dat, sizeof dat, out, ".dat");
     mt_out_t data;
-    FILE *const f = open_data(&data, dat);
+    FILE *const f = data_path(dat, sizeof dat, out, ".dat") == 0 ? open_data(&data, dat) : NULL;
     if (!f)
         return -1;
     int has_rss = 0;
@@ -86,31 +136,28 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
         fprintf(f, "%.4f %.3f %.3f %.3f\n", p->t, (double)p->live_bytes / 1048576.0, (double)p->rss_kb / 1024.0,
                 (double)p->vm_kb / 1024.0);
     }
-    if (commit_data(&data) < 0)
-        return -1;
-    if (r->nseries < 2) { /* gnuplot would only say "x range is invalid" */
-        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (one per RSS sample: it was "
-                "recorded with MTRACE_RSS_MS=0 or ran too briefly); --kind sizes draws its sizes\n",
-                out, r->nseries, r->nseries == 1 ? "" : "s");
+    script_t s;
+    if (script_open(&s) < 0) {
+        mt_out_abort(&data);
         return -1;
     }
-    char title[1200], d[4096], script[16384];
+    char title[1200];
     mt_gp_text(title, sizeof title, r->command);
-    snprintf(script, sizeof script,
-             "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
-             "set title '%s' noenhanced\n"
-             "plot '%s' using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
-             title, mt_gp_file(d, sizeof d, dat),
-             has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
-    return mt_gnuplot(script, out);
+    fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
+                 "set title '%s' noenhanced\nplot ", title);
+    const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
+    fprintf(s.f, " using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
+            has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
+    return script_draw(&s, ok, out, &data);
 }
 
 int mt_plot_sizes(const mt_report_t *r, const char *out)
 {
+    if (mt_gp_check_output(out) < 0)
+        return -1;
     char dat[4096];
-    data_path(dat, sizeof dat, out, ".dat");
     mt_out_t data;
-    FILE *const f = open_data(&data, dat);
+    FILE *const f = data_path(dat, sizeof dat, out, ".dat") == 0 ? open_data(&data, dat) : NULL;
     if (!f)
         return -1;
     static const char *const units[] = { "", "K", "M", "G", "T" };
@@ -123,65 +170,76 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
             lo /= 1024, u++;
         fprintf(f, "%u \"%" PRIu64 "%s\" %" PRIu64 "\n", k, lo, units[u], r->size_hist[k]);
     }
-    if (commit_data(&data) < 0)
+    script_t s;
+    if (script_open(&s) < 0) {
+        mt_out_abort(&data);
         return -1;
-    char title[1200], d[4096], script[16384];
+    }
+    char title[1200];
     mt_gp_text(title, sizeof title, r->command);
-    snprintf(script, sizeof script,
-             "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
-             "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
-             "set title 'allocation sizes: %s' noenhanced\nplot '%s' using 1:3:xtic(2) with boxes notitle\n",
-             title, mt_gp_file(d, sizeof d, dat));
-    return mt_gnuplot(script, out);
+    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
+                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
+                 "set title 'allocation sizes: %s' noenhanced\nplot ", title);
+    const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
+    fprintf(s.f, " using 1:3:xtic(2) with boxes notitle\n");
+    return script_draw(&s, ok, out, &data);
 }
 
 /* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
 int mt_plot_replays(const char *const *results, int n, const char *out)
 {
-    char script[16384], sp[4096];
-    size_t len = (size_t)snprintf(script, sizeof script,
-                                  "set grid\nset key top left\nset xlabel 'time (s)'\n"
-                                  "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ");
-    int plotted = 0;
-    for (int i = 0; i < n && len < sizeof script - 1024; i++) {
+    if (mt_gp_check_output(out) < 0)
+        return -1;
+    script_t s;
+    if (script_open(&s) < 0)
+        return -1;
+    fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\n"
+                 "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ");
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
         mt_jval_t *j;
         mt_error_t err;
         if (mt_json_load(results[i], &j, &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
-            return -1;
+            ok = 0;
+            break;
         }
         char where[4096];
         const char *series = mt_result_series(results[i], mt_json_str_at(j, "rss_series", NULL), where, sizeof where);
-        const char *name = mt_json_str_at(j, "allocator", "?");
-        if (!series) {
-            mt_json_free(j);
-            return -1;
-        }
         char title[256];
-        mt_gp_text(title, sizeof title, name);
-        mt_gp_file(sp, sizeof sp, series);
-        len += (size_t)snprintf(script + len, sizeof script - len,
-                                "%s'%s' using 1:($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
-                                "'' using 1:($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
-                                plotted ? ", " : "", sp, i + 1, title, i + 1, title);
-        if (!plotted) /* the traced program's own curve, once */
-            len += (size_t)snprintf(script + len, sizeof script - len,
-                                    ", '%s' using 1:($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'",
-                                    sp);
-        plotted++;
+        mt_gp_text(title, sizeof title, mt_json_str_at(j, "allocator", "?"));
         mt_json_free(j);
+        if (!series) {
+            ok = 0;
+            break;
+        }
+        if (i)
+            fputs(", ", s.f);
+        if (mt_gp_put_file(s.f, series) < 0) {
+            ok = 0;
+            break;
+        }
+        fprintf(s.f, " using 1:($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
+                     "'' using 1:($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
+                i + 1, title, i + 1, title);
+        if (i == 0) { /* the traced program's own curve, once */
+            fputs(", ", s.f);
+            mt_gp_put_file(s.f, series); /* accepted just above */
+            fputs(" using 1:($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'", s.f);
+        }
     }
-    snprintf(script + len, sizeof script - len, "\n");
-    return mt_gnuplot(script, out);
+    fputc('\n', s.f);
+    return script_draw(&s, ok, out, NULL);
 }
 
 /* Bars: wall time and peak RSS per result. */
 int mt_plot_compare(const char *const *results, int n, const char *out)
 {
+    if (mt_gp_check_output(out) < 0)
+        return -1;
     char dat[4096];
-    data_path(dat, sizeof dat, out, ".dat");
     mt_out_t data;
-    FILE *const f = open_data(&data, dat);
+    FILE *const f = data_path(dat, sizeof dat, out, ".dat") == 0 ? open_data(&data, dat) : NULL;
     if (!f)
         return -1;
     for (int i = 0; i < n; i++) {
@@ -198,15 +256,18 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
                 mt_json_num(j, "max_rss_kb", 0) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
         mt_json_free(j);
     }
-    if (commit_data(&data) < 0)
+    script_t s;
+    if (script_open(&s) < 0) {
+        mt_out_abort(&data);
         return -1;
-    char script[16384], d[4096];
-    snprintf(script, sizeof script,
-             "set style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
-             "set multiplot layout 1,2 title 'allocator comparison'\n"
-             "set ylabel 'wall time (ms)'\nset yrange [0:*]\nplot '%s' using 1:3:xtic(2) with boxes lc 1 notitle\n"
-             "set ylabel 'peak RSS (MiB)'\nplot '%s' using 1:4:xtic(2) with boxes lc 2 title 'peak RSS', "
-             "'' using 1:5 with points pt 7 ps 1.5 lc rgb 'black' title 'ideal'\nunset multiplot\n",
-             mt_gp_file(d, sizeof d, dat), d);
-    return mt_gnuplot(script, out);
+    }
+    fprintf(s.f, "set style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
+                 "set multiplot layout 1,2 title 'allocator comparison'\n"
+                 "set ylabel 'wall time (ms)'\nset yrange [0:*]\nplot ");
+    const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
+    fprintf(s.f, " using 1:3:xtic(2) with boxes lc 1 notitle\nset ylabel 'peak RSS (MiB)'\nplot ");
+    mt_gp_put_file(s.f, data.tmp); /* accepted just above */
+    fprintf(s.f, " using 1:4:xtic(2) with boxes lc 2 title 'peak RSS', "
+                 "'' using 1:5 with points pt 7 ps 1.5 lc rgb 'black' title 'ideal'\nunset multiplot\n");
+    return script_draw(&s, ok, out, &data);
 }

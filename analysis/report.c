@@ -171,9 +171,21 @@ static unsigned log2_bucket(uint64_t v)
     return b < MT_HIST_BUCKETS ? b : MT_HIST_BUCKETS - 1; /* sizes of 2^63 and more share the last */
 }
 
+/* count * size for calloc and reallocarray, size otherwise. A product past 2^64 (a call that must
+ * have failed, or a damaged trace) is UINT64_MAX, never the wrapped value. */
 static uint64_t requested(const mt_record_t *r)
 {
-    return (r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+    uint64_t n = r->size;
+    if ((r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(r->count, r->size, &n))
+        n = UINT64_MAX;
+    return n;
+}
+
+/* Byte totals stop at UINT64_MAX instead of wrapping (only a damaged trace gets there). */
+static uint64_t add_bytes(uint64_t a, uint64_t b)
+{
+    uint64_t sum;
+    return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
 
 static int is_alloc_op(unsigned op)
@@ -576,13 +588,15 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         if (!is_alloc_op(r.op))
             continue;
         const uint64_t req = requested(&r);
-        rep->bytes[r.op] += req;
-        th->bytes += req;
         if (nul) {
             if (!(r.op == MT_OP_REALLOC && req == 0))
                 rep->failures[r.op]++;
             continue;
         }
+        /* Bytes requested: by the calls that returned a block. A failed call got nothing, and its size
+         * (malloc(SIZE_MAX), calloc(SIZE_MAX / 2, 4)) would swamp, or wrap, the total. */
+        rep->bytes[r.op] = add_bytes(rep->bytes[r.op], req);
+        th->bytes = add_bytes(th->bytes, req);
         rep->allocations++;
         th->allocations++;
         rep->size_hist[log2_bucket(req)]++;

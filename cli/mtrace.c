@@ -389,9 +389,15 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
                     s->failed++;
                 else if (r.flags & MT_FLAG_NULL && r.size)
                     s->failed++;
-                if (r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT)
-                    s->bytes_requested += (r.op == MT_OP_CALLOC || r.op == MT_OP_REALLOCARRAY) ? r.count * r.size
-                                                                                              : r.size;
+                /* by the calls that returned a block, as mtrace report counts them; never wrapped */
+                const int block = r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT &&
+                                  !(r.flags & MT_FLAG_NULL);
+                uint64_t req = r.size;
+                if ((r.op == MT_OP_CALLOC || r.op == MT_OP_REALLOCARRAY) &&
+                    __builtin_mul_overflow(r.count, r.size, &req))
+                    req = UINT64_MAX;
+                if (block && __builtin_add_overflow(s->bytes_requested, req, &s->bytes_requested))
+                    s->bytes_requested = UINT64_MAX;
             } else {
                 s->events++;
                 mt_trace_note_rss(t, &r);
@@ -980,13 +986,24 @@ static int cmd_plot(int argc, char **argv)
         usage_plot(stderr);
         return 2;
     }
+    const int trace_kind = kind && (!strcmp(kind, "live") || !strcmp(kind, "sizes"));
+    if (kind && !trace_kind && strcmp(kind, "rss") && strcmp(kind, "compare")) {
+        fprintf(stderr, "mtrace: unknown --kind %s: live or sizes for a trace, rss or compare for replay results\n",
+                kind);
+        return 2;
+    }
     /* A trace, or replay results (JSON). */
     mt_error_t err;
     mt_trace_t *t;
     if (mt_trace_open(&t, inputs[0], &err) == 0) {
         mt_trace_close(t);
-        if (n > 1 || (kind && strcmp(kind, "live") && strcmp(kind, "sizes"))) {
-            usage_plot(stderr);
+        if (n > 1) {
+            fprintf(stderr, "mtrace: %s is a trace: plot draws one trace, or replay results\n", inputs[0]);
+            return 2;
+        }
+        if (kind && !trace_kind) {
+            fprintf(stderr, "mtrace: --kind %s draws replay results; %s is a trace (--kind live or sizes)\n", kind,
+                    inputs[0]);
             return 2;
         }
         mt_report_t r;
@@ -1024,7 +1041,8 @@ static int cmd_plot(int argc, char **argv)
     else if (!strcmp(kind, "compare"))
         rc = mt_plot_compare(inputs, n, out);
     else {
-        usage_plot(stderr);
+        fprintf(stderr, "mtrace: --kind %s draws a trace; %s %s replay results (--kind rss or compare)\n", kind,
+                inputs[0], n > 1 ? "and the others are" : "is");
         return 2;
     }
     if (rc == 0)

@@ -9,6 +9,20 @@
 # compare; a --kind that does not fit the input is a usage error (2) that writes nothing.
 # relative-series (a known bug, expected to fail): a replay result names its RSS series by the path
 # given to replay; plotting it from another directory must still find the series.
+# many-results (regression: the script was built in a 16 KiB array that stopped taking results
+# after ~46 of them, exit 0): 80 results, each with an RSS series of its own (an absolute path, as
+# replay records it) and an allocator name of its own, are all in the gnuplot script (captured by a
+# gnuplot wrapper) and in the SVG's legend.
+# long-series (regression: a result's long "rss_series" path, 4 KB of "./", overflowed that array
+# on the stack): three such results draw; a path past PATH_MAX, or with a line break, is refused in
+# one line, and one with a quote is read as it is.
+# failing-leaves-nothing (regression: the .dat was renamed into place before gnuplot ran): with a
+# gnuplot that fails, every kind of plot exits 1 and leaves no picture, no .dat and no temporary,
+# also when gnuplot exits before reading a script longer than a pipe holds (SIGPIPE killed mtrace);
+# a successful plot replaces a symlink planted at its .dat's name.
+# bad-kind-or-format (regression: -o x.jpg wrote a PNG named .jpg, exit 0; a --kind that did not fit
+# printed the usage and no reason): an output other than .png or .svg is refused, naming it, and
+# writes nothing; a --kind that does not fit says why in one line, exit 2.
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -45,6 +59,217 @@ if [ "$what" = relative-series ]; then
         fail "rel.html: $(grep -c '<svg' "$work/rel.html") figures, expected 4 (live, sizes, bars, RSS)"
     finish
 fi
+
+# gnuplot_wrapper DIR fails|exits|capture: a gnuplot first in PATH (DIR/gnuplot) that fails after
+# reading its script, or at once without reading it, or hands the script on to the real one after
+# appending it to DIR/script.gp.
+gnuplot_wrapper() {
+    local real
+    real=$(command -v gnuplot)
+    mkdir -p "$1"
+    if [ "$2" = fails ]; then
+        printf '#!/bin/sh\ncat >/dev/null\necho "line 1: fake gnuplot error" >&2\nexit 1\n' >"$1/gnuplot"
+    elif [ "$2" = exits ]; then
+        printf '#!/bin/sh\necho "line 1: fake gnuplot error" >&2\nexit 1\n' >"$1/gnuplot"
+    else
+        printf '#!/bin/sh\ntee -a "%s/script.gp" | exec "%s" "$@"\n' "$1" "$real" >"$1/gnuplot"
+    fi
+    chmod +x "$1/gnuplot"
+}
+
+# only_files WHAT NAME...: the current directory holds exactly these names.
+only_files() {
+    local what=$1
+    shift
+    local have want
+    have=$(ls -A | sort)
+    want=$(printf '%s\n' "$@" | sort)
+    [ "$have" = "$want" ] || fail "$what: the directory holds: $(echo $have), expected: $(echo $want)"
+}
+
+cd "$work" || exit 1
+case $what in
+many-results)
+    cd res || exit 1
+    mkdir many
+    # absolute series paths, as mtrace replay records them: the old array held ~46 such results
+    for i in $(seq 1 80); do
+        cp r1.tsv "many/rss-series-$i.tsv"
+        "$PY" - r1.json "many/r$i.json" "$work/res/many/rss-series-$i.tsv" "alloc$i" <<'PYEOF' || fail "r$i.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rss_series"], d["allocator"] = sys.argv[3], sys.argv[4]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+    done
+    gnuplot_wrapper "$work/gp" capture
+    results=$(for i in $(seq 1 80); do echo "many/r$i.json"; done)
+    # shellcheck disable=SC2086
+    PATH="$work/gp:$PATH" t 120 "$mtrace" plot -o many.svg $results 2>err || fail "plot 80 results: $(cat err)"
+    svg_ok many.svg || fail "many.svg is not an SVG document"
+    "$PY" - "$work/gp/script.gp" many.svg <<'PYEOF' || fail "80 results"
+import re, sys
+script = open(sys.argv[1]).read()
+svg = open(sys.argv[2]).read()
+plot = [l for l in script.splitlines() if l.startswith("plot ")]
+assert len(plot) == 1, "%d plot commands in the script" % len(plot)
+files = re.findall(r"'([^']*/many/rss-series-(\d+)\.tsv)'", plot[0])
+drawn = sorted(set(int(n) for _, n in files))
+assert drawn == list(range(1, 81)), "series in the script: %s" % drawn
+titles = set(int(n) for n in re.findall(r"alloc(\d+) RSS", plot[0]))
+assert titles == set(range(1, 81)), "titles in the script: %s" % sorted(titles)
+legend = set(int(n) for n in re.findall(r">alloc(\d+) RSS<", svg))
+assert legend == set(range(1, 81)), "in the SVG's legend: %s" % sorted(legend)
+PYEOF
+    finish
+    ;;
+long-series)
+    cd res || exit 1
+    # rss_series: "/" + "./" * N + the series' absolute path
+    long_result() {
+        "$PY" - r1.json "$1" "$2" "$work/res/$3" <<'PYEOF' || fail "make $1"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rss_series"] = "/" + "./" * int(sys.argv[3]) + sys.argv[4].lstrip("/")
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+    }
+    # where the old array's end fell depended on the lengths: two of them
+    for n in 1950 2000; do
+        long_result long.json $n r1.tsv
+        t 120 "$mtrace" plot -o long.png long.json long.json long.json 2>err ||
+            fail "plot 3 x long.json ($n x ./): $(cat err)"
+        png_ok long.png || fail "long.png ($n x ./) is not a PNG"
+    done
+    # the same through the compare bars and the HTML page
+    t 120 "$mtrace" plot --kind compare -o longc.svg long.json long.json long.json 2>err ||
+        fail "plot --kind compare 3 x long.json: $(cat err)"
+    svg_ok longc.svg || fail "longc.svg is not an SVG document"
+    t 120 "$mtrace" report --html long.html ../g.mtr long.json long.json long.json 2>err ||
+        fail "report --html with 3 x long.json: $(cat err)"
+    [ "$(grep -c '<svg' long.html 2>/dev/null)" -ge 4 ] || fail "long.html: $(grep -c '<svg' long.html) figures, expected 4"
+    rm -f long.png long.dat longc.svg longc.dat long.html
+
+    # past PATH_MAX: refused, nothing written
+    long_result toolong.json 2100 r1.tsv
+    t 60 "$mtrace" plot -o x.png toolong.json 2>err
+    rc=$?
+    [ $rc = 1 ] || fail "plot toolong.json: exit $rc, expected 1"
+    one_line err "plot toolong.json" toolong.json "too long"
+    no_file "plot toolong.json" x.png x.dat
+
+    # a line break in the series' name: refused (gnuplot would read it as the end of the command)
+    cp r1.tsv "$(printf 'nl\nseries.tsv')"
+    "$PY" - r1.json nl.json "$(printf 'nl\nseries.tsv')" <<'PYEOF' || fail "make nl.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rss_series"] = sys.argv[3]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+    t 60 "$mtrace" plot -o x.png nl.json 2>err
+    rc=$?
+    [ $rc = 1 ] || fail "plot nl.json: exit $rc, expected 1"
+    one_line err "plot nl.json" 'nl\x0aseries.tsv' "control character"
+    no_file "plot nl.json" x.png x.dat
+    ls | grep -q partial && fail "plot nl.json left a temporary: $(ls)"
+
+    # a quote: read as it is ('' inside gnuplot's single quotes)
+    cp r1.tsv "it's.tsv"
+    "$PY" - r1.json quote.json "it's.tsv" <<'PYEOF' || fail "make quote.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rss_series"] = sys.argv[3]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+    t 60 "$mtrace" plot -o "it's.png" quote.json 2>err || fail "plot quote.json: $(cat err)"
+    png_ok "it's.png" || fail "it's.png is not a PNG"
+    finish
+    ;;
+failing-leaves-nothing)
+    gnuplot_wrapper "$work/gp" fails
+    mkdir out
+    cd out || exit 1
+    # fails "NAMES" CMD...: exit 1, gnuplot's complaint shown, nothing here but NAMES
+    fails() {
+        local keep=$1
+        shift
+        PATH="$work/gp:$PATH" t 60 "$mtrace" "$@" 2>err
+        local rc=$?
+        [ $rc = 1 ] || fail "$*: exit $rc with a failing gnuplot, expected 1"
+        grep -q "fake gnuplot error" err || fail "$*: gnuplot's message is not shown: $(cat err)"
+        rm -f err
+        # shellcheck disable=SC2086
+        only_files "$* with a failing gnuplot" $keep
+    }
+    fails "" plot -o o.png ../g.mtr
+    fails "" plot --kind sizes -o o.svg ../g.mtr
+    fails "" plot -o o.png ../res/r1.json ../res/r2.json
+    fails "" plot --kind compare -o o.png ../res/r1.json ../res/r2.json
+    # a planted symlink at the .dat: kept by the failing run, replaced by a good one
+    echo precious >victim
+    ln -s victim o.dat
+    fails "victim o.dat" plot -o o.png ../g.mtr
+    [ -L o.dat ] || fail "a failing plot replaced the symlink planted at o.dat"
+    # a gnuplot that exits without reading a long script (30 results with 4 KB series paths, far
+    # more than a pipe holds): mtrace must not die of SIGPIPE with its temporaries left
+    "$PY" - ../res/r1.json long.json "$work/res/r1.tsv" <<'PYEOF' || fail "make long.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rss_series"] = "/" + "./" * 1900 + sys.argv[3].lstrip("/")
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+    gnuplot_wrapper "$work/gp-exits" exits
+    PATH="$work/gp-exits:$PATH" t 60 "$mtrace" plot -o l.png $(for _ in $(seq 30); do echo long.json; done) 2>err
+    rc=$?
+    [ $rc = 1 ] || fail "plot with a gnuplot that reads nothing: exit $rc, expected 1: $(cat err)"
+    rm -f err
+    only_files "plot with a gnuplot that reads nothing" victim o.dat long.json
+    t 60 "$mtrace" plot -o o.png ../g.mtr 2>err || fail "plot -o o.png: $(cat err)"
+    [ "$(cat victim)" = precious ] || fail "plot -o o.png wrote through the symlink planted at o.dat"
+    [ -L o.dat ] && fail "o.dat is still the planted symlink"
+    grep -q '^# t_s' o.dat || fail "o.dat does not hold the data"
+    finish
+    ;;
+bad-kind-or-format)
+    mkdir out
+    cd out || exit 1
+    # refused WHAT RC NEEDLES -- CMD...: exit RC, one line on stderr holding every needle ('|'), no
+    # file left here
+    refused() {
+        local what=$1 want=$2 needles=$3
+        shift 4
+        t 60 "$mtrace" "$@" 2>err
+        local rc=$?
+        [ $rc = "$want" ] || fail "$what: exit $rc, expected $want"
+        local IFS='|'
+        # shellcheck disable=SC2086
+        one_line err "$what" $needles
+        unset IFS
+        rm -f err
+        only_files "$what"
+    }
+    for o in x.jpg x.JPEG x.pdf x noext.d/x x.png.txt; do
+        refused "plot -o $o TRACE" 1 "$o|.png or .svg" -- plot -o "$o" ../g.mtr
+        refused "plot --kind sizes -o $o TRACE" 1 "$o|.png or .svg" -- plot --kind sizes -o "$o" ../g.mtr
+        refused "plot -o $o RESULTS" 1 "$o|.png or .svg" -- plot -o "$o" ../res/r1.json ../res/r2.json
+        refused "plot --kind compare -o $o RESULTS" 1 "$o|.png or .svg" -- \
+            plot --kind compare -o "$o" ../res/r1.json ../res/r2.json
+    done
+    # another case of the extension is the same format
+    t 60 "$mtrace" plot -o X.SVG ../g.mtr 2>err || fail "plot -o X.SVG: $(cat err)"
+    svg_ok X.SVG || fail "X.SVG is not an SVG document"
+    rm -f X.SVG X.dat
+    refused "plot --kind rss TRACE" 2 "--kind rss|g.mtr|trace|live or sizes" -- plot --kind rss -o k.png ../g.mtr
+    refused "plot --kind compare TRACE" 2 "--kind compare|g.mtr|trace" -- plot --kind compare -o k.png ../g.mtr
+    refused "plot --kind live RESULT" 2 "--kind live|r1.json|replay results|rss or compare" -- \
+        plot --kind live -o k.png ../res/r1.json
+    refused "plot --kind sizes RESULTS" 2 "--kind sizes|r1.json|replay results" -- \
+        plot --kind sizes -o k.png ../res/r1.json ../res/r2.json
+    refused "plot --kind bogus" 2 "--kind bogus|live|rss" -- plot --kind bogus -o k.png ../g.mtr
+    refused "plot TRACE TRACE" 2 "g.mtr|trace" -- plot -o k.png ../g.mtr ../g.mtr
+    finish
+    ;;
+esac
 
 cd "$work" || exit 1
 

@@ -1,7 +1,8 @@
 /* mtrace report: known answers, on traces this test writes record by record with mt_writer (time in
  * nanoseconds unless a case says otherwise), built with mt_report_build.
  *
- *  - calls, bytes requested and failures per function; allocations
+ *  - calls, bytes requested (by the calls that returned a block) and failures per function;
+ *    allocations
  *  - leaks: the blocks live when the trace ends (realloc in place, moved, realloc(p, 0), a failed
  *    realloc that keeps its block, an address used again)
  *  - temporaries: a block freed by its own thread before that thread's next allocation (realloc is
@@ -19,7 +20,8 @@
  *    cannot be written is an error
  *  - the JSON output (parsed with mtrace's JSON reader), the CSV output and the text's key lines
  * Regressions of bugs these tests found (fixed):
- * callsite_split_with_flame, folded_unwritable, huge_values (see each test).
+ * callsite_split_with_flame, folded_unwritable, huge_values, failed_calls_request_nothing (see each
+ * test).
  * Runs in every build, sanitized ones included (nothing is preloaded).
  */
 #define _GNU_SOURCE
@@ -181,7 +183,7 @@ START_TEST(calls_bytes_failures)
     w_malloc(w, 1, t += 10, 10, 0x1000);
     w_malloc(w, 1, t += 10, 20, 0);                       /* failure */
     w_calloc(w, 1, t += 10, 3, 7, 0x2000);                /* 21 bytes */
-    w_calloc(w, 1, t += 10, 2, 8, 0);                     /* failure, 16 bytes asked */
+    w_calloc(w, 1, t += 10, 2, 8, 0);                     /* failure, 16 bytes asked, not counted */
     w_realloc(w, 1, t += 10, 0x1000, 50, 0x1000);         /* in place */
     w_realloc(w, 1, t += 10, 0x2000, 100, 0x3000);        /* moved */
     w_realloc(w, 1, t += 10, 0x3000, 0, 0);               /* realloc(p, 0): frees, not a failure */
@@ -211,17 +213,18 @@ START_TEST(calls_bytes_failures)
 
     mt_report_t rep;
     build(&rep, path, NULL);
+    /* bytes: of the calls that returned a block (a failure asked, but got nothing) */
     static const struct {
         unsigned op;
         uint64_t calls, bytes, failures;
     } want[] = {
-        { MT_OP_MALLOC, 2, 30, 1 },
+        { MT_OP_MALLOC, 2, 10, 1 },
         { MT_OP_FREE, 3, 0, 0 },
-        { MT_OP_CALLOC, 2, 37, 1 },
-        { MT_OP_REALLOC, 5, 50 + 100 + 0 + 30 + (1ull << 40), 1 },
-        { MT_OP_REALLOCARRAY, 2, 100 + (1ull << 41), 1 },
+        { MT_OP_CALLOC, 2, 21, 1 },
+        { MT_OP_REALLOC, 5, 50 + 100 + 30, 1 },
+        { MT_OP_REALLOCARRAY, 2, 100, 1 },
         { MT_OP_MEMALIGN, 1, 100, 0 },
-        { MT_OP_POSIX_MEMALIGN, 2, 200 + (1ull << 40), 1 },
+        { MT_OP_POSIX_MEMALIGN, 2, 200, 1 },
         { MT_OP_ALIGNED_ALLOC, 1, 48, 0 },
         { MT_OP_VALLOC, 1, 4096, 0 },
         { MT_OP_PVALLOC, 1, 100, 0 },
@@ -250,6 +253,7 @@ START_TEST(calls_bytes_failures)
     ck_assert_uint_eq(rep.thread[0].tid, TID(1));
     ck_assert_uint_eq(rep.thread[0].calls, 22);
     ck_assert_uint_eq(rep.thread[0].allocations, 11);
+    ck_assert_uint_eq(rep.thread[0].bytes, 10 + 21 + 180 + 100 + 100 + 200 + 48 + 4096 + 100);
     ck_assert_uint_eq(rep.thread[0].frees, 2);
     ck_assert(rep.complete);
     ck_assert(!rep.truncated);
@@ -687,7 +691,7 @@ START_TEST(random_trace_against_model)
                     to = next_addr += 0x40;
                 w_realloc(w, th, t, a, size, to);
                 m->calls[MT_OP_REALLOC]++;
-                m->bytes[MT_OP_REALLOC] += size;
+                m->bytes[MT_OP_REALLOC] += to ? size : 0;
                 if (!to && !size) { /* realloc(p, 0) returning NULL freed p */
                     m_release(m, a, MT_OP_REALLOC, t, th);
                     slot_addr[k] = 0;
@@ -706,14 +710,14 @@ START_TEST(random_trace_against_model)
             if (roll < 7) {
                 w_malloc(w, th, t, size, to);
                 m->calls[MT_OP_MALLOC]++;
-                m->bytes[MT_OP_MALLOC] += size;
+                m->bytes[MT_OP_MALLOC] += to ? size : 0;
                 if (!to)
                     m->failures[MT_OP_MALLOC]++;
             } else {
                 const uint64_t count = 1 + rng_below(&rng, 4);
                 w_calloc(w, th, t, count, size, to);
                 m->calls[MT_OP_CALLOC]++;
-                m->bytes[MT_OP_CALLOC] += count * size;
+                m->bytes[MT_OP_CALLOC] += to ? count * size : 0;
                 if (!to)
                     m->failures[MT_OP_CALLOC]++;
                 if (to)
@@ -1146,6 +1150,9 @@ START_TEST(huge_values_stay_in_the_histograms)
                   rep.size_hist[MT_HIST_BUCKETS - 1]);
     ck_assert_msg(rep.life_hist[MT_HIST_BUCKETS - 1] == 1, "bucket 63 holds %" PRIu64 " lifetimes, expected 1",
                   rep.life_hist[MT_HIST_BUCKETS - 1]);
+    /* 2^63 + (2^64 - 1) + 8 bytes: the total stops at UINT64_MAX, never wraps to a small number */
+    ck_assert_uint_eq(rep.bytes[MT_OP_MALLOC], UINT64_MAX);
+    ck_assert_uint_eq(rep.thread[0].bytes, UINT64_MAX);
     mt_report_free(&rep);
     free(path);
 }
@@ -1353,7 +1360,7 @@ START_TEST(json_output)
     ck_assert_uint_eq((uint64_t)jnum(calls, "malloc"), 6);
     ck_assert_uint_eq((uint64_t)jnum(calls, "free"), 3);
     ck_assert_uint_eq((uint64_t)jnum(calls, "realloc"), 1);
-    ck_assert_uint_eq((uint64_t)jnum(bytes, "malloc"), 1750);
+    ck_assert_uint_eq((uint64_t)jnum(bytes, "malloc"), 750); /* the failed malloc(1000) asked, got nothing */
     ck_assert_uint_eq((uint64_t)jnum(bytes, "realloc"), 350);
     ck_assert_uint_eq((uint64_t)jnum(failures, "malloc"), 1);
     ck_assert_uint_eq((uint64_t)jnum(j, "allocations"), 6);
@@ -1372,8 +1379,9 @@ START_TEST(json_output)
     const mt_jval_t *tl = mt_json_get(j, "thread_list");
     ck_assert_msg(tl && tl->type == MT_JARR && tl->n == 2, "thread_list");
     static const uint64_t th[2][7] = {
-        /* thread, tid, calls, allocations, bytes, frees, temporary */
-        { 1, TID(1), 5, 3, 1500, 1, 0 },
+        /* thread, tid, calls, allocations, bytes (thread 1's failed malloc(1000) not in them), frees,
+         * temporary */
+        { 1, TID(1), 5, 3, 500, 1, 0 },
         { 2, TID(2), 5, 3, 600, 2, 1 },
     };
     static const char *const tkeys[] = { "thread", "tid", "calls", "allocations", "bytes", "frees", "temporary" };
@@ -1441,6 +1449,47 @@ START_TEST(csv_output)
 }
 END_TEST
 
+/* regression failed_calls_request_nothing (fixed): the bytes requested added the sizes of failed
+ * calls too: malloc(SIZE_MAX - 100), calloc(SIZE_MAX / 2, 4) and reallocarray(p, SIZE_MAX, 2) wrapped
+ * the total (count * size past 2^64), and a single failed malloc(1 << 62) showed exabytes. Only the
+ * calls that returned a block count, per function and per thread; the failures are counted apart. */
+START_TEST(failed_calls_request_nothing)
+{
+    char *path = path_in(g_dir, "failed.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 1000;
+    w_malloc(w, 1, t += 10, 100, 0x1000);
+    w_malloc(w, 1, t += 10, UINT64_MAX - 100, 0);
+    w_calloc(w, 1, t += 10, UINT64_MAX / 2, 4, 0);
+    w_calloc(w, 1, t += 10, 3, 5, 0x2000);
+    w_reallocarray(w, 1, t += 10, 0x2000, UINT64_MAX, 2, 0); /* 0x2000 stays */
+    w_malloc(w, 1, t += 10, 1ull << 62, 0);
+    w_realloc(w, 1, t += 10, 0x1000, UINT64_MAX, 0); /* 0x1000 stays */
+    w_aligned(w, 1, MT_OP_POSIX_MEMALIGN, t += 10, 64, UINT64_MAX, 0);
+    w_valloc(w, 1, MT_OP_PVALLOC, t += 10, UINT64_MAX - 100, 0, 0);
+    close_trace(w);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.bytes[MT_OP_MALLOC], 100);
+    ck_assert_uint_eq(rep.bytes[MT_OP_CALLOC], 15);
+    ck_assert_uint_eq(rep.bytes[MT_OP_REALLOCARRAY], 0);
+    ck_assert_uint_eq(rep.bytes[MT_OP_REALLOC], 0);
+    ck_assert_uint_eq(rep.bytes[MT_OP_POSIX_MEMALIGN], 0);
+    ck_assert_uint_eq(rep.bytes[MT_OP_PVALLOC], 0);
+    ck_assert_uint_eq(rep.thread[0].bytes, 115);
+    ck_assert_uint_eq(rep.failures[MT_OP_MALLOC], 2);
+    ck_assert_uint_eq(rep.failures[MT_OP_CALLOC], 1);
+    ck_assert_uint_eq(rep.failures[MT_OP_REALLOCARRAY], 1);
+    ck_assert_uint_eq(rep.failures[MT_OP_REALLOC], 1);
+    ck_assert_uint_eq(rep.failures[MT_OP_POSIX_MEMALIGN], 1);
+    ck_assert_uint_eq(rep.failures[MT_OP_PVALLOC], 1);
+    ck_assert_uint_eq(rep.allocations, 2);
+    ck_assert_uint_eq(rep.leaked_bytes, 115);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1475,6 +1524,10 @@ static Suite *report_suite(void)
     tc = tcase_create("huge_values");
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
     tcase_add_test(tc, huge_values_stay_in_the_histograms);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("failed_calls_request_nothing");
+    tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+    tcase_add_test(tc, failed_calls_request_nothing);
     suite_add_tcase(s, tc);
     tc = tcase_create("folded_unwritable");
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);

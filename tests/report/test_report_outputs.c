@@ -1,14 +1,14 @@
 /* mtrace report's and mtrace plot's output files, and the report's text, as a hostile trace or a
  * failing run meets them (through the mtrace command):
- *  - --folded, --flamegraph, --callsites-csv and a plot's .dat file replace a symlink planted at
- *    their names, never follow it (the file it points to stays as it was);
- *  - a run that fails (a bad trace, or one output that cannot be made) leaves none of the outputs
- *    and no temporary file, and says why in one line naming the file;
+ *  - --folded, --flamegraph and --callsites-csv replace a symlink planted at their names, never
+ *    follow it (the file it points to stays as it was; a plot's .dat: plots.sh);
+ *  - a run that fails (a bad trace, one output that cannot be made, a plot with nothing to draw)
+ *    leaves none of the outputs and no temporary file, and says why in one line naming the file;
  *  - the base name of a MODULE path (an unresolved callsite's "where") reaches the text tables with
  *    its control characters shown as \xNN, never sent to the terminal; the JSON keeps it (escaped by
  *    the JSON writer) and the callsites CSV quotes it.
- * regression (fixed): the outputs were written in place with fopen(PATH, "w"), and the text tables
- * printed module names raw. */
+ * regressions (fixed): the outputs were written in place with fopen(PATH, "w"), and the text tables
+ * printed module names raw; a plot with nothing to draw left its .dat behind. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -116,8 +116,11 @@ START_TEST(report_symlinks_replaced)
 }
 END_TEST
 
-/* The .dat beside the picture (written before gnuplot runs, so this holds without gnuplot too). */
-START_TEST(plot_data_symlink_replaced)
+/* A plot that fails leaves nothing: not the .dat beside the picture either, which used to be
+ * committed before the trace was found to have nothing to draw (and before gnuplot ran). A symlink
+ * planted at the .dat's name stays as it was, its target unwritten. (That a successful plot replaces
+ * such a symlink is checked in plots.sh, which needs gnuplot.) */
+START_TEST(plot_failure_leaves_no_data)
 {
     char *trace = write_trace(), *victim = path_in(g_dir, "victim"), *err = path_in(g_dir, "stderr");
     char *png = path_in(g_dir, "p.png"), *dat = path_in(g_dir, "p.dat");
@@ -132,7 +135,21 @@ START_TEST(plot_data_symlink_replaced)
         lines += *c == '\n';
     ck_assert_msg(why && strstr(why, "0 points in time") && lines == 1, "the message: %s", why ? why : "(none)");
     free(why);
-    assert_replaced(dat, victim);
+    char *text = read_text(victim, NULL);
+    ck_assert_msg(text && !strcmp(text, "precious\n"), "the symlink's target was written: %s",
+                  text ? text : "(gone)");
+    free(text);
+    struct stat st;
+    ck_assert_int_eq(lstat(dat, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "%s: the planted symlink was replaced by a failing plot", dat);
+    const char *const expected[] = { "t.mtr", "victim", "stderr", "p.dat", NULL };
+    assert_only_files(g_dir, "failing plot", expected);
+
+    /* the same with nothing planted: no p.dat appears */
+    ck_assert_int_eq(unlink(dat), 0);
+    ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 1);
+    const char *const expected2[] = { "t.mtr", "victim", "stderr", NULL };
+    assert_only_files(g_dir, "failing plot", expected2);
     free(trace);
     free(victim);
     free(err);
@@ -224,7 +241,7 @@ static Suite *outputs_suite(void)
         const TTest *t;
     } cases[] = {
         { "report_symlinks_replaced", report_symlinks_replaced },
-        { "plot_data_symlink_replaced", plot_data_symlink_replaced },
+        { "plot_failure_leaves_no_data", plot_failure_leaves_no_data },
         { "failing_runs_leave_nothing", failing_runs_leave_nothing },
         { "module_name_escaped", module_name_escaped },
     };
