@@ -44,6 +44,12 @@ int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
     return fd;
 }
 
+int mt_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 {
     size_t n = 0;

@@ -19,6 +19,10 @@ int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, cons
  * refused instead of blocking the open forever. The descriptor (st filled), or a negative errno. */
 int mt_open_input(const char *path, struct stat *st, mt_error_t *err);
 
+/* Whether the two paths name one existing file (after links): an output that would replace its own
+ * input is refused by the tools that write one from the other. */
+int mt_same_file(const char *a, const char *b);
+
 /* Reads up to len bytes at off, retrying short reads and EINTR; *got is what the file held.
  * 0 (also at the end of the file) or a negative errno. */
 int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got);

@@ -24,6 +24,8 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
     mt_error_t unused;
     if (!err)
         err = &unused;
+    if (mt_same_file(in, out))
+        return mt_errorf(err, -EINVAL, out, 0, "is the trace to pack; choose another output");
     mt_trace_t *t = NULL;
     int rc = mt_trace_open(&t, in, err);
     if (rc < 0)

@@ -1619,6 +1619,13 @@ START_TEST(pack_failures_leave_nothing)
     list_dir(dir, listing, sizeof listing);
     ck_assert_str_eq(listing, "in.mtr ");
 
+    /* the output named as the input: refused, the trace left as it was */
+    const uint64_t raw_size = file_size(raw);
+    rc = mt_trace_pack(raw, raw, 3, &err);
+    ck_assert_int_eq(rc, -EINVAL);
+    ck_assert_msg(strstr(err.msg, "is the trace to pack"), "%s", err.msg);
+    ck_assert_uint_eq(file_size(raw), raw_size);
+
     /* an existing output stays as it was */
     const int fd = open(packed, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ck_assert_int_eq(write(fd, "old", 3), 3);

@@ -21,6 +21,7 @@
 #include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
+#include "file_io.h"
 
 /* A helper run for nearly every record, or the common case of one, split from its rare case: a
  * call costs about 15 instructions of register saves and restores, against a handful of work, and
@@ -733,6 +734,10 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     mt_convert_stats_t dummy;
     mt_convert_stats_t *st = stats ? stats : &dummy;
     memset(st, 0, sizeof *st);
+    if (mt_same_file(trace_path, wl_path)) {
+        snprintf(err->msg, sizeof err->msg, "%s: is the trace to convert; choose another output", wl_path);
+        return -EINVAL;
+    }
     if (!opts->force && access(wl_path, F_OK) == 0) {
         snprintf(err->msg, sizeof err->msg, "%s: exists; pass --force to replace it", wl_path);
         return -EEXIST;

@@ -21,7 +21,8 @@ const char *mt_result_series(const char *result_path, const char *series, char *
 const char *mt_gp_text(char *buf, size_t cap, const char *s);
 const char *mt_gp_file(char *buf, size_t cap, const char *path);
 
-/* The terminal line for an output file by its extension: .svg gives SVG, anything else PNG. */
+/* The terminal line for an output file by its extension: .svg gives SVG, .png PNG (mt_gp_check_output
+ * refuses any other before a plot is drawn). */
 const char *mt_gnuplot_terminal(const char *out);
 
 /* Sweep plot: peak RSS and wall time against the swept value, one line per group (allocator and

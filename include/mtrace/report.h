@@ -27,7 +27,7 @@ typedef struct mt_report {
     uint32_t threads;
     double duration_s;
     uint64_t calls[MT_OP_LAST_CALL + 1];
-    uint64_t bytes[MT_OP_LAST_CALL + 1];    /* bytes requested */
+    uint64_t bytes[MT_OP_LAST_CALL + 1];    /* bytes requested by the calls that returned a block */
     uint64_t failures[MT_OP_LAST_CALL + 1];
     uint64_t allocations;                    /* calls that made a block */
     uint64_t peak_live_bytes, peak_live_blocks;

@@ -885,6 +885,10 @@ START_TEST(existing_output)
     ck_assert_str_eq(text, "keep me\n");
     free(text);
     opts.force = 1;
+    /* never the trace itself, even with force: it would be replaced by its own workload */
+    ck_assert_int_eq(mt_convert(s.trace, s.trace, &opts, &st, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "is the trace to convert") != NULL, "%s", err.msg);
+    ck_assert_int_eq(mt_file_is_workload(s.trace), 0);
     ck_assert_int_eq(mt_convert(s.trace, s.wl, &opts, &st, &err), 0);
     ck_assert_int_eq(mt_file_is_workload(s.wl), 1);
     scen_end(&s);
