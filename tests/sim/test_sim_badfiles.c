@@ -577,6 +577,92 @@ START_TEST(byte_damage_sweep)
 }
 END_TEST
 
+/* Thread 0's ops, read with the library's cursor: 0, or the reader's error. */
+static int read_ops(const char *path, mt_wl_rec_t **ops, size_t *n)
+{
+    mt_wl_t *w;
+    mt_error_t err;
+    *ops = NULL;
+    *n = 0;
+    if (mt_wl_open(&w, path, &err) < 0)
+        return -1;
+    mt_wl_cursor_t *c;
+    int rc = mt_wl_cursor_open(&c, w, 0);
+    size_t cap = 0;
+    mt_wl_rec_t r;
+    while (rc == 0 && (rc = mt_wl_cursor_next(c, &r, &err)) > 0) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            *ops = realloc(*ops, cap * sizeof **ops);
+            ck_assert_ptr_nonnull(*ops);
+        }
+        r.data = NULL; /* points into the cursor's buffer */
+        (*ops)[(*n)++] = r;
+    }
+    mt_wl_cursor_close(c);
+    mt_wl_close(w);
+    return rc < 0 ? -1 : 0;
+}
+
+static int same_ops(const mt_wl_rec_t *a, size_t na, const mt_wl_rec_t *b, size_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (a[i].op != b[i].op || a[i].time_ns != b[i].time_ns || a[i].slot != b[i].slot ||
+            a[i].slot2 != b[i].slot2 || a[i].size != b[i].size || a[i].count != b[i].count ||
+            a[i].align != b[i].align || a[i].old_size != b[i].old_size || a[i].a != b[i].a || a[i].b != b[i].b ||
+            a[i].thread != b[i].thread || a[i].n != b[i].n || a[i].len != b[i].len)
+            return 0;
+    return 1;
+}
+
+/* A byte changed inside a frame's compressed data is an error, never other ops read without
+ * complaint: frames carry zstd's checksum of their content. The ops are random, as a program's are
+ * (a regular stream compresses so well that nearly any damage already breaks its frame's size). */
+START_TEST(frame_data_damage_is_an_error)
+{
+    char *wl = path_in(g_dir, "random.mtw"), *bad = path_in(g_dir, "bad.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t0 = wlb_thread(&b, 0);
+    uint8_t live[512] = { 0 };
+    rng_t rng = { 777 };
+    for (int i = 0; i < 20000; i++) {
+        const uint64_t s = rng_below(&rng, 512);
+        if (live[s])
+            wlb_free(&b, t0, s + 1);
+        else
+            wlb_malloc(&b, t0, s + 1, 1 + rng_below(&rng, 5000));
+        live[s] ^= 1;
+        wlb_gap(&b, rng_below(&rng, 3000));
+    }
+    wlb_close(&b);
+    const layout_t l = get_layout(wl);
+    size_t len, nwant, ngot;
+    uint8_t *p = file_bytes(wl, &len);
+    mt_wl_rec_t *want, *got;
+    ck_assert_int_eq(read_ops(wl, &want, &nwant), 0);
+    mt_wl_frame_header_t fh;
+    memcpy(&fh, p + l.frame0, sizeof fh);
+    size_t silent = 0, tried = 0;
+    for (uint64_t o = l.frame0 + sizeof fh; o < l.frame0 + sizeof fh + fh.zsize; o += 3) {
+        p[o] ^= 0x10;
+        write_bytes(bad, p, len);
+        p[o] ^= 0x10;
+        tried++;
+        if (read_ops(bad, &got, &ngot) == 0 && !same_ops(got, ngot, want, nwant))
+            silent++;
+        free(got);
+    }
+    ck_assert_msg(silent == 0, "%zu of %zu damaged bytes read as other ops without an error", silent, tried);
+    free(want);
+    free(p);
+    free(wl);
+    free(bad);
+}
+END_TEST
+
 static Suite *bad_suite(void)
 {
     Suite *s = suite_create("sim_badfiles");
@@ -593,6 +679,7 @@ static Suite *bad_suite(void)
         { "damaged_index", damaged_index, 0 },
         { "unfinished", unfinished, 0 },
         { "byte_damage_sweep", byte_damage_sweep, 0 },
+        { "frame_data_damage_is_an_error", frame_data_damage_is_an_error, 0 },
         { "frame_op_count_checked", frame_op_count_checked, 0 },
         { "op_bytes_checked", op_bytes_checked, 0 },
         { "frame_error_names_file_once", frame_error_names_file_once, 1 },
