@@ -975,9 +975,12 @@ static int cmd_plot(int argc, char **argv)
         else if (!strcmp(a, "--help")) {
             usage_plot(stdout);
             return 0;
-        } else if (a[0] != '-' && n < 256)
+        } else if (a[0] != '-' && n < 256) {
             inputs[n++] = a;
-        else {
+        } else if (a[0] != '-') {
+            fprintf(stderr, "mtrace: plot draws at most 256 inputs\n");
+            return 2;
+        } else {
             usage_plot(stderr);
             return 2;
         }
@@ -986,6 +989,8 @@ static int cmd_plot(int argc, char **argv)
         usage_plot(stderr);
         return 2;
     }
+    if (mt_gp_check_output(out) < 0) /* before a large trace is read */
+        return 2;
     const int trace_kind = kind && (!strcmp(kind, "live") || !strcmp(kind, "sizes"));
     if (kind && !trace_kind && strcmp(kind, "rss") && strcmp(kind, "compare")) {
         fprintf(stderr, "mtrace: unknown --kind %s: live or sizes for a trace, rss or compare for replay results\n",

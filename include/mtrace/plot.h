@@ -11,6 +11,9 @@ extern "C" {
  * with a message on stderr (gnuplot missing: the Debian package to install is named) and `out`
  * untouched. */
 int mt_gnuplot(const char *script, const char *out);
+/* 0 when OUT names a picture gnuplot draws here (.png or .svg, any case); else one line on stderr
+ * and -1. Tools check it before reading their inputs. */
+int mt_gp_check_output(const char *out);
 
 /* A replay result's RSS series file: its recorded path, relative to the result's own directory
  * when not absolute. NULL (and a message on stderr) when the result names none or it is missing. */

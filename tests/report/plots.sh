@@ -249,10 +249,10 @@ bad-kind-or-format)
         only_files "$what"
     }
     for o in x.jpg x.JPEG x.pdf x noext.d/x x.png.txt; do
-        refused "plot -o $o TRACE" 1 "$o|.png or .svg" -- plot -o "$o" ../g.mtr
-        refused "plot --kind sizes -o $o TRACE" 1 "$o|.png or .svg" -- plot --kind sizes -o "$o" ../g.mtr
-        refused "plot -o $o RESULTS" 1 "$o|.png or .svg" -- plot -o "$o" ../res/r1.json ../res/r2.json
-        refused "plot --kind compare -o $o RESULTS" 1 "$o|.png or .svg" -- \
+        refused "plot -o $o TRACE" 2 "$o|.png or .svg" -- plot -o "$o" ../g.mtr
+        refused "plot --kind sizes -o $o TRACE" 2 "$o|.png or .svg" -- plot --kind sizes -o "$o" ../g.mtr
+        refused "plot -o $o RESULTS" 2 "$o|.png or .svg" -- plot -o "$o" ../res/r1.json ../res/r2.json
+        refused "plot --kind compare -o $o RESULTS" 2 "$o|.png or .svg" -- \
             plot --kind compare -o "$o" ../res/r1.json ../res/r2.json
     done
     # another case of the extension is the same format
