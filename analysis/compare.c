@@ -1,4 +1,5 @@
 /* mtrace compare: replay results in one table. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,17 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
     }
     if (rc)
         goto done;
+    /* Changes against the first result mean something only for one workload: say when it is not. */
+    for (int i = 1; i < n; i++) {
+        const char *w0 = mt_json_str_at(r[0], "workload", ""), *wi = mt_json_str_at(r[i], "workload", "");
+        char a[PATH_MAX], b[PATH_MAX];
+        const int same = !strcmp(w0, wi) || (realpath(w0, a) && realpath(wi, b) && !strcmp(a, b));
+        if (!same) {
+            char s0[4 * 256], si[4 * 256];
+            fprintf(stderr, "mtrace: warning: %s replayed %s, the first result %s: the changes compare different "
+                            "workloads\n", paths[i], mt_safe_str(si, sizeof si, wi), mt_safe_str(s0, sizeof s0, w0));
+        }
+    }
     char name[512];
     if (fmt == MT_TABLE_CSV) {
         fprintf(f, "name");

@@ -85,6 +85,13 @@ sed -n 3p "$work/same.txt" | grep -qE '\([+-]?[1-9][0-9]*\.[0-9]%\)|\([+-]?0\.[1
     fail "compare a a: a nonzero change: $(sed -n 3p "$work/same.txt")"
 sed -n 3p "$work/same.txt" | grep -q '(+0.0%)' || fail "compare a a: no +0.0%: $(sed -n 3p "$work/same.txt")"
 
+# results of another workload: compared all the same, with one warning naming both workloads
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["workload"] = "/elsewhere/other.wl"; json.dump(d, open(sys.argv[2], "w"))' \
+    "$work/b.json" "$work/other.json"
+t 60 "$mtrace" compare "$work/a.json" "$work/other.json" >"$work/other.txt" 2>"$work/err" || fail "compare a other: exit $?"
+[ "$(wc -l <"$work/err")" = 1 ] && grep -q 'warning: .*other.json replayed /elsewhere/other.wl.*different workloads' "$work/err" ||
+    fail "compare of two workloads: expected one warning, got: $(cat "$work/err")"
+
 # ---- compare: CSV ----
 t 60 "$mtrace" compare --csv "$work/a.json" "$work/b.json" "$work/c.json" >"$work/table.csv" ||
     fail "compare --csv: exit $?"
