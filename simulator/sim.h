@@ -82,6 +82,7 @@ typedef struct sim_alloc {
     size_t (*usable_size)(void *);
     uint32_t emulated;    /* 1u << op for each op whose function is emulated */
     uint32_t unsupported; /* 1u << op for aligned ops that cannot be: no aligned allocation at all */
+    int has_mallopt;      /* it defines mallopt: --mallopt settings reach it (else glibc's, unused) */
     char lib[PATH_MAX];   /* the file that defines malloc */
 } sim_alloc_t;
 

@@ -207,6 +207,7 @@ int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
     PICK(reallocarray, "reallocarray", MT_WL_REALLOCARRAY, emu_reallocarray);
     PICK(usable_size, "malloc_usable_size", MT_WL_USABLE_SIZE, emu_usable_size);
 #undef PICK
+    a->has_mallopt = own(mi.dli_fbase, "mallopt") != NULL;
     if (!own_posix_memalign && !own_memalign && !own_aligned_alloc)
         a->unsupported = 1u << MT_WL_MEMALIGN | 1u << MT_WL_POSIX_MEMALIGN | 1u << MT_WL_ALIGNED_ALLOC |
                          1u << MT_WL_VALLOC | 1u << MT_WL_PVALLOC;

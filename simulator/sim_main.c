@@ -439,7 +439,11 @@ int main(int argc, char **argv)
         return 1;
     }
     sim_sync_init(&s);
-    for (int i = 0; i < nopts; i++) {
+    if (nopts && !s.alloc.has_mallopt) /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
+        fprintf(stderr, "mtrace-sim: warning: %s does not define mallopt: the --mallopt settings would only reach "
+                        "glibc's allocator, which this replay does not use; replayed without them\n",
+                s.alloc.lib);
+    for (int i = 0; i < nopts && s.alloc.has_mallopt; i++) {
         if (mallopt(opt_param[i], opt_value[i]) != 1)
             fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", opt_text[i]);
     }

@@ -233,6 +233,15 @@ START_TEST(more_through_replay)
                       label);
         check_counts(j);
         mt_json_free(j);
+        /* a --mallopt setting cannot reach an allocator without mallopt (jemalloc, mimalloc): said in
+         * one warning, and the replay runs; tcmalloc defines one of its own, which gets it */
+        const char *const opt[] = { MTRACE_EXE, "replay", wl,        "--allocator",        g_name,
+                                    "--json",   json,     "--quiet", "--mallopt", "mmap_threshold=1m", NULL };
+        ck_assert_int_eq(run(opt, NULL, err, NULL, 120), 0);
+        if (strcmp(g_name, "tcmalloc") != 0) {
+            const char *const needles[] = { "does not define mallopt", "replayed without them", NULL };
+            assert_one_line(err, "--mallopt on an allocator without mallopt", needles);
+        }
         free(wl);
     }
 out:
