@@ -184,6 +184,17 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
             return 2;
         }
         short_name(name, sizeof name, o->allocators[i]);
+        /* The same allocator given again (to see run-to-run spread) gets files of its own: NAME-2 ... */
+        int again = 1;
+        for (int k = 0; k < i; k++) {
+            char other[128];
+            short_name(other, sizeof other, o->allocators[k]);
+            again += !strcmp(other, name);
+        }
+        if (again > 1) {
+            const size_t len = strlen(name);
+            snprintf(name + len, sizeof name - len, "-%d", again);
+        }
         char json[4096], series[4096];
         if (o->json)
             with_name(json, sizeof json, o->json, name, several);

@@ -58,6 +58,12 @@ t 60 "$mkwl" mixed "$work/mixed.mtw" || fail "sim_mkwl mixed"
 t 60 "$mkwl" layers "$work/layers.mtw" || fail "sim_mkwl layers"
 
 t 120 "$mtrace" replay "$work/mixed.mtw" --json "$work/a.json" --quiet || fail "replay a"
+# the same allocator twice (run-to-run spread): a result file each, named apart
+t 240 "$mtrace" replay "$work/mixed.mtw" --allocator glibc --allocator glibc --json "$work/twice.json" --quiet ||
+    fail "replay glibc twice"
+for f in twice.glibc.json twice.glibc-2.json; do
+    [ -s "$work/$f" ] || fail "replay glibc twice: no $f: $(ls "$work")"
+done
 t 120 "$mtrace" replay "$work/mixed.mtw" --json "$work/b.json" --quiet --mallopt mmap_threshold=65536 ||
     fail "replay b"
 t 120 "$sim" "$work/mixed.mtw" --json "$work/c.json" --quiet --label other || fail "mtrace-sim c"
