@@ -13,19 +13,20 @@ typedef struct opt_desc {
     opt_kind_t kind;
     size_t offset;
     const char *dflt;
+    unsigned long long min, max; /* numbers: a value outside is reported and the default used */
 } opt_desc_t;
 
-#define OPT(name, kind, field, dflt) { name, kind, offsetof(mt_options_t, field), dflt }
+#define OPT(name, kind, field, dflt, min, max) { name, kind, offsetof(mt_options_t, field), dflt, min, max }
 
 static const opt_desc_t opt_table[] = {
-    OPT("MTRACE_OUT", OPT_PATH, out, "mtrace.%p.mtr"),
-    OPT("MTRACE_INDEX", OPT_PATH, index, ""),
-    OPT("MTRACE_STACKS", OPT_UINT, stacks, "0"),
-    OPT("MTRACE_RSS_MS", OPT_UINT, rss_ms, "10"),
-    OPT("MTRACE_PAUSED", OPT_UINT, paused, "0"),
-    OPT("MTRACE_FOLLOW_FORK", OPT_UINT, follow_fork, "1"),
-    OPT("MTRACE_MAX_SIZE", OPT_MIB, max_bytes, "65536"),
-    OPT("MTRACE_QUIET", OPT_UINT, quiet, "0"),
+    OPT("MTRACE_OUT", OPT_PATH, out, "mtrace.%p.mtr", 0, 0),
+    OPT("MTRACE_INDEX", OPT_PATH, index, "", 0, 0),
+    OPT("MTRACE_STACKS", OPT_UINT, stacks, "0", 0, 64),
+    OPT("MTRACE_RSS_MS", OPT_UINT, rss_ms, "10", 0, 1000000000u),
+    OPT("MTRACE_PAUSED", OPT_UINT, paused, "0", 0, 1000000000u),
+    OPT("MTRACE_FOLLOW_FORK", OPT_UINT, follow_fork, "1", 0, 1000000000u),
+    OPT("MTRACE_MAX_SIZE", OPT_MIB, max_bytes, "65536", 1, UINT64_MAX >> 20),
+    OPT("MTRACE_QUIET", OPT_UINT, quiet, "0", 0, 1000000000u),
 };
 
 /* A decimal number up to max, without locale or errno side effects (the shim may run before the
@@ -42,17 +43,6 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
     }
     *out = v;
     return 0;
-}
-
-/* The largest value each numeric option takes; a value outside 0 .. max (MTRACE_MAX_SIZE: 1 .. max)
- * is reported on stderr and the default used. */
-static unsigned long long opt_max(const opt_desc_t *d)
-{
-    if (d->kind == OPT_MIB)
-        return UINT64_MAX >> 20;
-    if (d->offset == offsetof(mt_options_t, stacks))
-        return 64;
-    return 1000000000u;
 }
 
 void mt_options_read(mt_options_t *opt)
@@ -79,7 +69,7 @@ void mt_options_read(mt_options_t *opt)
             continue;
         }
         unsigned long long n = 0;
-        if (parse_uint(v, opt_max(d), &n) < 0 || (d->kind == OPT_MIB && n == 0)) {
+        if (parse_uint(v, d->max, &n) < 0 || n < d->min) {
             bad[nbad++] = i;
             parse_uint(d->dflt, UINT64_MAX, &n);
         }
@@ -91,7 +81,7 @@ void mt_options_read(mt_options_t *opt)
     /* Said once all are read: MTRACE_QUIET may come after the bad one. */
     for (size_t k = 0; k < nbad; k++) {
         const opt_desc_t *d = &opt_table[bad[k]];
-        mt_say("mtrace: %s=%s is not a number from %u to %llu; using %s", d->name, secure_getenv(d->name),
-               d->kind == OPT_MIB ? 1u : 0u, opt_max(d), d->dflt);
+        mt_say("mtrace: %s=%s is not a number from %llu to %llu; using %s", d->name, secure_getenv(d->name),
+               d->min, d->max, d->dflt);
     }
 }
