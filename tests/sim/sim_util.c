@@ -130,18 +130,24 @@ void wlb_calloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t count, uint64_t s
     take(b, slot, count * size);
 }
 
+/* A realloc or reallocarray op r (old slot r->slot, new r->slot2) whose new block has `bytes`. */
+static void put_realloc(wlb_t *b, uint32_t th, mt_wl_rec_t *r, uint64_t bytes)
+{
+    if (r->slot) {
+        slot_grow(b, r->slot);
+        r->old_size = b->slot_size[r->slot];
+    }
+    put(b, th, r);
+    if (r->slot)
+        drop(b, r->slot);
+    if (r->slot2)
+        take(b, r->slot2, bytes);
+}
+
 void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t size)
 {
     mt_wl_rec_t r = { .op = MT_WL_REALLOC, .slot = old_slot, .slot2 = new_slot, .size = size };
-    if (old_slot) {
-        slot_grow(b, old_slot);
-        r.old_size = b->slot_size[old_slot];
-    }
-    put(b, th, &r);
-    if (old_slot)
-        drop(b, old_slot);
-    if (new_slot)
-        take(b, new_slot, size);
+    put_realloc(b, th, &r, size);
 }
 
 void wlb_aligned(wlb_t *b, uint32_t th, unsigned op, uint64_t slot, uint64_t align, uint64_t size)
@@ -158,15 +164,7 @@ void wlb_aligned(wlb_t *b, uint32_t th, unsigned op, uint64_t slot, uint64_t ali
 void wlb_reallocarray(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, uint64_t count, uint64_t size)
 {
     mt_wl_rec_t r = { .op = MT_WL_REALLOCARRAY, .slot = old_slot, .slot2 = new_slot, .count = count, .size = size };
-    if (old_slot) {
-        slot_grow(b, old_slot);
-        r.old_size = b->slot_size[old_slot];
-    }
-    put(b, th, &r);
-    if (old_slot)
-        drop(b, old_slot);
-    if (new_slot)
-        take(b, new_slot, count * size);
+    put_realloc(b, th, &r, count * size);
 }
 
 void wlb_free(wlb_t *b, uint32_t th, uint64_t slot)
