@@ -12,13 +12,20 @@
  * C is the total over all threads, E the wall time from the start barrier to the last thread's end,
  * N the mean over threads of (that thread's wall time / its calls), U the same with the thread's CPU
  * time (user + system, CLOCK_THREAD_CPUTIME_ID): on a busy machine it leaves out the time a thread
- * waited for a CPU.
+ * waited for a CPU. With -p, worker i runs only on the i-th CPU the process may use (modulo their
+ * number), and a line per worker follows:
+ *   thread=I cpu=K ns_per_call=N cpu_ns_per_call=U
+ * so that a figure can be compared with one taken on the same CPU: the CPUs of a virtual machine
+ * need not be equally fast (bench/cpu_scaling.sh). Worker i draws random sequence i, unless -q
+ * gives every worker the same one, so that each compares with a 1-thread run of that sequence:
+ * sequences differ by a few ns per call, natively and in what tracing adds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <mcheck.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +39,7 @@
 typedef struct worker {
     pthread_t th;
     unsigned index;
+    int cpu;           /* the CPU it is pinned to (-p), else -1 */
     uint64_t calls;    /* calls made */
     uint64_t ns;       /* this thread's wall time */
     uint64_t cpu_ns;   /* this thread's CPU time */
@@ -43,6 +51,8 @@ static unsigned opt_threads = 1;
 static size_t opt_min = 16, opt_max = 65536;
 static size_t opt_live = 1024;
 static int opt_write_all; /* -w: write every byte of each block, as a program that uses it */
+static int opt_pin;       /* -p: pin worker i to the i-th allowed CPU */
+static int64_t opt_seq = -1; /* -q: the random sequence every worker draws; -1: worker i draws i */
 
 static pthread_barrier_t start_barrier;
 static uint64_t start_ns;
@@ -83,7 +93,17 @@ static uint64_t seed_for(unsigned index)
 static void *work(void *arg)
 {
     worker_t *w = arg;
-    uint64_t s = seed_for(w->index);
+    if (w->cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(w->cpu, &one);
+        const int rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        if (rc) {
+            fprintf(stderr, "churn: cannot pin worker %u to CPU %d: %s\n", w->index, w->cpu, strerror(rc));
+            exit(1);
+        }
+    }
+    uint64_t s = seed_for(opt_seq >= 0 ? (unsigned)opt_seq : w->index);
     /* Set-up allocations happen before the barrier, so they are not timed. */
     void **slot = calloc(opt_live, sizeof *slot);
     uint32_t *sizes = malloc(SIZE_TABLE * sizeof *sizes);
@@ -148,13 +168,15 @@ static void *work(void *arg)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-g]\n"
+    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-p] [-q SEQ] [-g]\n"
                "  -t  worker threads (default 1)\n"
                "  -n  malloc-family calls per thread, free included (default 10000000)\n"
                "  -s  smallest block size (default 16)\n"
                "  -S  largest block size (default 65536); sizes are log-uniform in [MIN, MAX]\n"
                "  -l  live block slots per thread (default 1024)\n"
                "  -w  write every byte of each block (default: its first byte only)\n"
+               "  -p  pin worker i to the i-th CPU the process may use; print a line per worker\n"
+               "  -q  every worker makes the calls of random sequence SEQ (default: worker i those of i)\n"
                "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
                "MALLOC_TRACE)\n");
 }
@@ -174,7 +196,7 @@ int main(int argc, char **argv)
 {
     int c, glibc_mtrace = 0;
     uint64_t v;
-    while ((c = getopt(argc, argv, "t:n:s:S:l:wgh")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:s:S:l:wpq:gh")) != -1) {
         switch (c) {
         case 't':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024)
@@ -204,6 +226,14 @@ int main(int argc, char **argv)
         case 'w':
             opt_write_all = 1;
             break;
+        case 'p':
+            opt_pin = 1;
+            break;
+        case 'q':
+            if (parse_u64(optarg, &v) || v > UINT32_MAX)
+                goto bad;
+            opt_seq = (int64_t)v;
+            break;
         case 'g':
             glibc_mtrace = 1;
             break;
@@ -224,8 +254,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "churn: set-up failed\n");
         return 1;
     }
+    int cpus[CPU_SETSIZE], ncpus = 0;
+    if (opt_pin) {
+        cpu_set_t allowed;
+        if (sched_getaffinity(0, sizeof allowed, &allowed)) {
+            perror("churn: sched_getaffinity");
+            return 1;
+        }
+        for (int k = 0; k < CPU_SETSIZE; k++)
+            if (CPU_ISSET(k, &allowed))
+                cpus[ncpus++] = k;
+    }
     for (unsigned i = 0; i < opt_threads; i++) {
         w[i].index = i;
+        w[i].cpu = ncpus ? cpus[i % (unsigned)ncpus] : -1;
         const int rc = pthread_create(&w[i].th, NULL, work, &w[i]);
         if (rc) {
             fprintf(stderr, "churn: pthread_create: %s\n", strerror(rc));
@@ -249,6 +291,9 @@ int main(int argc, char **argv)
     cpu_per_call /= opt_threads;
     printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n",
            opt_threads, calls, elapsed, per_call, cpu_per_call);
+    for (unsigned i = 0; opt_pin && i < opt_threads; i++)
+        printf("thread=%u cpu=%d ns_per_call=%.2f cpu_ns_per_call=%.2f\n", i, w[i].cpu,
+               (double)w[i].ns / (double)w[i].calls, (double)w[i].cpu_ns / (double)w[i].calls);
     pthread_barrier_destroy(&start_barrier);
     free(w);
     if (glibc_mtrace)
