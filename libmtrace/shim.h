@@ -88,8 +88,6 @@ typedef struct mt_global {
     int paused;
     atomic_int truncated;   /* stopped by a write failure: later calls count as lost (read by every thread) */
     pid_t pid;
-    /* Read by every call on glibc, written whenever the heap top moves. */
-    _Alignas(128) uint64_t last_brk; /* heap top after the latest call that observed it */
     /* Written once per chunk claimed, thread started or call lost. */
     _Alignas(128) _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
     _Atomic uint64_t mapped_chunks;

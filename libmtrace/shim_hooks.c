@@ -197,7 +197,7 @@ static void start_tracing(void)
         mt_g.exit_key_ok = 1;
     pthread_atfork(NULL, NULL, fork_child);
     if (mt_g.glibc) {
-        mt_g.last_brk = (uint64_t)(uintptr_t)sbrk(0); /* sets __curbrk if nothing did yet */
+        sbrk(0); /* sets __curbrk if nothing did yet */
         mt_g.curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");
     }
     if (mt_g.opt.stacks && mt_stacks_init() < 0)
@@ -345,16 +345,15 @@ static inline void rec_end_fast(mt_thread_t *t, uint8_t *end)
     t->busy = 0;
 }
 
-/* glibc's observable heap-top movement: one load of __curbrk (mt_g.curbrk) instead of a call to
- * sbrk(0), about 2 ns of every glibc call's 30. */
-static inline uint8_t heap_grew(void *const *curbrk)
+/* glibc's heap top, what sbrk(0) returns, as one load of __curbrk (mt_g.curbrk, set only when
+ * glibc's malloc answers; 0 otherwise): about 2 ns less than the call. Read before and after the real
+ * call, it tells whether that call moved the top (MT_XF_HEAP_GREW). Nothing shared is written: a
+ * top kept for the whole process, written by whichever thread saw it move, would be a cache line
+ * that every call of every thread reads and some of them write. */
+static inline uintptr_t heap_top(void)
 {
-    const uint64_t top = (uint64_t)(uintptr_t)(MT_LIKELY(curbrk != NULL) ? *curbrk : sbrk(0));
-    if (MT_UNLIKELY(top != mt_g.last_brk)) {
-        mt_g.last_brk = top;
-        return MT_XF_HEAP_GREW;
-    }
-    return 0;
+    void *const *curbrk = mt_g.curbrk;
+    return curbrk ? (uintptr_t)*curbrk : 0;
 }
 
 /* The size a block call asked for: the product of calloc's and reallocarray's count and size, the
@@ -369,19 +368,18 @@ static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
 }
 
 /* Encodes at p the record of a call that returned block r (NULL: failed; `err` is posix_memalign's
- * error) and returns its end. Always inlined with a constant op, so that the encoder's per-op switch
- * and tests fold away; `glibc` is constant 1 on the hot path, and curbrk not NULL. */
+ * error) and returns its end; `moved`: the call moved the heap top. Always inlined with a constant
+ * op, so that the encoder's per-op switch and tests fold away; `glibc` is constant 1 on the hot path. */
 static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, uint8_t *p, unsigned op,
                                                                 uint64_t now, const void *arg, uint64_t n1,
                                                                 uint64_t n2, void *r, int err, uint32_t stack,
-                                                                int glibc, void *const *curbrk)
+                                                                int glibc, int moved)
 {
     const uint64_t requested = requested_size(op, n1, n2);
-    uint8_t ext = stack ? MT_XF_STACK : 0;
+    uint8_t ext = (stack ? MT_XF_STACK : 0) | (moved ? MT_XF_HEAP_GREW : 0);
     unsigned b0 = op;
     int64_t slack = 0;
     if (glibc) {
-        ext |= heap_grew(curbrk);
         if (r) {
             /* One load of the chunk header gives both the MMAPPED flag and the usable size. */
             const size_t h = ((const size_t *)r)[-1];
@@ -397,34 +395,38 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
                        r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
 }
 
-/* The general writer of a call that returns a block. `op_null` is the op, with MT_RF_NULL when the
- * call failed; `result` the block, or posix_memalign's error when it failed (six arguments: the hot
- * path's call here is a jump). Returns the block. */
-static __attribute__((noinline)) void *rec_block_slow(unsigned op_null, uint64_t now, const void *arg,
+/* Passes "the call moved the heap top" to rec_block_slow in its op argument, above the first byte. */
+#define REC_MOVED 0x100u
+
+/* The general writer of a call that returns a block. `op_flags` is the op, with MT_RF_NULL when the
+ * call failed and REC_MOVED when it moved the heap top; `result` the block, or posix_memalign's error
+ * when it failed (six arguments: the hot path's call here is a jump). Returns the block. */
+static __attribute__((noinline)) void *rec_block_slow(unsigned op_flags, uint64_t now, const void *arg,
                                                       uint64_t n1, uint64_t n2, uint64_t result)
 {
     mt_thread_t *t = &mt_self;
-    const unsigned op = op_null & MT_RF_OPMASK;
-    void *r = (op_null & MT_RF_NULL) ? NULL : (void *)(uintptr_t)result;
+    const unsigned op = op_flags & MT_RF_OPMASK;
+    void *r = (op_flags & MT_RF_NULL) ? NULL : (void *)(uintptr_t)result;
     const int err = r ? 0 : (int)result;
     uint32_t stack = 0;
     uint8_t *p = rec_begin(t, now, &stack);
     if (p)
-        rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, mt_g.curbrk), now);
+        rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, (op_flags & REC_MOVED) != 0),
+                now);
     return r;
 }
 
-/* Records a call that returns a block, and returns r. */
+/* Records a call that returns a block, and returns r; `top` is the heap top read before the call. */
 static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, unsigned op, uint64_t now,
-                                                             const void *arg, uint64_t n1, uint64_t n2,
-                                                             void *r, int err)
+                                                             uintptr_t top, const void *arg, uint64_t n1,
+                                                             uint64_t n2, void *r, int err)
 {
+    const int moved = heap_top() != top;
     uint8_t *p = rec_begin_fast(t, now);
-    void *const *curbrk = mt_g.curbrk; /* set only for glibc's malloc */
-    if (MT_UNLIKELY(!p || !curbrk))
-        return rec_block_slow(r ? op : op | MT_RF_NULL, now, arg, n1, n2,
+    if (MT_UNLIKELY(!p || !mt_g.curbrk)) /* curbrk: set only for glibc's malloc */
+        return rec_block_slow((r ? op : op | MT_RF_NULL) | (moved ? REC_MOVED : 0), now, arg, n1, n2,
                               r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
-    rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, curbrk));
+    rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, moved));
     return r;
 }
 
@@ -489,8 +491,9 @@ MT_EXPORT void *malloc(size_t size)
         }
     }
     const uint64_t now = mt_now();
+    const uintptr_t top = heap_top();
     void *r = mt_g.real.malloc(size);
-    return rec_block(t, MT_OP_MALLOC, now, NULL, size, 0, r, 0);
+    return rec_block(t, MT_OP_MALLOC, now, top, NULL, size, 0, r, 0);
 }
 
 MT_EXPORT void free(void *ptr)
@@ -526,8 +529,9 @@ MT_EXPORT void *calloc(size_t n, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    const uintptr_t top = heap_top();
     void *r = mt_g.real.calloc(n, size);
-    return rec_block(t, MT_OP_CALLOC, now, NULL, n, size, r, 0);
+    return rec_block(t, MT_OP_CALLOC, now, top, NULL, n, size, r, 0);
 }
 
 MT_EXPORT void *realloc(void *ptr, size_t size)
@@ -548,8 +552,9 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    const uintptr_t top = heap_top();
     void *r = mt_g.real.realloc(ptr, size);
-    return rec_block(t, MT_OP_REALLOC, now, ptr, size, 0, r, 0);
+    return rec_block(t, MT_OP_REALLOC, now, top, ptr, size, 0, r, 0);
 }
 
 MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
@@ -569,8 +574,9 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    const uintptr_t top = heap_top();
     void *r = mt_g.real.reallocarray(ptr, n, size);
-    return rec_block(t, MT_OP_REALLOCARRAY, now, ptr, n, size, r, 0);
+    return rec_block(t, MT_OP_REALLOCARRAY, now, top, ptr, n, size, r, 0);
 }
 
 /* The aligned family: memalign, aligned_alloc, valloc, pvalloc share one shape. */
@@ -587,8 +593,9 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
             }                                                                                    \
         }                                                                                        \
         const uint64_t now = mt_now();                                                           \
+        const uintptr_t top = heap_top();                                                        \
         void *r = mt_g.real.name call_args;                                                      \
-        return rec_block(t, op, now, NULL, n1, n2, r, 0);                                        \
+        return rec_block(t, op, now, top, NULL, n1, n2, r, 0);                                   \
     }
 
 ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size)
@@ -611,8 +618,9 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    const uintptr_t top = heap_top();
     const int rc = mt_g.real.posix_memalign(out, align, size);
-    rec_block(t, MT_OP_POSIX_MEMALIGN, now, NULL, align, size, rc == 0 ? *out : NULL, rc);
+    rec_block(t, MT_OP_POSIX_MEMALIGN, now, top, NULL, align, size, rc == 0 ? *out : NULL, rc);
     return rc;
 }
 

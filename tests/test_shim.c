@@ -450,6 +450,52 @@ START_TEST(threads_lose_nothing)
 }
 END_TEST
 
+/* HEAP_GREW marks exactly the calls during which the heap top moved, as the program saw it with
+ * sbrk(0) around each call: not a small malloc after a free gave heap back (the shim once compared
+ * with the top the latest recorded call had seen, so that malloc got the flag), and never a free
+ * (its record is written before the real free). */
+START_TEST(heap_grew_marks_the_calls_that_moved_the_top)
+{
+    char *trace = path_in(g_dir, "brk.mtr");
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_brk", .preload = 1, .trace = trace }, &r);
+    assert_exit(&r, 0);
+    const uint64_t n = value(&r, "calls");
+    char key[16];
+    int moved[16] = { 0 };
+    ck_assert_uint_le(n, 16);
+    for (uint64_t k = 0; k < n; k++) {
+        snprintf(key, sizeof key, "moved%u", (unsigned)k);
+        moved[k] = (int)value(&r, key);
+    }
+    /* the scenario does what it says: the big block grows the heap, its free trims it, the small
+     * malloc after the trim moves nothing */
+    ck_assert_int_eq(moved[0], 1);
+    ck_assert_int_eq(moved[1], 1);
+    ck_assert_int_eq(moved[2], 0);
+    mt_trace_t *t = open_ok(trace);
+    ck_assert_uint_ne(mt_trace_header(t)->flags & MT_HDR_GLIBC_FLAGS, 0);
+    rec_list_t all = { 0 }, calls = { 0 };
+    thread_records(t, 0, &all);
+    calls_of(&all, &calls);
+    size_t first = 0;
+    while (first < calls.n && !(calls.v[first].op == MT_OP_MALLOC && calls.v[first].size == 300000))
+        first++;
+    ck_assert_uint_le(first + n, calls.n);
+    for (uint64_t k = 0; k < n; k++) {
+        const mt_record_t *c = &calls.v[first + k];
+        const int want = c->op == MT_OP_FREE ? 0 : moved[k];
+        ck_assert_msg(!!(c->flags & MT_FLAG_HEAP_GREW) == want, "call %u (op %u): HEAP_GREW %d, heap top moved %d",
+                      (unsigned)k, c->op, !!(c->flags & MT_FLAG_HEAP_GREW), moved[k]);
+    }
+    rec_list_free(&all);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    run_free(&r);
+    free(trace);
+}
+END_TEST
+
 /* Every THREAD_CREATE names a thread that the trace holds, once, whose THREAD_START names its
  * creator: with 1000 threads that reuse at once the memory the shim's start-up freed in them, a
  * creator that read it after pthread_create returned recorded garbage for several of them. */
@@ -1136,6 +1182,7 @@ static Suite *shim_suite(void)
     tc = tcase(s, "threads");
     tcase_add_test(tc, threads_lose_nothing);
     tcase_add_test(tc, thread_create_names_the_new_thread);
+    tcase_add_test(tc, heap_grew_marks_the_calls_that_moved_the_top);
 
     tc = tcase(s, "fork");
     tcase_add_test(tc, fork_child_gets_its_own_file);
