@@ -2,8 +2,9 @@
 # Tracing overhead per thread at 1 and at T threads, compared CPU by CPU.
 #
 # The CPUs of a virtual machine need not be equally fast: on the 2-vCPU machine this was written on,
-# churn runs 40-70 % slower on CPU 1 than on CPU 0 (memset of an L2-sized buffer 40 % slower, an
-# arithmetic loop 5 %), and so does every nanosecond the shim adds. A 1-thread run mostly lands
+# churn ran 10-70 % slower on one CPU than on the other (memset of an L2-sized buffer 40 % slower, an
+# arithmetic loop 5 %), which one changing from one series to the next, and so does every
+# nanosecond the shim adds. A 1-thread run mostly lands
 # on one CPU and a T-thread run spreads over all of them, so "per thread at T threads against 1" mixes
 # the shim's scaling with the CPUs' difference. Here every run is pinned: each round runs churn with
 # 1 thread on each CPU in turn, then with T threads pinned one per CPU (churn -p), each natively and
