@@ -869,7 +869,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
     mt_put_safe(f, r->command, strlen(r->command));
     fputc('\n', f);
     fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
-            r->complete ? "" : " (the trace did not finish: killed, crashed or left by _exit)", r->truncated ? " (truncated)" : "");
+            r->complete ? "" : " (the trace did not finish: the process was killed or crashed)", r->truncated ? " (truncated)" : "");
     fprintf(f, "%% calls        calls   bytes requested  failures  function\n");
     fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
     for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {

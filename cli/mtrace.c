@@ -569,7 +569,7 @@ static int cmd_info(int argc, char **argv)
         printf("state         %s%s%s\n",
                complete        ? "complete"
                : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
-                               : "not finished (the process was killed, crashed or left by _exit)",
+                               : "not finished (the process was killed or crashed)",
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
         if (h->lost_calls)
             printf("lost calls    %" PRIu64 "\n", h->lost_calls);

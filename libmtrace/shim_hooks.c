@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mtrace.h"
@@ -63,6 +64,8 @@ static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
 static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef void (*exit_fn_t)(int) __attribute__((noreturn));
+static exit_fn_t real_exit_fn, real_Exit_fn;
 
 /* Emulations used when the next allocator lacks an entry point that libc provides: calling libc's
  * version would hand a foreign block to glibc's allocator. */
@@ -166,6 +169,8 @@ static void resolve_real(void)
     real_execveat = (int (*)(int, const char *, char *const[], char *const[], int))dlsym(RTLD_NEXT, "execveat");
     real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
         RTLD_NEXT, "pthread_create");
+    real_exit_fn = (exit_fn_t)dlsym(RTLD_NEXT, "_exit");
+    real_Exit_fn = (exit_fn_t)dlsym(RTLD_NEXT, "_Exit");
     /* Published last: a thread that sees malloc set sees everything else. */
     atomic_store((_Atomic(void *) *)&r->malloc, (void *)m);
 }
@@ -734,6 +739,45 @@ MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
         return -1;
     }
     return real_execveat(dirfd, path, argv, envp, flags);
+}
+
+/* _exit and _Exit end the process without running destructors, ours included, which finish the
+ * trace (end time, the clock rate, COMPLETE): a worker of Python's multiprocessing, a shell's
+ * child or a forking server's would otherwise leave a trace that reads as "not finished", and one
+ * shorter than an RSS period would have no clock rate at all. They are finished here, with care
+ * for what _exit may be called from:
+ * - a vfork child (or posix_spawn's) runs on its parent's memory, mt_g included: its pid is not
+ *   the one that opened the trace, and it leaves everything alone;
+ * - a signal handler (_exit is async-signal-safe) may have interrupted this thread inside the shim,
+ *   with a record half written: then no THREAD_EXIT is written over it, and the record, whose
+ *   first byte is stored last, stays unpublished. Finishing makes system calls only. */
+static void finish_before_exit(void)
+{
+    mt_thread_t *t = &mt_self;
+    if (!mt_g.base || getpid() != mt_g.pid)
+        return;
+    if (t->busy)
+        t->exited = 1;
+    t->busy = 2;
+    mt_file_finish();
+}
+
+MT_EXPORT void _exit(int status)
+{
+    finish_before_exit();
+    if (real_exit_fn)
+        real_exit_fn(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+MT_EXPORT void _Exit(int status)
+{
+    finish_before_exit();
+    if (real_Exit_fn)
+        real_Exit_fn(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
 }
 
 /* execl, execle and execlp call execve inside libc, past the wrappers above: they are wrapped

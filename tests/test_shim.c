@@ -496,6 +496,87 @@ START_TEST(heap_grew_marks_the_calls_that_moved_the_top)
 }
 END_TEST
 
+/* Runs prog_exit MODE PAIRS under the shim, checks its exit code, and returns the trace, which must be
+ * complete, with a clock rate, and hold the main thread's PAIRS malloc/free pairs after its last
+ * record from before them (the output's "pairs" line needs no malloc). */
+static mt_trace_t *exit_trace(const char *mode, const char *pairs, int code, char **path)
+{
+    *path = path_in(g_dir, mode[0] == '_' ? mode + 1 : mode);
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_exit", .args = { mode, pairs }, .preload = 1, .trace = *path }, &r);
+    assert_exit(&r, code);
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+    mt_trace_t *t = open_ok(*path);
+    const mt_file_header_t *h = mt_trace_header(t);
+    ck_assert_msg(h->flags & MT_HDR_COMPLETE, "%s: trace not finished", mode);
+    ck_assert_uint_gt(h->ticks_per_sec, 0);
+    ck_assert_uint_gt(h->end_time, h->start_time);
+    return t;
+}
+
+static size_t main_thread_mallocs(const mt_trace_t *t, unsigned *last_op)
+{
+    rec_list_t recs = { 0 };
+    thread_records(t, 0, &recs);
+    const size_t n = count_op(&recs, MT_OP_MALLOC);
+    *last_op = recs.n ? recs.v[recs.n - 1].op : 0;
+    rec_list_free(&recs);
+    return n;
+}
+
+/* _exit and _Exit run no destructors; the shim finishes the trace in them: complete, with its end
+ * time and clock rate, THREAD_EXIT last in the calling thread, and the exit code passed on. */
+START_TEST(exit_without_destructors_finishes_the_trace)
+{
+    const char *modes[] = { "_exit", "_Exit" };
+    for (int i = 0; i < 2; i++) {
+        char *path;
+        mt_trace_t *t = exit_trace(modes[i], "1000", 3 + i, &path);
+        unsigned last;
+        ck_assert_uint_ge(main_thread_mallocs(t, &last), 1000);
+        ck_assert_uint_eq(last, MT_EV_THREAD_EXIT);
+        mt_trace_close(t);
+        free(path);
+    }
+}
+END_TEST
+
+/* A vfork child's _exit runs on the parent's memory: finishing the trace there would stop the
+ * parent's tracing. The parent's calls after it are all recorded. */
+START_TEST(vfork_child_exit_leaves_the_parent_tracing)
+{
+    char *path;
+    mt_trace_t *t = exit_trace("vfork", "2000", 0, &path);
+    unsigned last;
+    ck_assert_uint_ge(main_thread_mallocs(t, &last), 2000);
+    ck_assert_uint_eq(mt_trace_header(t)->lost_calls, 0);
+    mt_trace_close(t);
+    free(path);
+}
+END_TEST
+
+/* _exit from one thread while another allocates without pause: the trace is finished, reads whole,
+ * and the exiting thread's records all come before its THREAD_EXIT. */
+START_TEST(exit_from_a_thread_while_another_allocates)
+{
+    for (int round = 0; round < 5; round++) {
+        char *path;
+        mt_trace_t *t = exit_trace("thread", "20000", 5, &path);
+        ck_assert_uint_eq(mt_trace_thread_count(t), 2);
+        rec_list_t recs = { 0 };
+        thread_records(t, 1, &recs);
+        ck_assert_uint_ge(count_op(&recs, MT_OP_MALLOC), 20000);
+        ck_assert_uint_eq(recs.v[recs.n - 1].op, MT_EV_THREAD_EXIT);
+        rec_list_free(&recs);
+        unsigned last;
+        main_thread_mallocs(t, &last); /* reads the main thread's stream to its end, or fails */
+        mt_trace_close(t);
+        free(path);
+    }
+}
+END_TEST
+
 /* Every THREAD_CREATE names a thread that the trace holds, once, whose THREAD_START names its
  * creator: with 1000 threads that reuse at once the memory the shim's start-up freed in them, a
  * creator that read it after pthread_create returned recorded garbage for several of them. */
@@ -1183,6 +1264,9 @@ static Suite *shim_suite(void)
     tcase_add_test(tc, threads_lose_nothing);
     tcase_add_test(tc, thread_create_names_the_new_thread);
     tcase_add_test(tc, heap_grew_marks_the_calls_that_moved_the_top);
+    tcase_add_test(tc, exit_without_destructors_finishes_the_trace);
+    tcase_add_test(tc, vfork_child_exit_leaves_the_parent_tracing);
+    tcase_add_test(tc, exit_from_a_thread_while_another_allocates);
 
     tc = tcase(s, "fork");
     tcase_add_test(tc, fork_child_gets_its_own_file);

@@ -83,6 +83,19 @@ d = [{"k%d" % i: list(range(i % 10))} for i in range(20000)]
 print(len(json.dumps(d)))'
 unset PYTHONMALLOC
 
+# Ends through os._exit (libc's _exit, no destructors) in a forked child and in the parent, as
+# multiprocessing workers and forking servers do: both traces are finished all the same.
+check python-exit 1000 1 /usr/bin/python3 -c '
+import os, sys
+pid = os.fork()
+if pid == 0:
+    x = [str(i) for i in range(10000)]
+    os._exit(0)
+os.waitpid(pid, 0)
+print("done")
+sys.stdout.flush()
+os._exit(7)'
+
 # A compiler on a real source file (gcc drives cc1 and as: an exec'd and forked pipeline).
 check gcc 10000 1 gcc -O2 -I"$src/include" -c "$src/libmtrace/trace_reader.c" -o "$work/trace_reader.o"
 
