@@ -1,5 +1,6 @@
 /* mtrace compare: replay results in one table. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,38 @@ static double value(const mt_jval_t *r, size_t c)
     }
 }
 
+int mt_replay_result_check(const char *path, const mt_jval_t *r)
+{
+    if (strcmp(mt_json_str_at(r, "kind", ""), "replay") != 0) {
+        fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", path);
+        return -1;
+    }
+    static const char *const figs[][2] = {
+        { NULL, "wall_us" },        { NULL, "cpu_us" },         { NULL, "max_rss_kb" },
+        { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },  { "avg_cycles", "malloc" },
+        { "avg_cycles", "free" },   { "p99_cycles", "malloc" },
+    };
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+        const char *group = figs[i][0], *key = figs[i][1];
+        const mt_jval_t *obj = group ? mt_json_get(r, group) : r;
+        if (!obj)
+            continue;
+        if (obj->type != MT_JOBJ) {
+            fprintf(stderr, "mtrace: %s: \"%s\" is not an object: not a replay result as mtrace replay writes it\n",
+                    path, group);
+            return -1;
+        }
+        const mt_jval_t *v = mt_json_get(obj, key);
+        if (v && (v->type != MT_JNUM || !isfinite(v->num) || v->num < 0)) {
+            fprintf(stderr, "mtrace: %s: \"%s%s%s\" is not a number of at least 0: not a replay result as mtrace "
+                            "replay writes it\n",
+                    path, group ? group : "", group ? "." : "", key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The row's name: the allocator, with its settings if any. */
 static void row_name(const mt_jval_t *r, char *out, size_t cap)
 {
@@ -62,8 +95,7 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
         if (mt_json_load(paths[i], &r[i], &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
             rc = 1;
-        } else if (strcmp(mt_json_str_at(r[i], "kind", ""), "replay") != 0) {
-            fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", paths[i]);
+        } else if (mt_replay_result_check(paths[i], r[i]) < 0) {
             rc = 1;
         }
     }

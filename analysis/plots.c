@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "mtrace/json_reader.h"
+#include "mtrace/compare.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
 #include "file_io.h"
@@ -247,6 +248,11 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
         mt_error_t err;
         if (mt_json_load(results[i], &j, &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
+            mt_out_abort(&data);
+            return -1;
+        }
+        if (mt_replay_result_check(results[i], j) < 0) {
+            mt_json_free(j);
             mt_out_abort(&data);
             return -1;
         }

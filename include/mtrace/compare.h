@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "mtrace/json_reader.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -13,6 +15,12 @@ typedef enum { MT_TABLE_TEXT, MT_TABLE_CSV, MT_TABLE_JSON } mt_table_fmt_t;
 /* Loads the result files (mtrace-sim --json) and prints the table. 0, or 1 on bad input (message
  * on stderr naming the file and offset). */
 int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t fmt);
+
+/* Checks that `r`, loaded from `path`, is a replay result whose figures (wall and CPU time, RSS,
+ * cycles) are numbers, finite and not negative where present: a damaged or hand-edited file is
+ * refused rather than shown as a change of -300 % or a bar of 1e308. 0, or -1 with a message on
+ * stderr naming the file and the figure. */
+int mt_replay_result_check(const char *path, const mt_jval_t *r);
 
 #ifdef __cplusplus
 }

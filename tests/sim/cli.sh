@@ -98,6 +98,31 @@ t 60 "$mtrace" compare "$work/a.json" "$work/other.json" >"$work/other.txt" 2>"$
 [ "$(wc -l <"$work/err")" = 1 ] && grep -q 'warning: .*other.json replayed /elsewhere/other.wl.*different workloads' "$work/err" ||
     fail "compare of two workloads: expected one warning, got: $(cat "$work/err")"
 
+# a damaged or hand-edited result: refused (exit 1), one line naming the file and the figure
+bad_result() { # NAME PYTHON-STATEMENT-ON-d
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(d, open(sys.argv[2], "w"))' \
+        "$work/b.json" "$work/$1.json" "$2"
+}
+bad_result neg 'd["wall_us"] = -5'
+bad_result str 'd["avg_cycles"]["malloc"] = "fast"'
+bad_result inf 'd["max_rss_kb"] = 123456789.5' # then 1e999, which reads as infinity
+sed -i 's/123456789\.5/1e999/' "$work/inf.json"
+bad_result grp 'd["p99_cycles"] = 7'
+for f in neg:wall_us str:avg_cycles.malloc inf:max_rss_kb grp:p99_cycles; do
+    name=${f%%:*} fig=${f#*:}
+    t 60 "$mtrace" compare "$work/a.json" "$work/$name.json" >"$work/bad.txt" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "compare with $name.json: exit $rc, expected 1"
+    [ -s "$work/bad.txt" ] && fail "compare with $name.json printed a table"
+    [ "$(wc -l <"$work/err")" = 1 ] && grep -q "$name.json: \"$fig\" is not" "$work/err" ||
+        fail "compare with $name.json: expected one line naming $fig, got: $(cat "$work/err")"
+    t 60 "$mtrace" plot -o "$work/bad.png" --kind compare "$work/a.json" "$work/$name.json" 2>"$work/err"
+    rc=$?
+    [ "$rc" != 0 ] && grep -q "$name.json: \"$fig\" is not" "$work/err" ||
+        fail "plot --kind compare with $name.json: exit $rc: $(cat "$work/err")"
+    [ -e "$work/bad.png" ] && fail "plot --kind compare with $name.json wrote a plot"
+done
+
 # ---- compare: CSV ----
 t 60 "$mtrace" compare --csv "$work/a.json" "$work/b.json" "$work/c.json" >"$work/table.csv" ||
     fail "compare --csv: exit $?"
