@@ -743,9 +743,9 @@ MT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
 
 /* _exit and _Exit end the process without running destructors, ours included, which finish the
  * trace (end time, the clock rate, COMPLETE): a worker of Python's multiprocessing, a shell's
- * child or a forking server's would otherwise leave a trace that reads as "not finished", and one
- * shorter than an RSS period would have no clock rate at all. They are finished here, with care
- * for what _exit may be called from:
+ * child or a forking server's would otherwise leave a trace that reads as "not finished", whose clock
+ * rate rests on its RSS samples alone (none with MTRACE_RSS_MS=0: no rate, no time span). They are
+ * finished here, with care for what _exit may be called from:
  * - a vfork child (or posix_spawn's) runs on its parent's memory, mt_g included: its pid is not
  *   the one that opened the trace, and it leaves everything alone;
  * - a signal handler (_exit is async-signal-safe) may have interrupted this thread inside the shim,
