@@ -577,6 +577,30 @@ START_TEST(exit_from_a_thread_while_another_allocates)
 }
 END_TEST
 
+/* _exit from a signal handler (it is async-signal-safe) may interrupt the thread inside the recorder.
+ * A timer signals every 37 us; a signal that fires during a system call of the recorder (the copy-out
+ * of a full chunk) is delivered as it returns, so a run often ends between sealing a chunk and
+ * starting the next (5 of 40 runs here), more rarely in the middle of a record. Either way the
+ * finished trace reads whole, and a THREAD_EXIT, when written, is the thread's last record: none is
+ * written over a record in progress. */
+START_TEST(exit_from_a_signal_handler_inside_the_recorder)
+{
+    for (int round = 0; round < 30; round++) {
+        char *path;
+        mt_trace_t *t = exit_trace("signal", "100", 6, &path);
+        rec_list_t recs = { 0 };
+        thread_records(t, 0, &recs); /* reads the stream to its end, or fails */
+        ck_assert_uint_gt(count_op(&recs, MT_OP_MALLOC), 0);
+        for (size_t i = 0; i + 1 < recs.n; i++)
+            ck_assert_msg(recs.v[i].op != MT_EV_THREAD_EXIT, "run %d: record %zu of %zu follows THREAD_EXIT",
+                          round, i + 1, recs.n);
+        rec_list_free(&recs);
+        mt_trace_close(t);
+        free(path);
+    }
+}
+END_TEST
+
 /* Every THREAD_CREATE names a thread that the trace holds, once, whose THREAD_START names its
  * creator: with 1000 threads that reuse at once the memory the shim's start-up freed in them, a
  * creator that read it after pthread_create returned recorded garbage for several of them. */
@@ -1267,6 +1291,7 @@ static Suite *shim_suite(void)
     tcase_add_test(tc, exit_without_destructors_finishes_the_trace);
     tcase_add_test(tc, vfork_child_exit_leaves_the_parent_tracing);
     tcase_add_test(tc, exit_from_a_thread_while_another_allocates);
+    tcase_add_test(tc, exit_from_a_signal_handler_inside_the_recorder);
 
     tc = tcase(s, "fork");
     tcase_add_test(tc, fork_child_gets_its_own_file);
