@@ -257,7 +257,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
         const uint8_t b0 = *s[S_OPS].p++;
         const unsigned op = b0 & MT_RF_OPMASK;
         uint64_t v;
-        if (op >= MT_FIRST_EVENT && op <= MT_EV_LOST && !(b0 & ~MT_RF_OPMASK)) {
+        if (op >= MT_FIRST_EVENT && op <= mt_last_event(m->version) && !(b0 & ~MT_RF_OPMASK)) {
             uint64_t dt, len;
             GET(S_TIME, dt);
             GET(S_MISC, len);
@@ -587,7 +587,7 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
         const uint8_t b0 = *p++;
         const unsigned op = b0 & MT_RF_OPMASK;
         ws_byte(&w[S_OPS], b0);
-        if (op >= MT_FIRST_EVENT && op <= MT_EV_LOST && !(b0 & ~MT_RF_OPMASK)) {
+        if (op >= MT_FIRST_EVENT && op <= mt_last_event(m->version) && !(b0 & ~MT_RF_OPMASK)) {
             uint64_t len;
             GET(v);
             ws_u(&w[S_TIME], v);

@@ -111,6 +111,29 @@ int mt_stacks_init(void);
 void mt_stacks_after_fork_child(void);
 uint32_t mt_stack_id(mt_thread_t *t);
 
+/* shim_pages.c */
+/* Writes an MT_EV_PAGES event for block p of `usable` bytes: its resident whole pages (none without
+ * asking the kernel when `fresh`: a chunk glibc has just mapped). */
+void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, int fresh);
+
+/* glibc's chunk header word before block p: its size and flag bits (2: mmapped). */
+static inline size_t mt_glibc_chunk_word(const void *p)
+{
+    return ((const size_t *)p)[-1];
+}
+
+/* The usable bytes of a glibc block from its chunk header word. */
+static inline size_t mt_glibc_usable(size_t h)
+{
+    return (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+}
+
+/* Whether a glibc block with chunk header word h gets page evidence (MT_PAGES_MIN usable bytes). */
+static inline int mt_pages_wanted(size_t h)
+{
+    return h >= MT_PAGES_MIN + 2 * sizeof(size_t) && mt_glibc_usable(h) >= MT_PAGES_MIN;
+}
+
 /* shim_file.c */
 int mt_file_open(void);
 void mt_file_finish(void);

@@ -387,9 +387,9 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
     if (glibc) {
         if (r) {
             /* One load of the chunk header gives both the MMAPPED flag and the usable size. */
-            const size_t h = ((const size_t *)r)[-1];
+            const size_t h = mt_glibc_chunk_word(r);
             b0 |= (h & 2) ? MT_RF_MMAPPED : 0;
-            slack = (int64_t)((h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t)) - requested);
+            slack = (int64_t)(mt_glibc_usable(h) - requested);
         }
     } else if (r) {
         slack = (int64_t)(mt_g.real.malloc_usable_size(r) - requested);
@@ -398,6 +398,24 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
         b0 |= MT_RF_NULL;
     return mt_enc_call(&t->enc, p, MT_TRACE_VERSION, b0, ext, now, (uint64_t)(uintptr_t)arg, n1, n2,
                        r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
+}
+
+/* After the call that made glibc block r: its page evidence, when it is large. A chunk glibc mapped
+ * for it is fresh (no whole page resident), which spares the syscall on the common large case. */
+static __attribute__((noinline)) void pages_at_alloc(uint64_t now, const void *r)
+{
+    const size_t h = mt_glibc_chunk_word(r);
+    mt_pages_event(now, r, mt_glibc_usable(h), MT_PAGES_AT_ALLOC, (h & 2) != 0);
+}
+
+/* Before the call that ends glibc block p (free, realloc): its page evidence, when it is large. */
+static inline void pages_at_end(uint64_t now, const void *p)
+{
+    if (MT_UNLIKELY(p && mt_g.glibc)) {
+        const size_t h = mt_glibc_chunk_word(p);
+        if (MT_UNLIKELY(mt_pages_wanted(h)))
+            mt_pages_event(now, p, mt_glibc_usable(h), MT_PAGES_AT_END, 0);
+    }
 }
 
 /* Passes "the call moved the heap top" to rec_block_slow in its op argument, above the first byte. */
@@ -418,6 +436,8 @@ static __attribute__((noinline)) void *rec_block_slow(unsigned op_flags, uint64_
     if (p)
         rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, (op_flags & REC_MOVED) != 0),
                 now);
+    if (r && mt_g.glibc && mt_pages_wanted(mt_glibc_chunk_word(r)))
+        pages_at_alloc(now, r);
     return r;
 }
 
@@ -432,6 +452,8 @@ static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, uns
         return rec_block_slow((r ? op : op | MT_RF_NULL) | (moved ? REC_MOVED : 0), now, arg, n1, n2,
                               r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
     rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, moved));
+    if (MT_UNLIKELY(r && mt_pages_wanted(mt_glibc_chunk_word(r))))
+        pages_at_alloc(now, r);
     return r;
 }
 
@@ -511,6 +533,7 @@ MT_EXPORT void free(void *ptr)
         return;
     }
     const uint64_t now = mt_now();
+    pages_at_end(now, ptr);
     /* Recorded before the real free: once free returns, another thread may get the same address,
      * and its record must not be able to precede ours in the file of this thread's events. */
     if (MT_UNLIKELY(!rec_plain_fast(t, MT_OP_FREE, now, ptr, 0, 0, 0))) {
@@ -557,6 +580,7 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    pages_at_end(now, ptr);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.realloc(ptr, size);
     return rec_block(t, MT_OP_REALLOC, now, top, ptr, size, 0, r, 0);
@@ -579,6 +603,7 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
         }
     }
     const uint64_t now = mt_now();
+    pages_at_end(now, ptr);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.reallocarray(ptr, n, size);
     return rec_block(t, MT_OP_REALLOCARRAY, now, top, ptr, n, size, r, 0);

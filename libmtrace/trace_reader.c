@@ -475,9 +475,9 @@ static inline void clear_record(mt_record_t *r)
     r->offset = 0;
 }
 
-static inline int is_opcode(unsigned op)
+static inline int is_opcode(unsigned op, unsigned version)
 {
-    return (op >= MT_OP_MALLOC && op <= MT_OP_LAST_CALL) || (op >= MT_FIRST_EVENT && op <= MT_EV_LOST);
+    return (op >= MT_OP_MALLOC && op <= MT_OP_LAST_CALL) || (op >= MT_FIRST_EVENT && op <= mt_last_event(version));
 }
 
 /* The record at c->p, which is present and not the end marker. `unchecked`: at least
@@ -496,7 +496,7 @@ static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *rest
     const uint8_t b0 = *q++;
     const unsigned op = b0 & MT_RF_OPMASK;
     r->op = (uint8_t)op;
-    if (!is_opcode(op))
+    if (!is_opcode(op, t->hdr.version))
         return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
     int64_t dt;
     if (op >= MT_FIRST_EVENT) {

@@ -349,6 +349,9 @@ int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, 
 {
     if (op < MT_FIRST_EVENT || !mt_op_name(op))
         return set_error(w, -EINVAL, "opcode %u is not an event", op);
+    if (op > mt_last_event(w->version))
+        return set_error(w, -EINVAL, "%s events are not defined in trace format version %u", mt_op_name(op),
+                         w->version);
     /* In the worst case it starts a chunk: op, a 1-byte time delta (0 from the chunk's base time),
      * the length and the payload must fit in the record area. */
     if (len > RECORD_AREA || 2 + uvarint_len(len) + len > RECORD_AREA)

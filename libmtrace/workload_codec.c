@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -156,7 +157,15 @@ struct mt_wl_writer {
     uint64_t nframes, frames_cap;
     ZSTD_CCtx *cctx;
     uint8_t *zbuf;
+    const mt_wl_touch_entry_t *touch; /* the caller's, until close */
+    uint64_t ntouch;
 };
+
+void mt_wl_writer_set_touch(mt_wl_writer_t *w, const mt_wl_touch_entry_t *entries, uint64_t n)
+{
+    w->touch = entries;
+    w->ntouch = n;
+}
 
 int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header_t *tmpl, const uint8_t *strings,
                       size_t strings_len, mt_error_t *err)
@@ -299,6 +308,10 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     }
     if (rc == 0 && w->nframes)
         rc = mt_write_full(w->fd, w->frames, w->nframes * sizeof *w->frames, w->off);
+    w->off += w->nframes * sizeof *w->frames;
+    const uint64_t touch_off = w->ntouch ? w->off : 0;
+    if (rc == 0 && w->ntouch)
+        rc = mt_write_full(w->fd, w->touch, w->ntouch * sizeof *w->touch, w->off);
     if (rc < 0) {
         mt_errorf(err, rc, w->path, w->off, "write failed: %s", strerror(-rc));
         goto fail;
@@ -312,6 +325,8 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
     h.waits = w->base.waits;
     h.index_offset = index_off;
     h.frames = w->nframes;
+    h.touch_offset = touch_off;
+    h.touch_entries = w->ntouch;
     h.flags |= MT_WLH_COMPLETE;
     if ((rc = mt_write_full(w->fd, &h, sizeof h, 0)) < 0) {
         mt_errorf(err, rc, w->path, 0, "write failed: %s", strerror(-rc));
@@ -408,15 +423,15 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         goto fail;
     }
     const mt_wl_header_t *h = &w->hdr;
-    if (h->version != MT_WL_VERSION) {
+    if (h->version < MT_WL_VERSION_MIN || h->version > MT_WL_VERSION) {
         if (h->version == 1)
             rc = mt_errorf(err, -ENOTSUP, path, 8,
                            "workload format version 1 (an older trace2wl; its frees lack the block size), this mtrace "
-                           "reads version %u: convert the trace again",
-                           MT_WL_VERSION);
+                           "reads versions %u to %u: convert the trace again",
+                           MT_WL_VERSION_MIN, MT_WL_VERSION);
         else
-            rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads version %u", h->version,
-                           MT_WL_VERSION);
+            rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions %u to %u",
+                           h->version, MT_WL_VERSION_MIN, MT_WL_VERSION);
         goto fail;
     }
     if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
@@ -502,11 +517,51 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     free(fill);
     if (rc < 0)
         goto fail;
+    /* The touch table follows the index's frame entries, where version 2 has nothing (its fields
+     * were reserved, so 0). */
+    const uint64_t touch_at = h->index_offset + idx_need;
+    if (h->version < 3 && (h->touch_offset || h->touch_entries)) {
+        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+                       "a version 2 workload with a touch table: expected reserved bytes 0");
+        goto fail;
+    }
+    if (h->touch_entries && (h->touch_offset != touch_at || h->touch_entries > (w->size - touch_at) / 16)) {
+        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+                       "expected a touch table of %llu entries at offset %llu, after the index; the file ends at %llu",
+                       (unsigned long long)h->touch_entries, (unsigned long long)touch_at, (unsigned long long)w->size);
+        goto fail;
+    }
+    if (!h->touch_entries && h->touch_offset) {
+        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+                       "a touch table offset without entries");
+        goto fail;
+    }
     *out = w;
     return 0;
 fail:
     mt_wl_close(w);
     return rc;
+}
+
+int mt_wl_read_touch(const mt_wl_t *w, mt_wl_touch_entry_t *buf, mt_error_t *err)
+{
+    const mt_wl_header_t *h = &w->hdr;
+    if (!h->touch_entries)
+        return 0;
+    if (mt_pread_full(w->fd, buf, h->touch_entries * sizeof *buf, h->touch_offset) < 0)
+        return mt_errorf(err, -EIO, w->path, h->touch_offset, "cannot read the touch table");
+    for (uint64_t k = 0; k < h->touch_entries; k++) {
+        const mt_wl_touch_entry_t *e = &buf[k];
+        const int ordered = k == 0 || e->thread > buf[k - 1].thread ||
+                            (e->thread == buf[k - 1].thread && e->op > buf[k - 1].op);
+        if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops ||
+            e->frac >= MT_WL_TOUCH_ONE || !ordered)
+            return mt_errorf(err, -EINVAL, w->path, h->touch_offset + k * sizeof *buf,
+                             "touch entry %llu (thread %u, op %llu, share %u/65536): expected a thread below %u, an "
+                             "op of that thread after the previous entry's, a share below 65536",
+                             (unsigned long long)k, e->thread, (unsigned long long)e->op, e->frac, h->threads);
+    }
+    return 0;
 }
 
 void mt_wl_close(mt_wl_t *w)

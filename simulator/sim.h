@@ -16,7 +16,9 @@
 #define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
 #define SIM_OPS (MT_WL_MALLOPT + 1)
 
-typedef enum { TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE } sim_touch_t;
+/* How the replay writes a block it allocates. TOUCH_AUTO (the default) becomes TOUCH_EVIDENCE when
+ * the workload carries the trace's page evidence, else TOUCH_PAGES. */
+typedef enum { TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE, TOUCH_EVIDENCE, TOUCH_AUTO } sim_touch_t;
 typedef enum { TIMING_ASAP, TIMING_RECORDED } sim_timing_t;
 
 typedef struct sim_opstat {
@@ -49,6 +51,9 @@ typedef struct sim_thread {
     uint64_t last_window;
     uint32_t last_window_index;
     uint64_t far_slots; /* blocks stored in slot_far */
+    /* this thread's touch table entries not yet reached (TOUCH_EVIDENCE) */
+    const mt_wl_touch_entry_t *touch_next, *touch_end;
+    uint64_t touched_in_part; /* blocks written in part, as their entries said */
     /* stream decoding, in mapped buffers */
     uint8_t *raw, *z;
     void *dctx;

@@ -307,21 +307,60 @@ static const char *commas(char *buf, size_t cap, long long v)
     return buf;
 }
 
+/* Maps the workload's touch table and gives each thread its part of it (the table is sorted by
+ * thread). */
+static int load_touch_table(sim_t *s, mt_error_t *err)
+{
+    const uint64_t n = mt_wl_header(s->wl)->touch_entries;
+    if (!n)
+        return 0;
+    mt_wl_touch_entry_t *tab = sim_map(s, n * sizeof *tab);
+    if (!tab) {
+        snprintf(err->msg, sizeof err->msg, "cannot map the touch table (%" PRIu64 " entries): %s", n, strerror(errno));
+        return -ENOMEM;
+    }
+    const int rc = mt_wl_read_touch(s->wl, tab, err);
+    if (rc < 0)
+        return rc;
+    for (uint64_t k = 0; k < n;) {
+        sim_thread_t *t = &s->th[tab[k].thread];
+        t->touch_next = &tab[k];
+        while (k < n && &s->th[tab[k].thread] == t)
+            k++;
+        t->touch_end = &tab[k];
+    }
+    return 0;
+}
+
+static const char *touch_name(sim_touch_t touch)
+{
+    switch (touch) {
+    case TOUCH_PAGES: return "pages";
+    case TOUCH_ENDS: return "ends";
+    case TOUCH_NONE: return "none";
+    case TOUCH_EVIDENCE: return "evidence";
+    default: return "auto";
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
-               "                  [--rss-series FILE] [--timing asap|recorded] [--touch pages|ends|none]\n"
+               "                  [--rss-series FILE] [--timing asap|recorded] [--touch auto|pages|ends|none]\n"
                "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
                "  replays WORKLOAD against the allocator that answers malloc in this process\n"
                "  (--allocator-lib: refuse to run unless PATH, preloaded, is that allocator). Functions the\n"
                "  allocator does not define are emulated with those it does; the JSON result lists those the\n"
-               "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n");
+               "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n"
+               "  --touch: how a replayed block is written. auto (default): the pages the traced program\n"
+               "  wrote, from the trace's page evidence (glibc traces of format 3), else every page; pages:\n"
+               "  every page; ends: its first and last byte; none: not at all.\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL, *allocator_lib = NULL;
-    sim_t s = { .touch = TOUCH_PAGES, .timing = TIMING_ASAP, .sample_ms = 10, .stall_s = 30 };
+    sim_t s = { .touch = TOUCH_AUTO, .timing = TIMING_ASAP, .sample_ms = 10, .stall_s = 30 };
     int quiet = 0, nopts = 0;
     int opt_param[32], opt_value[32];
     const char *opt_text[32];
@@ -354,7 +393,9 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--touch") && v) {
             i++;
-            if (!strcmp(v, "pages"))
+            if (!strcmp(v, "auto"))
+                s.touch = TOUCH_AUTO;
+            else if (!strcmp(v, "pages"))
                 s.touch = TOUCH_PAGES;
             else if (!strcmp(v, "ends"))
                 s.touch = TOUCH_ENDS;
@@ -424,6 +465,12 @@ int main(int argc, char **argv)
     if (!s.th || !s.slots || !s.slot_far || !s.series) {
         fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s.nslots,
                 strerror(errno));
+        return 1;
+    }
+    if (s.touch == TOUCH_AUTO)
+        s.touch = (h->flags & MT_WLH_PAGES) ? TOUCH_EVIDENCE : TOUCH_PAGES;
+    if (s.touch == TOUCH_EVIDENCE && load_touch_table(&s, &err) < 0) {
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
     for (uint32_t i = 0; i < s.nthreads; i++) {
@@ -519,13 +566,14 @@ int main(int argc, char **argv)
 
     /* ---- merge and report ---- */
     static sim_opstat_t total[SIM_OPS];
-    uint64_t waits = 0, wait_cycles = 0, sleeps = 0, thread_ns = 0, far_slots = 0;
+    uint64_t waits = 0, wait_cycles = 0, sleeps = 0, thread_ns = 0, far_slots = 0, touched_in_part = 0;
     for (uint32_t i = 0; i < s.nthreads; i++) {
         const sim_thread_t *t = &s.th[i];
         waits += t->waits;
         wait_cycles += t->wait_cycles;
         sleeps += t->futex_sleeps;
         far_slots += t->far_slots;
+        touched_in_part += t->touched_in_part;
         thread_ns += t->end_ns - t->start_ns;
         for (unsigned op = 0; op < SIM_OPS; op++) {
             total[op].calls += t->stat[op].calls;
@@ -584,6 +632,16 @@ int main(int argc, char **argv)
                     printf(" %s", mt_wl_op_name(op));
             printf("\n");
         }
+        if (s.touch == TOUCH_EVIDENCE)
+            printf("touch: as the trace's page evidence says (%s blocks written in part, %.1f %% of the large "
+                   "blocks' pages)\n",
+                   commas(a, sizeof a, (long long)touched_in_part),
+                   h->large_pages ? 100.0 * (double)h->large_touched / (double)h->large_pages : 100.0);
+        else if (s.touch == TOUCH_PAGES && !(h->flags & MT_WLH_PAGES))
+            printf("touch: every page of every block (the workload has no page evidence: its trace was recorded "
+                   "before format 3, or not on glibc's allocator)\n");
+        else
+            printf("touch: %s (as asked)\n", touch_name(s.touch));
         if (far_slots)
             printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                    far_slots);
@@ -629,7 +687,8 @@ int main(int argc, char **argv)
             }
         }
         mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
-        mt_json_kv_cstr(&j, "touch", s.touch == TOUCH_PAGES ? "pages" : s.touch == TOUCH_ENDS ? "ends" : "none");
+        mt_json_kv_cstr(&j, "touch", touch_name(s.touch));
+        mt_json_kv_u64(&j, "touched_in_part", touched_in_part);
         mt_json_kv_u64(&j, "threads", s.nthreads);
         mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
         mt_json_kv_u64(&j, "cpu_us", cpu_us);

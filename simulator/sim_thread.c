@@ -203,13 +203,38 @@ static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
     st->hist[hist_bucket(cycles)]++;
 }
 
-/* Writes the block as a program would after allocating it. */
-static inline void touch(const sim_t *s, void *p, uint64_t size)
+/* Writes the first byte of a block and the first frac/65536 of its whole pages: what the traced
+ * program wrote of it, as the trace's page evidence tells (workload-format.md, "Touch table"). */
+static __attribute__((noinline)) void touch_share(const sim_t *s, volatile uint8_t *b, uint64_t size, uint32_t frac)
+{
+    const uintptr_t pg = s->page, a = (uintptr_t)b;
+    const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + size) & ~(pg - 1);
+    const uint64_t whole = hi > lo ? (hi - lo) / pg : 0;
+    const uint64_t n = (whole * frac + MT_WL_TOUCH_ONE / 2) / MT_WL_TOUCH_ONE;
+    b[0] = 1;
+    for (uint64_t k = 0; k < n; k++)
+        *(volatile uint8_t *)(lo + k * pg) = 1;
+}
+
+/* Writes the block as the program did after allocating it: with TOUCH_EVIDENCE, the share its
+ * entry in the touch table gives (the op's number is the thread's count of completed ops + 1),
+ * every page when it has none. */
+static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size)
 {
     if (!p || !size || s->touch == TOUCH_NONE)
         return;
     volatile uint8_t *b = p;
-    if (s->touch == TOUCH_PAGES)
+    if (s->touch == TOUCH_EVIDENCE && t->touch_next < t->touch_end) {
+        const uint64_t op = atomic_load_explicit(&t->progress, memory_order_relaxed) + 1;
+        while (t->touch_next < t->touch_end && t->touch_next->op < op)
+            t->touch_next++;
+        if (t->touch_next < t->touch_end && t->touch_next->op == op) {
+            touch_share(s, b, size, t->touch_next->frac);
+            t->touched_in_part++;
+            return;
+        }
+    }
+    if (s->touch != TOUCH_ENDS)
         for (uint64_t off = 0; off < size; off += s->page)
             b[off] = 1;
     b[0] = 1;
@@ -468,7 +493,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             }
             if (!p)
                 t->stat[r.op].failed++;
-            touch(s, p, bytes);
+            touch(s, t, p, bytes);
             set_slot(s, t, r.slot, p, bytes);
             break;
         }
@@ -492,7 +517,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                     clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
                     t->stat[r.op].failed++;
-                touch(s, p, bytes);
+                touch(s, t, p, bytes);
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
                 clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */

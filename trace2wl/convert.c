@@ -22,6 +22,7 @@
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
 #include "file_io.h"
+#include "touch.h"
 
 /* A helper run for nearly every record, or the common case of one, split from its rare case: a
  * call costs about 15 instructions of register saves and restores, against a handful of work, and
@@ -137,6 +138,8 @@ typedef struct conv {
     uint64_t live_bytes, peak_bytes, peak_time_ns;
     uint64_t source_peak_rss_kb;
     uint32_t page_kb;
+    mt_touch_t touch;  /* page evidence of large blocks */
+    int touch_failed;  /* out of memory deciding a block's entry */
     mt_convert_stats_t *st;
     mt_error_t *err;
 } conv_t;
@@ -448,10 +451,18 @@ HOT int make_block(conv_t *c, uint32_t i, uint64_t p, uint64_t size, uint32_t sl
     return 0;
 }
 
+/* A requested size this close to MT_PAGES_MIN may have MT_PAGES_MIN usable bytes (glibc rounds an
+ * mmapped chunk up to a page): only such blocks can have page evidence to decide. */
+#define PAGES_SLACK 8192u
+
 HOT int end_block(conv_t *c, block_t *b)
 {
     const uint64_t p = b->key;
-    c->live_bytes -= c->slots[block_slot(b)].size;
+    const uint64_t size = c->slots[block_slot(b)].size;
+    c->live_bytes -= size;
+    if (__builtin_expect(c->touch.map.n != 0 && size + PAGES_SLACK >= MT_PAGES_MIN, 0) &&
+        mt_touch_ended(&c->touch, p) < 0)
+        c->touch_failed = 1;
     c->recent_frees[mt_ptr_hash(p) & (RECENT_FREES - 1)] = p;
     mt_ptr_map_del(&c->live, b);
     wake(c, BLOCKED_LIVE, p);
@@ -688,6 +699,27 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             c->source_peak_rss_kb = w.rss_kb;
         return put(c, i, &w);
     }
+    case MT_EV_PAGES: {
+        if (r->nargs < 4)
+            return 0;
+        const uint64_t p = (uint64_t)r->arg[0];
+        block_t *b = mt_ptr_map_find(&c->live, p);
+        if (r->arg[3] == MT_PAGES_AT_ALLOC) {
+            /* Right after the op that made the block, in this thread: it is the block's toucher. */
+            if (!b)
+                return 0;
+            return mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, (uint64_t)r->arg[1],
+                                 (uint64_t)r->arg[2]);
+        }
+        if (!b && c->hard_blocked && !force) {
+            /* Right before the free or realloc of the block, which may be made by a held record. */
+            block_thread(c, i, BLOCKED_UNKNOWN, p);
+            *out = HELD;
+            return 0;
+        }
+        mt_touch_ending(&c->touch, p, (uint64_t)r->arg[2]);
+        return 0;
+    }
     case MT_EV_MARK:
         w.op = MT_WL_MARK;
         w.data = r->data;
@@ -755,8 +787,9 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     c.key = calloc(c.n + 1, sizeof *c.key);
     c.heap.key = c.key;
     mt_ptr_map_init(&c.live);
+    mt_touch_init(&c.touch);
     c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
-    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.recent_frees) {
+    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.touch.map.v || !c.recent_frees) {
         rc = -ENOMEM;
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         goto done;
@@ -830,6 +863,8 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     mt_wl_header_t hdr = { .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
     if (th->flags & MT_HDR_TRUNCATED)
         hdr.flags |= MT_WLH_SRC_TRUNCATED;
+    if (th->version >= 3 && (th->flags & MT_HDR_GLIBC_FLAGS))
+        hdr.flags |= MT_WLH_PAGES; /* the recorder wrote evidence for every large block */
     if ((rc = mt_wl_writer_open(&c.out, wl_path, &hdr, strings, slen, err)) < 0)
         goto done;
     for (uint32_t i = 0; i < c.n; i++) {
@@ -911,6 +946,18 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.double_frees = st->double_frees;
     fin.inversions = st->inversions;
     fin.forced = st->forced;
+    if (mt_touch_finish(&c.touch) < 0 || c.touch_failed) {
+        rc = -ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+        goto done;
+    }
+    mt_wl_writer_set_touch(c.out, c.touch.out, c.touch.nout);
+    fin.large_blocks = st->large_blocks = c.touch.blocks;
+    fin.large_exact = st->large_exact = c.touch.exact;
+    fin.large_estimated = st->large_estimated = c.touch.estimated;
+    fin.large_pages = st->large_pages = c.touch.pages;
+    fin.large_touched = st->large_touched = c.touch.written;
+    st->touch_entries = c.touch.nout;
     rc = mt_wl_writer_close(c.out, &fin, err);
     c.out = NULL;
 done:
@@ -928,6 +975,7 @@ done:
     free(c.heap.v);
     free(c.key);
     mt_ptr_map_fini(&c.live);
+    mt_touch_fini(&c.touch);
     free(c.slots);
     free(c.recent_frees);
     mt_trace_close(c.trace);

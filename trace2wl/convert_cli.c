@@ -66,6 +66,11 @@ int mt_convert_main(const char *prog, int argc, char **argv)
         printf("\n");
         if (st.forced)
             printf("  forced              %" PRIu64 " (records whose dependency never came)\n", st.forced);
+        if (st.large_blocks)
+            printf("  large blocks        %" PRIu64 " (%" PRIu64 " of fresh memory, %" PRIu64
+                   " estimated): %.1f %% of their pages written, %" PRIu64 " written in part\n",
+                   st.large_blocks, st.large_exact, st.large_estimated,
+                   st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0, st.touch_entries);
     }
     return 0;
 }

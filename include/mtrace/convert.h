@@ -29,6 +29,11 @@ typedef struct mt_convert_stats {
     uint64_t peak_live_bytes;
     uint64_t first_double_free_offset; /* trace offset of the first double free, for the report */
     uint64_t first_unknown_free_offset;
+    /* page evidence (trace format 3): large blocks, how many were made of fresh memory (their pages
+     * written are known) or estimated, their whole pages and those written; the touch table's
+     * entries (blocks written in part) */
+    uint64_t large_blocks, large_exact, large_estimated, large_pages, large_touched;
+    uint64_t touch_entries;
 } mt_convert_stats_t;
 
 int mt_convert(const char *trace, const char *workload, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,

@@ -1,4 +1,4 @@
-/* mtrace trace format, version 2: constants, on-disk layouts and the varint codec.
+/* mtrace trace format, version 3: constants, on-disk layouts and the varint codec.
  *
  * doc/trace-format.md is the normative description; this header is its single implementation in
  * code. Everything here is malloc-free and header-only so the preload shim can use it on its hot path.
@@ -17,7 +17,7 @@ extern "C" {
 /* PNG-style magic: the high byte catches 7-bit transfers, CR LF and ^Z catch text-mode mangling. */
 #define MT_TRACE_MAGIC "\x89MTR\r\n\x1a\n"
 #define MT_TRACE_MAGIC_LEN 8
-#define MT_TRACE_VERSION 2u
+#define MT_TRACE_VERSION 3u
 
 #define MT_CHUNK_SIZE 65536u       /* every chunk, the header chunk included */
 #define MT_CHUNK_HEADER_SIZE 32u   /* at the start of each record chunk */
@@ -129,6 +129,8 @@ typedef enum mt_op {
     MT_EV_MODULE = 25,
     MT_EV_CONTROL = 26,
     MT_EV_LOST = 27,
+    MT_EV_PAGES = 28, /* version 3: resident pages of a large block (MT_PAGES_*) */
+    MT_EV_LAST = 28,  /* the highest event opcode of MT_TRACE_VERSION */
     MT_OP_MAX = 31,
 } mt_op_t;
 
@@ -154,6 +156,24 @@ enum {
     MT_FLAG_MMAPPED = 1u << 1,
     MT_FLAG_HEAP_GREW = 1u << 2,
     MT_FLAG_STACK = 1u << 3,
+};
+
+/* The highest event opcode a trace of format `version` may hold. */
+static inline unsigned mt_last_event(unsigned version)
+{
+    return version >= 3 ? MT_EV_LAST : MT_EV_LOST;
+}
+
+/* MT_EV_PAGES: how many pages of a large block are resident (mincore), so that a replay writes the
+ * pages the program wrote and no others. Payload: four uvarints: the block's address, its whole
+ * pages (those that lie entirely inside its usable bytes), how many of them are resident, and when
+ * the count was taken (MT_PAGES_AT_*). Written for blocks of at least MT_PAGES_MIN usable bytes
+ * only: a smaller block has at most 15 whole pages, and the syscall would cost more than its
+ * allocation. */
+#define MT_PAGES_MIN (64u * 1024u)
+enum {
+    MT_PAGES_AT_ALLOC = 0, /* after the call that made the block (before the program used it) */
+    MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
 };
 
 /* Control commands (MT_EV_CONTROL payload, and mtrace_control()). */

@@ -54,6 +54,8 @@ void mt_wl_writer_set_creator(mt_wl_writer_t *w, uint32_t thread, uint32_t creat
 static inline int mt_wl_writer_put(mt_wl_writer_t *w, uint32_t thread, const mt_wl_rec_t *r, mt_error_t *err);
 /* Ops written so far to a thread's stream (the next op's sequence number). */
 static inline uint64_t mt_wl_writer_thread_ops(const mt_wl_writer_t *w, uint32_t thread);
+/* The touch table close writes (sorted by thread, then op; kept by the caller until close). */
+void mt_wl_writer_set_touch(mt_wl_writer_t *w, const mt_wl_touch_entry_t *entries, uint64_t n);
 /* Finishes (counts from `final`: slots, waits, peak, repairs) and renames into place. */
 int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_t *err);
 /* Abandons the output: nothing is left behind. */
@@ -217,6 +219,8 @@ static inline uint64_t mt_wl_writer_thread_ops(const mt_wl_writer_t *w, uint32_t
 typedef struct mt_wl mt_wl_t;
 
 int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err);
+/* Reads the touch table (header touch_entries entries) into buf and checks it: 0 or negative. */
+int mt_wl_read_touch(const mt_wl_t *w, mt_wl_touch_entry_t *buf, mt_error_t *err);
 void mt_wl_close(mt_wl_t *w);
 const char *mt_wl_path(const mt_wl_t *w);
 const mt_wl_header_t *mt_wl_header(const mt_wl_t *w);

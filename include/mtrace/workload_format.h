@@ -1,4 +1,4 @@
-/* mtrace workload format, version 2: what trace2wl writes and the simulator replays.
+/* mtrace workload format, version 3: what trace2wl writes and the simulator replays.
  *
  * doc/workload-format.md is the normative description. A workload is one op stream per traced
  * thread. Blocks are named by slots (1..slots; 0 = none), recycled when freed, so the replayer's
@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
-#define MT_WL_VERSION 2u
+#define MT_WL_VERSION 3u
+#define MT_WL_VERSION_MIN 2u /* version 2: the same without the touch table */
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
 #define MT_WL_FRAME_RAW_MAX 65536u    /* ops of one thread per frame, before compression */
@@ -49,7 +50,15 @@ typedef struct mt_wl_header {
     uint64_t double_frees;
     uint64_t inversions;        /* records applied out of timestamp order to respect causality */
     uint64_t forced;            /* live blocks dropped to get past an inconsistency */
-    uint8_t reserved[112];
+    /* version 3: the pages a replay writes in large blocks (MT_WLH_PAGES; see mt_wl_touch_entry_t) */
+    uint64_t touch_offset;      /* the touch table, after the index's frame entries; 0: none */
+    uint64_t touch_entries;
+    uint64_t large_blocks;      /* blocks the trace has page evidence for */
+    uint64_t large_exact;       /* of which made of fresh memory: the pages written are known */
+    uint64_t large_estimated;   /* of which the pages written were estimated (see the spec) */
+    uint64_t large_pages;       /* their whole pages */
+    uint64_t large_touched;     /* of which written, as the table says */
+    uint8_t reserved[56];
 } mt_wl_header_t;
 
 _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
@@ -57,7 +66,21 @@ _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
 enum {
     MT_WLH_COMPLETE = 1u << 0,    /* the writer finished: index and counts are valid */
     MT_WLH_SRC_TRUNCATED = 1u << 1, /* the source trace was truncated */
+    MT_WLH_PAGES = 1u << 2,         /* the source trace has page evidence (format 3 under glibc) */
 };
+
+/* The touch table: one entry per allocation op whose block the program wrote only in part, sorted
+ * by thread, then op. The replay writes the first frac/65536 of the block's whole pages (and its
+ * first byte) instead of every page. An allocation op without an entry writes every page. */
+typedef struct mt_wl_touch_entry {
+    uint64_t op;     /* the op's number in its thread's stream, from 1 (the count once it completes) */
+    uint32_t thread; /* thread index, 0-based */
+    uint32_t frac;   /* share of the block's whole pages written, in 1/65536; below 65536 */
+} mt_wl_touch_entry_t;
+
+_Static_assert(sizeof(mt_wl_touch_entry_t) == 16, "touch entry is 16 bytes");
+
+#define MT_WL_TOUCH_ONE 65536u
 
 /* Frame: header then zstd data holding raw_size bytes of one thread's ops. */
 typedef struct mt_wl_frame_header {

@@ -202,10 +202,18 @@ uint64_t wlb_ops(const wlb_t *b, uint32_t th)
     return mt_wl_writer_thread_ops(b->w, th);
 }
 
+void wlb_set_touch(wlb_t *b, const mt_wl_touch_entry_t *entries, uint64_t n)
+{
+    mt_wl_writer_set_touch(b->w, entries, n);
+    b->pages_evidence = 1;
+}
+
 void wlb_close(wlb_t *b)
 {
     mt_wl_header_t h;
     memset(&h, 0, sizeof h);
+    if (b->pages_evidence)
+        h.flags |= MT_WLH_PAGES;
     h.slots = b->max_slot;
     h.peak_live_bytes = b->peak;
     h.peak_live_time_ns = b->peak_ns;

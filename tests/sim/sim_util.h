@@ -40,9 +40,12 @@ typedef struct wlb {
     uint64_t max_slot;
     uint64_t live, peak, peak_ns;
     uint32_t nthreads;
+    int pages_evidence; /* wlb_set_touch was called: the workload says it has page evidence */
 } wlb_t;
 
 void wlb_open(wlb_t *b, const char *path);
+/* The touch table to write at close (kept by the caller until then); marks the page evidence. */
+void wlb_set_touch(wlb_t *b, const mt_wl_touch_entry_t *entries, uint64_t n);
 /* Adds a stream; creator_plus1 = creator's index + 1, or 0. Writes its THREAD_START. Returns its index. */
 uint32_t wlb_thread(wlb_t *b, uint32_t creator_plus1);
 void wlb_gap(wlb_t *b, uint64_t ns);

@@ -398,7 +398,10 @@ START_TEST(damaged_header)
         uint64_t value;
         int bytes;
     } cases[] = {
-        { "version 3", offsetof(mt_wl_header_t, version), 3, 4 },
+        { "version 4", offsetof(mt_wl_header_t, version), MT_WL_VERSION + 1, 4 },
+        { "touch entries without a table", offsetof(mt_wl_header_t, touch_entries), 1, 8 },
+        { "touch entries past the end", offsetof(mt_wl_header_t, touch_entries), 1ull << 40, 8 },
+        { "touch table offset without entries", offsetof(mt_wl_header_t, touch_offset), 256, 8 },
         { "version 1", offsetof(mt_wl_header_t, version), 1, 4 },
         { "version 0", offsetof(mt_wl_header_t, version), 0, 4 },
         { "header size 10", offsetof(mt_wl_header_t, header_size), 10, 4 },

@@ -197,6 +197,43 @@ START_TEST(touch_modes)
 }
 END_TEST
 
+/* The same blocks with page evidence saying the program wrote a quarter of each whole page of every
+ * other block: by default (auto) the replay writes those, and every page of the blocks without an
+ * entry; --touch pages still writes every page. */
+START_TEST(touch_table_writes_the_share)
+{
+    char *wl = path_in(g_dir, "share.mtw");
+    static mt_wl_touch_entry_t tab[NBIG / 2];
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t s = 1; s <= NBIG; s++) {
+        if (s % 2)
+            tab[s / 2] = (mt_wl_touch_entry_t){ .op = wlb_ops(&b, t) + 1, .thread = t, .frac = MT_WL_TOUCH_ONE / 4 };
+        wlb_malloc(&b, t, s, BIG);
+    }
+    wlb_set_touch(&b, tab, NBIG / 2);
+    wlb_close(&b);
+    static const char *const pages[] = { "--touch", "pages", NULL };
+    mt_jval_t *ja = sim_json(wl, "auto.json", NULL), *jp = sim_json(wl, "pages.json", pages);
+    ck_assert_str_eq(mt_json_str_at(ja, "touch", ""), "evidence");
+    ck_assert_str_eq(mt_json_str_at(jp, "touch", ""), "pages");
+    ck_assert_uint_eq((uint64_t)jnum(ja, "touched_in_part"), NBIG / 2);
+    ck_assert_uint_eq((uint64_t)jnum(jp, "touched_in_part"), 0);
+    const double live_kb = NBIG * (BIG / 1024);
+    const double ga = jnum(ja, "max_rss_kb") - jnum(ja, "start_rss_kb");
+    const double gp = jnum(jp, "max_rss_kb") - jnum(jp, "start_rss_kb");
+    ck_assert_msg(gp >= live_kb - 1024, "--touch pages: RSS grew by %g KiB for %g KiB live", gp, live_kb);
+    /* half the blocks whole, half a quarter written: 5/8 of the live bytes, a page a block more */
+    if (!SIM_SANITIZER_ALLOCATOR)
+        ck_assert_msg(ga > live_kb * 0.55 && ga < live_kb * 0.72, "auto: RSS grew by %g KiB for %g KiB live (5/8: %g)",
+                      ga, live_kb, live_kb * 5 / 8);
+    mt_json_free(ja);
+    mt_json_free(jp);
+    free(wl);
+}
+END_TEST
+
 /* ---- mallopt ------------------------------------------------------------------------------------ */
 
 /* 200 blocks of 256 KiB, each followed by a 64-byte block; all the 256 KiB blocks freed; then 200
@@ -411,6 +448,7 @@ static Suite *rss_suite(void)
         { "ideal_series_exact", ideal_series_exact },
         { "max_rss_covers_touched_peak", max_rss_covers_touched_peak },
         { "touch_modes", touch_modes },
+        { "touch_table_writes_the_share", touch_table_writes_the_share },
         { "mallopt_changes_layout", mallopt_changes_layout },
         { "mallopt_top_pad_vm", mallopt_top_pad_vm },
         { "mallopt_bad_setting", mallopt_bad_setting },

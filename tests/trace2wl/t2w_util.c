@@ -117,6 +117,18 @@ void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label)
         tb_fail("mt_writer_event: %s", mt_writer_error(b->w));
 }
 
+void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when)
+{
+    uint8_t payload[40], *q = payload;
+    q = mt_put_uvarint(q, ptr);
+    q = mt_put_uvarint(q, pages);
+    q = mt_put_uvarint(q, resident);
+    q = mt_put_uvarint(q, when);
+    const int rc = mt_writer_event(b->w, th, b->tid[th], MT_EV_PAGES, t, payload, (size_t)(q - payload));
+    if (rc < 0)
+        tb_fail("mt_writer_event: %s", mt_writer_error(b->w));
+}
+
 static uint64_t usable_of(uint64_t requested)
 {
     return (requested + 15) & ~(uint64_t)15;

@@ -209,6 +209,62 @@ START_TEST(single_thread_calls)
 END_TEST
 
 /* Slots are the peak of live blocks, not the count of blocks ever made. */
+/* Page evidence into the touch table: a block of fresh memory is taken as the trace says (a quarter
+ * written; all of it: no entry); a block of warm memory, or one still live at the end, as the fresh
+ * blocks seen before it. */
+START_TEST(page_evidence_becomes_touch_table)
+{
+    char *tr = path_in(g_dir, "pages.mtr"), *wl = path_in(g_dir, "pages.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000010, c = 0x7f0000200010, d = 0x7f0000400010;
+    tb_start(&b, 1, 10, 0);
+    tb_malloc(&b, 1, 20, MiB, a);                          /* op 2 */
+    tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);     /* fresh */
+    tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);      /* a quarter written */
+    tb_free(&b, 1, 30, a);                                 /* op 3 */
+    tb_malloc(&b, 1, 40, MiB, a);                          /* op 4 */
+    tb_pages(&b, 1, 40, a, 256, 256, MT_PAGES_AT_ALLOC);   /* warm: bounds 0 .. 256 */
+    tb_pages(&b, 1, 50, a, 256, 256, MT_PAGES_AT_END);
+    tb_free(&b, 1, 50, a);                                 /* op 5 */
+    tb_malloc(&b, 1, 60, MiB, c);                          /* op 6 */
+    tb_pages(&b, 1, 60, c, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, 70, c, 256, 256, MT_PAGES_AT_END);     /* fresh, all written: no entry */
+    tb_free(&b, 1, 70, c);                                 /* op 7 */
+    tb_malloc(&b, 1, 80, MiB, d);                          /* op 8, live at the end */
+    tb_pages(&b, 1, 80, d, 256, 200, MT_PAGES_AT_ALLOC);
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.large_blocks, 4);
+    ck_assert_uint_eq(st.large_exact, 2);
+    ck_assert_uint_eq(st.large_estimated, 2);
+    ck_assert_uint_eq(st.large_pages, 4 * 256);
+    ck_assert_uint_eq(st.large_touched, 64 + 64 + 256 + 160);
+    ck_assert_uint_eq(st.touch_entries, 3);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(mt_wl_header(w)->touch_entries, 3);
+    ck_assert_uint_eq(mt_wl_header(w)->large_blocks, 4);
+    mt_wl_touch_entry_t tab[3];
+    ck_assert_msg(mt_wl_read_touch(w, tab, &err) == 0, "%s", err.msg);
+    const mt_wl_touch_entry_t want[3] = {
+        { .op = 2, .thread = 0, .frac = 16384 }, /* 64 of 256 */
+        { .op = 4, .thread = 0, .frac = 16384 }, /* as the fresh blocks so far: a quarter */
+        { .op = 8, .thread = 0, .frac = 40960 }, /* (64 + 256) / 512 of 256 = 160 */
+    };
+    for (int k = 0; k < 3; k++) {
+        ck_assert_uint_eq(tab[k].op, want[k].op);
+        ck_assert_uint_eq(tab[k].thread, want[k].thread);
+        ck_assert_uint_eq(tab[k].frac, want[k].frac);
+    }
+    mt_wl_close(w);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
 START_TEST(single_thread_slots_peak)
 {
     scen_t s;
@@ -908,6 +964,7 @@ static Suite *convert_suite(void)
     Suite *s = suite_create("trace2wl-convert");
     suite_add_tcase(s, tcase("single_thread_calls", single_thread_calls));
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
+    suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
     suite_add_tcase(s, tcase("cross_thread_free", cross_thread_free));
     suite_add_tcase(s, tcase("cross_thread_realloc", cross_thread_realloc));
     suite_add_tcase(s, tcase("address_reuse_no_wait", address_reuse_no_wait));

@@ -1,0 +1,43 @@
+/* The converter's page evidence (the trace's MT_EV_PAGES events) turned into the workload's touch
+ * table: which share of each large block's pages the replay writes. */
+#ifndef MTRACE_TOUCH_H
+#define MTRACE_TOUCH_H
+
+#include <stdint.h>
+
+#include "mtrace/ptr_map.h"
+#include "mtrace/workload_format.h"
+
+typedef struct mt_touch_block {
+    uint64_t op;       /* the allocation op's number in its thread's stream */
+    uint64_t pages;    /* whole pages */
+    uint64_t made;     /* resident when it was made */
+    uint64_t ended;    /* resident before the call that ended it; UINT64_MAX: not seen */
+    uint32_t thread;
+    uint32_t next_free; /* free list of the array, index + 1 */
+} mt_touch_block_t;
+
+typedef struct mt_touch {
+    mt_ptr_map_t map; /* address of a live large block -> index into blk */
+    mt_touch_block_t *blk;
+    uint64_t nblk, cap_blk;
+    uint32_t free_head; /* index + 1 of the first unused entry of blk; 0: none */
+    mt_wl_touch_entry_t *out;
+    uint64_t nout, cap_out;
+    uint64_t exact_pages, exact_written; /* over the blocks made of fresh memory */
+    uint64_t blocks, exact, estimated, pages, written; /* the workload header's large_* */
+    int seen; /* the trace had any page evidence */
+} mt_touch_t;
+
+int mt_touch_init(mt_touch_t *t);
+void mt_touch_fini(mt_touch_t *t);
+/* Evidence at the making of the live block at p, made by thread `thread`'s op number `op`. */
+int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident);
+/* Evidence before the call that ends (or tries to end) the block at p. */
+void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
+/* The block at p has ended: its entry is decided. 0 or -ENOMEM. */
+int mt_touch_ended(mt_touch_t *t, uint64_t p);
+/* The end of the trace: the blocks still live are decided, and the table sorted. 0 or -ENOMEM. */
+int mt_touch_finish(mt_touch_t *t);
+
+#endif
