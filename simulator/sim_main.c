@@ -39,26 +39,58 @@ void *sim_map(sim_t *s, size_t bytes)
     return p;
 }
 
-uint64_t sim_resident_bytes(const sim_t *s)
+/* Pages of [p, p + len) in this process's RSS: present in /proc/self/pagemap (bit 63) and mapped
+ * by this process alone (bit 56). A page of a private mapping that was read but never written is
+ * the shared zero page, present but not in the RSS: mincore() called it resident, and a replay of
+ * 2000 short threads, which read the statistics of every thread at the end, reported 151.6 MB of
+ * bookkeeping for a max RSS of 108.6 MB. -1 if pagemap cannot be read. */
+static int64_t pagemap_resident(int fd, const uint8_t *p, size_t len, size_t page)
 {
-    static unsigned char vec[1u << 16];
-    uint64_t total = 0;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const uint32_t n = atomic_load(&s->nmaps);
-    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++) {
-        for (size_t off = 0; off < s->maps[i].len; off += sizeof vec * page) {
-            size_t len = s->maps[i].len - off;
-            if (len > sizeof vec * page)
-                len = sizeof vec * page;
-            if (mincore((uint8_t *)s->maps[i].p + off, len, vec) < 0)
-                continue;
-            for (size_t k = 0; k < (len + page - 1) / page; k++)
-                total += (vec[k] & 1) * page;
-        }
+    static uint64_t entry[4096];
+    int64_t pages = 0;
+    const uint64_t first = (uintptr_t)p / page, n = (len + page - 1) / page;
+    for (uint64_t i = 0; i < n; i += sizeof entry / sizeof entry[0]) {
+        size_t want = n - i < sizeof entry / sizeof entry[0] ? n - i : sizeof entry / sizeof entry[0];
+        const ssize_t got = pread(fd, entry, want * sizeof entry[0], (off_t)((first + i) * sizeof entry[0]));
+        if (got != (ssize_t)(want * sizeof entry[0]))
+            return -1;
+        for (size_t k = 0; k < want; k++)
+            pages += (entry[k] >> 63 & 1) && (entry[k] >> 56 & 1);
     }
-    return total;
+    return pages;
 }
 
+/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
+static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
+{
+    static unsigned char vec[1u << 16];
+    int64_t pages = 0;
+    for (size_t off = 0; off < len; off += sizeof vec * page) {
+        const size_t part = len - off < sizeof vec * page ? len - off : sizeof vec * page;
+        if (mincore((void *)(p + off), part, vec) < 0)
+            continue;
+        for (size_t k = 0; k < (part + page - 1) / page; k++)
+            pages += vec[k] & 1;
+    }
+    return pages;
+}
+
+uint64_t sim_resident_bytes(const sim_t *s)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const uint32_t n = atomic_load(&s->nmaps);
+    const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++) {
+        int64_t pages = fd >= 0 ? pagemap_resident(fd, s->maps[i].p, s->maps[i].len, page) : -1;
+        if (pages < 0)
+            pages = mincore_resident(s->maps[i].p, s->maps[i].len, page);
+        total += (uint64_t)pages * page;
+    }
+    if (fd >= 0)
+        close(fd);
+    return total;
+}
 
 /* ---- glibc settings ---------------------------------------------------------------------------- */
 
