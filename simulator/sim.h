@@ -78,7 +78,6 @@ typedef struct sim_thread {
     _Atomic uint32_t state;                  /* sim_run_state_t, written by the owner */
     _Atomic uint32_t created;                /* futex word: 0 until the OS thread exists */
     uint32_t index;
-    pthread_t th;
     sim_work_t *work; /* while it runs */
     /* children to create once this thread has completed so many ops: s->spawns[spawn_first ..
      * spawn_first + nspawn), ordered by that count */
@@ -130,6 +129,7 @@ typedef struct sim {
     sim_work_t *free_work;
     pthread_mutex_t work_lock;
     sim_counts_t *totals;
+    _Atomic uint32_t threads_running; /* futex word: replay threads created and not yet ended */
     /* The error of the lowest-numbered thread that failed, as the replay reports it. */
     pthread_mutex_t error_lock;
     uint32_t error_thread;

@@ -159,8 +159,19 @@ void sim_spawn(sim_t *s, uint32_t child)
     sim_thread_t *t = &s->th[child];
     if (atomic_load(&t->created))
         return;
-    const int rc = pthread_create(&t->th, NULL, sim_thread_main, t);
+    /* Detached: a replay thread's stack goes back to glibc's cache when it ends, for the next thread
+     * to reuse, as it does in a program that joins its threads. Joined only at the end of the
+     * replay, 2000 short threads kept 2000 stacks: a max RSS of 19.5 MB where the traced program's
+     * was 2 MB. The main thread waits for threads_running to drop to 0 instead. */
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add(&s->threads_running, 1);
+    const int rc = pthread_create(&th, &attr, sim_thread_main, t);
+    pthread_attr_destroy(&attr);
     if (rc != 0) {
+        atomic_fetch_sub(&s->threads_running, 1);
         char msg[200];
         snprintf(msg, sizeof msg, "cannot create a thread: %s", strerror(rc));
         sim_set_error(s, t, msg);
@@ -514,12 +525,11 @@ int main(int argc, char **argv)
     sim_thread_run(&s, &s.th[0]);
     for (uint32_t k = 1; k < s.nthreads; k++) {
         sim_thread_t *t = &s.th[k];
-        uint32_t c;
-        while (!(c = atomic_load(&t->created)))
+        while (!atomic_load(&t->created))
             syscall(SYS_futex, (uint32_t *)&t->created, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-        if (c == 1)
-            pthread_join(t->th, NULL);
     }
+    for (uint32_t n; (n = atomic_load(&s.threads_running)) != 0;)
+        syscall(SYS_futex, (uint32_t *)&s.threads_running, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
     const uint64_t cycles = sim_cycles() - c_start;
     const uint64_t wall_ns = mt_mono_ns() - s.replay_start_ns;
     /* The sampler is stopped before the last sample: both write the peaks and the series. */
