@@ -50,6 +50,10 @@ typedef struct mt_options {
     int secure;         /* secure-execution mode (setuid): no tracing */
 } mt_options_t;
 
+/* Entries for the home chunks of ended threads not yet gone (mt_global_t.ended): threads exiting at
+ * the same time, so a few; one that finds them all taken keeps its chunk's last pages resident. */
+#define MT_ENDED_MAX 64
+
 /* Per-thread writer state. */
 typedef struct mt_thread {
     uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
@@ -94,6 +98,11 @@ typedef struct mt_global {
     _Atomic uint32_t next_thread;
     _Atomic uint64_t lost;
     atomic_int grow_lock;
+    /* Home chunks of threads that have ended, each as its chunk index << 32 | its tid (0: a free
+     * entry), until the kernel thread is gone and its pages can leave the RSS for good
+     * (shim_file.c, release_ended()). Written once per thread exit and per release. */
+    _Alignas(128) _Atomic uint64_t ended[MT_ENDED_MAX];
+    _Atomic uint32_t nended;
     /* Cold. */
     _Alignas(128) pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
     int exit_key_ok;

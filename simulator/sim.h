@@ -15,6 +15,8 @@
 #define SIM_HIST_SUB 8u      /* sub-buckets per power of two: about 9 % resolution */
 #define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
 #define SIM_OPS (MT_WL_MALLOPT + 1)
+/* A replay thread's buffer for a frame's ops, decompressed */
+#define SIM_RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
 
 /* How the replay writes a block it allocates. TOUCH_AUTO (the default) becomes TOUCH_EVIDENCE when
  * the workload carries the trace's page evidence, else TOUCH_PAGES. */
@@ -33,43 +35,66 @@ typedef struct sim_opstat {
  * thread waited for is on a CPU. */
 typedef enum { SIM_NOT_STARTED, SIM_RUNNING, SIM_ASLEEP, SIM_DONE } sim_run_state_t;
 
+/* What a replay thread counts, merged into the replay's totals when it ends. */
+typedef struct sim_counts {
+    uint64_t waits, wait_cycles, futex_sleeps;
+    uint64_t far_slots; /* blocks stored in slot_far */
+    uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
+    uint64_t thread_ns; /* from the start of its stream to its end */
+    sim_opstat_t stat[SIM_OPS];
+} sim_counts_t;
+
+/* What a replay thread needs only while it runs: its stream's decoding state, in mapped buffers, and
+ * its counts. Taken from a pool when the thread starts and given back when it ends (sim_work.c), so
+ * the replay's own memory follows the threads alive at once, not every thread of the workload: a
+ * thread's decoding buffers, zstd context and statistics are 277 KiB mapped, 40 to 150 KiB
+ * of it resident. */
+typedef struct sim_work {
+    /* Live requested bytes added by the threads that used this working set: never reset, so that
+     * the sum over all working sets is the replay's live bytes at every instant, without a window
+     * at a hand-over in which a thread's share counts twice or not at all. Written by the owner
+     * at every allocation and free, read by the sampler: its own cache lines. */
+    _Alignas(128) _Atomic int64_t live_bytes;
+    /* the address window this thread stored into last, and its index (0: none yet): windows are
+     * never removed, so the cache stays right for the next owner */
+    uint64_t last_window;
+    uint32_t last_window_index;
+    uint32_t next_frame, left;
+    uint8_t *raw, *z;
+    void *dctx;
+    const uint8_t *p, *end;
+    uint64_t first_op;    /* the next frame's first op */
+    uint64_t frame_off;   /* the current frame's file offset, for messages */
+    const uint8_t *op_at; /* where the op being replayed starts in raw, for messages */
+    uint64_t prev_ns;
+    struct sim_work *next_free;
+    sim_counts_t c;
+} sim_work_t;
+
+/* One per thread of the workload, for the whole replay: what other threads look at (how far it is,
+ * whether it was created) and its place in the creation plan; 128 bytes. */
 typedef struct sim_thread {
     /* Written by the owner after every op, read by threads that wait on it: its own cache lines. */
     _Alignas(128) _Atomic uint64_t progress; /* ops completed */
     _Atomic uint64_t wake_at;                /* lowest count a sleeping waiter needs; UINT64_MAX: none */
     _Atomic uint32_t wake_seq;               /* futex word: bumped when waiters are woken */
     _Atomic uint32_t state;                  /* sim_run_state_t, written by the owner */
-    _Alignas(128) _Atomic int64_t live_bytes; /* this thread's share of the live requested bytes */
-    _Atomic uint32_t created;                 /* futex word: 0 until the OS thread exists */
+    _Atomic uint32_t created;                /* futex word: 0 until the OS thread exists */
     uint32_t index;
-    pthread_t th;
-    /* spawn points: children to create once this thread has completed `at` ops */
-    uint64_t *spawn_at;
-    uint32_t *spawn_child;
-    uint32_t nspawn, next_spawn;
-    /* the address window this thread stored into last, and its index (0: none yet) */
-    uint64_t last_window;
-    uint32_t last_window_index;
-    uint64_t far_slots; /* blocks stored in slot_far */
-    /* this thread's touch table entries not yet reached (TOUCH_EVIDENCE) */
+    sim_work_t *work; /* while it runs */
+    /* children to create once this thread has completed so many ops: s->spawns[spawn_first ..
+     * spawn_first + nspawn), ordered by that count */
+    uint32_t spawn_first, nspawn, next_spawn;
+    uint8_t spawned; /* created by its creator at its op, not at the start */
+    uint8_t error;
+    /* its touch table entries not yet reached (TOUCH_EVIDENCE) */
     const mt_wl_touch_entry_t *touch_next, *touch_end;
-    uint64_t touched_in_part; /* blocks written in part, as their entries said */
-    /* stream decoding, in mapped buffers */
-    uint8_t *raw, *z;
-    void *dctx;
-    const uint8_t *p, *end;
-    uint32_t next_frame, left;
-    uint64_t first_op; /* the next frame's first op */
-    uint64_t frame_off; /* the current frame's file offset, for messages */
-    const uint8_t *op_at; /* where the op being replayed starts in raw, for messages */
-    uint64_t prev_ns;
-    /* results */
-    uint64_t waits, wait_cycles, futex_sleeps;
-    uint64_t start_ns, end_ns;
-    int error;
-    char errmsg[1100];
-    sim_opstat_t stat[SIM_OPS];
 } sim_thread_t;
+
+typedef struct sim_spawn {
+    uint64_t at;
+    uint32_t creator, child;
+} sim_spawn_t;
 
 /* The allocator under test as the replay calls it. malloc, free, calloc and realloc are called
  * directly: glibc requires a replacement malloc to define all four, and sim_alloc_init() refuses one
@@ -101,6 +126,20 @@ typedef struct sim {
     sim_alloc_t alloc;
     uint32_t nthreads;
     sim_thread_t *th;
+    sim_spawn_t *spawns;
+    /* Working sets: all made so far (work[0..nwork), in order: the sampler sums their live bytes),
+     * and a list of those free. Taken and given back under work_lock, which also guards totals. */
+    sim_work_t **work;
+    _Atomic uint32_t nwork;
+    sim_work_t *free_work;
+    pthread_mutex_t work_lock;
+    sim_counts_t *totals;
+    _Atomic uint32_t threads_running; /* futex word: replay threads created and not yet ended */
+    /* The error of the lowest-numbered thread that failed, as the replay reports it. */
+    pthread_mutex_t error_lock;
+    uint32_t error_thread;
+    int has_error;
+    char errmsg[1100];
     uint32_t *slots;  /* each live block's address, compressed: see slot_store() in sim_thread.c */
     void **slot_far;  /* blocks whose address does not fit in their entry */
     uint64_t nslots;
@@ -145,11 +184,21 @@ extern sim_t *sim_self;
  * define malloc. Also an error if the allocator lacks free, calloc or realloc. -1 with `why` set. */
 int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap);
 
+/* sim_work.c */
+/* A working set for thread t, ready for the first frame of its stream; NULL (errno set) if none can
+ * be mapped. */
+sim_work_t *sim_work_take(sim_t *s, const sim_thread_t *t);
+/* Merges w's counts into the totals and puts it back in the pool. */
+void sim_work_give_back(sim_t *s, sim_work_t *w);
+/* The replay's live requested bytes now. */
+int64_t sim_live_bytes(const sim_t *s);
+/* Keeps msg as the replay's error if no thread numbered below t's has one. */
+void sim_set_error(sim_t *s, sim_thread_t *t, const char *msg);
+
 /* sim_thread.c */
 /* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */
 void sim_sync_init(sim_t *s);
 void sim_stop_all(sim_t *s);
-int sim_thread_load_first(sim_t *s, sim_thread_t *t, mt_error_t *err);
 void *sim_thread_main(void *arg);
 void sim_thread_run(sim_t *s, sim_thread_t *t);
 void sim_spawn(sim_t *s, uint32_t child);

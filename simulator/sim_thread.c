@@ -20,7 +20,6 @@
 
 #include "sim.h"
 
-#define RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
 /* How long a wait spins before it sleeps, in clock ticks (about 50 us at 2 GHz): a futex wake-up
  * costs tens of microseconds in a VM, a handed-over block usually comes within microseconds. For
  * the first PAUSE_TICKS (about 5 us) it spins on the CPU; after that it yields the CPU between
@@ -94,21 +93,19 @@ void sim_stop_all(sim_t *s)
 
 static void thread_fail(sim_t *s, sim_thread_t *t, const char *msg)
 {
-    if (!t->error) {
-        t->error = 1;
-        snprintf(t->errmsg, sizeof t->errmsg, "%s", msg);
-    }
+    sim_set_error(s, t, msg);
     sim_stop_all(s);
 }
 
 static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
 {
-    const mt_wl_frame_entry_t *fe = mt_wl_thread_frame(s->wl, t->index, t->next_frame++);
+    sim_work_t *w = t->work;
+    const mt_wl_frame_entry_t *fe = mt_wl_thread_frame(s->wl, t->index, w->next_frame++);
     mt_wl_frame_header_t fh;
     const int fd = mt_wl_fd(s->wl);
     if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
-        fh.thread != t->index || fh.nops != fe->nops || fh.first_op != t->first_op || fh.raw_size > RAW_CAP ||
-        fh.zsize > ZSTD_compressBound(RAW_CAP) ||
+        fh.thread != t->index || fh.nops != fe->nops || fh.first_op != w->first_op || fh.raw_size > SIM_RAW_CAP ||
+        fh.zsize > ZSTD_compressBound(SIM_RAW_CAP) ||
         fe->offset + sizeof fh + fh.zsize > mt_wl_header(s->wl)->index_offset) {
         snprintf(err->msg, sizeof err->msg, "offset %llu: expected a frame of thread %u",
                  (unsigned long long)fe->offset, t->index);
@@ -116,7 +113,7 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
     }
     size_t got = 0;
     while (got < fh.zsize) {
-        const ssize_t r = pread(fd, t->z + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
+        const ssize_t r = pread(fd, w->z + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
         if (r <= 0) {
             snprintf(err->msg, sizeof err->msg, "offset %llu: the frame is cut short",
                      (unsigned long long)fe->offset);
@@ -124,64 +121,46 @@ static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
         }
         got += (size_t)r;
     }
-    const size_t n = ZSTD_decompressDCtx(t->dctx, t->raw, RAW_CAP, t->z, fh.zsize);
+    const size_t n = ZSTD_decompressDCtx(w->dctx, w->raw, SIM_RAW_CAP, w->z, fh.zsize);
     if (ZSTD_isError(n) || n != fh.raw_size) {
         snprintf(err->msg, sizeof err->msg, "offset %llu: expected a zstd frame of %u bytes",
                  (unsigned long long)(fe->offset + sizeof fh), fh.raw_size);
         return -EINVAL;
     }
-    t->p = t->raw;
-    t->end = t->raw + n;
-    t->left = fh.nops;
-    t->first_op += fh.nops;
-    t->frame_off = fe->offset;
+    w->p = w->raw;
+    w->end = w->raw + n;
+    w->left = fh.nops;
+    w->first_op += fh.nops;
+    w->frame_off = fe->offset;
     return 0;
 }
 
 /* Next op of the thread's stream: 1, 0 at its end, negative on damage. */
 static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
 {
-    while (!t->left) {
-        if (t->p != t->end) {
+    sim_work_t *w = t->work;
+    while (!w->left) {
+        if (w->p != w->end) {
             snprintf(err->msg, sizeof err->msg, "offset %llu: frame of thread %u has bytes after its last op",
-                     (unsigned long long)t->frame_off, t->index);
+                     (unsigned long long)w->frame_off, t->index);
             return -EINVAL;
         }
-        if (t->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
+        if (w->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
             return 0;
         const int rc = load_frame(s, t, err);
         if (rc < 0)
             return rc;
     }
-    t->op_at = t->p;
-    if (mt_wl_decode_op(&t->p, t->end, r, &t->prev_ns) < 0) {
+    w->op_at = w->p;
+    if (mt_wl_decode_op(&w->p, w->end, r, &w->prev_ns) < 0) {
         /* as the workload reader says it (mt_wl_cursor_next); main() puts the path in front */
         snprintf(err->msg, sizeof err->msg,
                  "offset %llu: damaged op at byte %zu of the frame's data (thread %u): expected a workload op",
-                 (unsigned long long)t->frame_off, (size_t)(t->op_at - t->raw), t->index);
+                 (unsigned long long)w->frame_off, (size_t)(w->op_at - w->raw), t->index);
         return -EINVAL;
     }
-    t->left--;
+    w->left--;
     return 1;
-}
-
-int sim_thread_load_first(sim_t *s, sim_thread_t *t, mt_error_t *err)
-{
-    const size_t dsize = ZSTD_estimateDCtxSize();
-    t->raw = sim_map(s, RAW_CAP);
-    t->z = sim_map(s, ZSTD_compressBound(RAW_CAP));
-    void *ws = sim_map(s, dsize);
-    if (!t->raw || !t->z || !ws) {
-        snprintf(err->msg, sizeof err->msg, "cannot map the replay buffers: %s", strerror(errno));
-        return -ENOMEM;
-    }
-    t->dctx = ZSTD_initStaticDCtx(ws, dsize);
-    t->prev_ns = mt_wl_thread(s->wl, t->index)->start_ns;
-    if (!t->dctx) {
-        snprintf(err->msg, sizeof err->msg, "zstd: cannot set up a decompression context");
-        return -ENOMEM;
-    }
-    return 0;
 }
 
 static unsigned hist_bucket(uint64_t v)
@@ -195,7 +174,7 @@ static unsigned hist_bucket(uint64_t v)
 
 static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
 {
-    sim_opstat_t *st = &t->stat[op];
+    sim_opstat_t *st = &t->work->c.stat[op];
     st->calls++;
     st->cycles += cycles;
     if (cycles > st->max)
@@ -230,7 +209,7 @@ static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size
             t->touch_next++;
         if (t->touch_next < t->touch_end && t->touch_next->op == op) {
             touch_share(s, b, size, t->touch_next->frac);
-            t->touched_in_part++;
+            t->work->c.touched_in_part++;
             return;
         }
     }
@@ -279,7 +258,7 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
         return 0;
     if (n > mt_wl_thread(s->wl, other)->ops)
         return -EDEADLK; /* that thread never completes so many ops */
-    t->waits++;
+    t->work->c.waits++;
     const uint64_t c0 = sim_cycles();
     uint64_t spun;
     while (cur < n && (spun = sim_cycles() - c0) < SPIN_TICKS && spin_once(s, o, spun))
@@ -295,13 +274,13 @@ static int wait_for(sim_t *s, sim_thread_t *t, uint32_t other, uint64_t n)
         cur = atomic_load_explicit(&o->progress, memory_order_acquire);
         if (cur >= n || atomic_load(&s->failed))
             break;
-        t->futex_sleeps++;
+        t->work->c.futex_sleeps++;
         set_run_state(s, t, SIM_ASLEEP);
         futex(&o->wake_seq, FUTEX_WAIT_PRIVATE, seq);
         set_run_state(s, t, SIM_RUNNING);
         cur = atomic_load_explicit(&o->progress, memory_order_acquire);
     }
-    t->wait_cycles += sim_cycles() - c0;
+    t->work->c.wait_cycles += sim_cycles() - c0;
     return cur >= n ? 0 : -ECANCELED;
 }
 
@@ -314,8 +293,8 @@ static inline void completed(sim_t *s, sim_thread_t *t)
         atomic_store(&t->wake_at, UINT64_MAX);
         wake_all(t);
     }
-    while (t->next_spawn < t->nspawn && t->spawn_at[t->next_spawn] <= n)
-        sim_spawn(s, t->spawn_child[t->next_spawn++]);
+    while (t->next_spawn < t->nspawn && s->spawns[t->spawn_first + t->next_spawn].at <= n)
+        sim_spawn(s, s->spawns[t->spawn_first + t->next_spawn++].child);
 }
 
 /* --timing recorded: keep the traced gap before each op. */
@@ -366,7 +345,7 @@ static inline void *slot_ptr(const sim_t *s, uint64_t slot)
 }
 
 /* The index of address window w, added to the table if it is new; 0 if the table is full. */
-static uint32_t window_index(sim_t *s, sim_thread_t *t, uint64_t w)
+static uint32_t window_index(sim_t *s, sim_work_t *t, uint64_t w)
 {
     if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
         return t->last_window_index;
@@ -401,12 +380,12 @@ static inline void slot_store(sim_t *s, sim_thread_t *t, uint64_t slot, void *p)
     uint32_t w;
     if (!p) {
         s->slots[slot] = 0;
-    } else if (!(addr & 7) && (w = window_index(s, t, addr >> WINDOW_SHIFT)) != 0) {
+    } else if (!(addr & 7) && (w = window_index(s, t->work, addr >> WINDOW_SHIFT)) != 0) {
         s->slots[slot] = w << ENTRY_OFFSET_BITS | (uint32_t)((addr >> 3) & ENTRY_OFFSET_MASK);
     } else {
         s->slot_far[slot] = p;
         s->slots[slot] = SLOT_FAR;
-        t->far_slots++;
+        t->work->c.far_slots++;
     }
 }
 
@@ -415,8 +394,9 @@ static inline void slot_store(sim_t *s, sim_thread_t *t, uint64_t slot, void *p)
  * workload's sizes may wrap the count, never overflow a signed one. */
 static inline void add_live(sim_thread_t *t, uint64_t bytes)
 {
-    const uint64_t v = (uint64_t)atomic_load_explicit(&t->live_bytes, memory_order_relaxed) + bytes;
-    atomic_store_explicit(&t->live_bytes, (int64_t)v, memory_order_relaxed);
+    sim_work_t *w = t->work;
+    const uint64_t v = (uint64_t)atomic_load_explicit(&w->live_bytes, memory_order_relaxed) + bytes;
+    atomic_store_explicit(&w->live_bytes, (int64_t)v, memory_order_relaxed);
 }
 
 static inline void set_slot(sim_t *s, sim_thread_t *t, uint64_t slot, void *p, uint64_t size)
@@ -431,21 +411,40 @@ static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t
     s->slots[slot] = 0;
 }
 
+/* The end of thread t, whether it ran or not. */
+static void finish(sim_t *s, sim_thread_t *t)
+{
+    /* Children whose creation point was never reached still run, so that the replay ends. */
+    while (t->next_spawn < t->nspawn)
+        sim_spawn(s, s->spawns[t->spawn_first + t->next_spawn++].child);
+    set_run_state(s, t, SIM_DONE);
+    /* Wake anyone still waiting on us: they find the count short and report it. */
+    atomic_store(&t->wake_at, UINT64_MAX);
+    wake_all(t);
+}
+
 void sim_thread_run(sim_t *s, sim_thread_t *t)
 {
     mt_wl_rec_t r;
     mt_error_t err;
     int rc, stopped = 0;
     set_run_state(s, t, SIM_RUNNING);
-    t->start_ns = mt_mono_ns();
+    const uint64_t start_ns = mt_mono_ns();
+    t->work = sim_work_take(s, t);
+    if (!t->work) {
+        snprintf(err.msg, sizeof err.msg, "cannot map the replay buffers: %s", strerror(errno));
+        thread_fail(s, t, err.msg);
+        finish(s, t);
+        return;
+    }
     while ((rc = next_op(s, t, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
             char msg[300];
             snprintf(msg, sizeof msg,
                      "offset %llu: %s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a "
                      "slot up to %llu, the workload's slot count",
-                     (unsigned long long)t->frame_off, mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an",
-                     (size_t)(t->op_at - t->raw), t->index,
+                     (unsigned long long)t->work->frame_off, mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an",
+                     (size_t)(t->work->op_at - t->work->raw), t->index,
                      (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
             thread_fail(s, t, msg);
             break;
@@ -492,7 +491,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 break;
             }
             if (!p)
-                t->stat[r.op].failed++;
+                t->work->c.stat[r.op].failed++;
             touch(s, t, p, bytes);
             set_slot(s, t, r.slot, p, bytes);
             break;
@@ -516,7 +515,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 if (r.slot)
                     clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
-                    t->stat[r.op].failed++;
+                    t->work->c.stat[r.op].failed++;
                 touch(s, t, p, bytes);
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
@@ -570,19 +569,19 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     }
     if (rc < 0)
         thread_fail(s, t, err.msg);
-    t->end_ns = mt_mono_ns();
-    /* Children whose creation point was never reached still run, so that the replay ends. */
-    while (t->next_spawn < t->nspawn)
-        sim_spawn(s, t->spawn_child[t->next_spawn++]);
-    set_run_state(s, t, SIM_DONE);
-    /* Wake anyone still waiting on us: they find the count short and report it. */
-    atomic_store(&t->wake_at, UINT64_MAX);
-    wake_all(t);
+    t->work->c.thread_ns += mt_mono_ns() - start_ns;
+    sim_work_give_back(s, t->work);
+    t->work = NULL;
+    finish(s, t);
 }
 
 void *sim_thread_main(void *arg)
 {
     sim_thread_t *t = arg;
-    sim_thread_run(sim_self, t);
+    sim_t *s = sim_self;
+    sim_thread_run(s, t);
+    /* The last thing it does: once the count is 0, the main thread reports and exits. */
+    if (atomic_fetch_sub(&s->threads_running, 1) == 1)
+        futex(&s->threads_running, FUTEX_WAKE_PRIVATE, 1);
     return NULL;
 }
