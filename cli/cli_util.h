@@ -16,6 +16,12 @@ static inline int mt_fail(const mt_error_t *err)
     return 1;
 }
 
+/* The verdict rule, as the help of replay, compare and sweep states it (analysis/spread.c). */
+#define MT_VERDICT_HELP                                                                                      \
+    "  Verdicts (faster/slower, less/more memory) compare the medians of CPU time (user+sys of the replay)\n" \
+    "  and of peak RSS, and say \"within noise\" when the two spreads overlap: min..max, or q1..q3 from 4\n"   \
+    "  runs; with one run on either side they add \"(1 run: noise unknown)\".\n"
+
 /* A decimal option value from min to max into *out (when out is not NULL), else a message naming the
  * command and the option, and -1. strtoul alone would take " 7", "+7" and "-1" (as ULONG_MAX). */
 static inline int mt_uint_option(const char *cmd, const char *name, const char *v, unsigned long min,

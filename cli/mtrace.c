@@ -777,7 +777,9 @@ static void usage_replay(FILE *f)
                "  top_pad, mmap_max, arena_max, arena_test, mxfast, perturb (or M_* or a number).\n"
                "  --touch MODE is passed to mtrace-sim as given (pages, ends, none: see mtrace-sim --help).\n"
                "  --repeat N (1 to %d): every allocator N times, in rounds (each allocator once, then again),\n"
-               "  FILE getting the run's number (FILE.1.json, FILE.NAME.1.json), then a table of the runs.\n",
+               "  FILE getting the run's number (FILE.1.json, FILE.NAME.1.json). The table then gives per\n"
+               "  allocator the median of its runs and their spread of CPU time and wall time (ms) and peak\n"
+               "  RSS (MiB), with a verdict against the first allocator (as mtrace compare).\n" MT_VERDICT_HELP,
             MT_REPLAY_MAX_REPEAT);
 }
 
@@ -862,6 +864,20 @@ static int cmd_replay(int argc, char **argv)
     return rc;
 }
 
+static void usage_compare(FILE *f)
+{
+    fprintf(f, "usage: mtrace compare [--csv|--json] RESULT.json...\n"
+               "  replay results (mtrace replay --json, mtrace-sim --json) in one table, one row per allocator\n"
+               "  and settings: results of the same allocator, settings, workload, timing and touch are runs of\n"
+               "  one row (mtrace replay --repeat writes them). A row's figures are the medians of its runs: wall\n"
+               "  and CPU time in ms, peak RSS in MiB, with the %% change against the first row's; the spreads\n"
+               "  follow when a row has several runs.\n" MT_VERDICT_HELP
+               "  --csv and --json also give: runs; cpu_ms, wall_ms, max_rss_mib with _min, _q1, _q3, _max (the\n"
+               "  spread, same units); time_verdict (baseline, faster, slower, within noise), memory_verdict\n"
+               "  (baseline, less memory, more memory, within noise), noise_measured (both rows ran twice or\n"
+               "  more); --json also files (a row's results).\n");
+}
+
 static int cmd_compare(int argc, char **argv)
 {
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
@@ -872,14 +888,17 @@ static int cmd_compare(int argc, char **argv)
             fmt = MT_TABLE_CSV;
         else if (!strcmp(argv[i], "--json"))
             fmt = MT_TABLE_JSON;
-        else if (argv[i][0] == '-' || n == 256) {
-            fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+        else if (!strcmp(argv[i], "--help")) {
+            usage_compare(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' || n == 256) {
+            usage_compare(stderr);
             return 2;
         } else
             paths[n++] = argv[i];
     }
     if (!n) {
-        fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+        usage_compare(stderr);
         return 2;
     }
     return mt_compare_print(stdout, paths, n, fmt);
@@ -1076,7 +1095,7 @@ static const command_t commands[] = {
     { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
-    { "compare", cmd_compare, "compare replay results (% change against the first)" },
+    { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },
     { "sweep", mt_sweep_main, "replay over a grid of mallopt settings and allocators" },
     { "plot", cmd_plot, "draw a trace's or replays' figures with gnuplot (PNG or SVG)" },
 };

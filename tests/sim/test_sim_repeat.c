@@ -1,7 +1,10 @@
 /* Repeated replays and the figures made of them:
  *  - mtrace replay --repeat N runs every allocator N times, in rounds (each allocator once, then
  *    again), each run its own result file with the run's number in its name, all labelled with the
- *    allocator's name; --repeat outside 1..100 is refused in one line. */
+ *    allocator's name; --repeat outside 1..100 is refused in one line;
+ *  - mtrace compare makes one row of the results of one allocator and settings: the median of each
+ *    figure, its spread, and a verdict against the first row on the medians of CPU time and peak RSS,
+ *    "within noise" when the spreads overlap (synthetic results, so that the figures are known). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -132,6 +135,193 @@ START_TEST(repeat_out_of_range_refused)
 }
 END_TEST
 
+/* A replay result as mtrace-sim writes it, with the figures given (times in us, RSS in KiB). */
+static char *write_result(const char *file, const char *allocator, double cpu_us, double wall_us, double rss_kb)
+{
+    char *path = path_in(g_dir, file);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "{\"kind\": \"replay\", \"allocator\": \"%s\", \"workload\": \"/w.wl\", \"settings\": [],"
+            " \"timing\": \"asap\", \"touch\": \"pages\", \"wall_us\": %.0f, \"cpu_us\": %.0f,"
+            " \"max_rss_kb\": %.0f, \"ideal_pages_kb\": 1000, \"fragmentation\": 1}\n",
+            allocator, wall_us, cpu_us, rss_kb);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+/* Rows A (the baseline), B, C of 3 runs each, their files interleaved as --repeat writes them, and
+ * D of one run. CPU ms: A 10, 11, 12; B 11.5, 12.5, 13 (overlaps A); C 5, 6, 7 (below A); D 5.
+ * Peak RSS KiB: A 102400 thrice; B 204800 thrice (above A); C 102400 thrice (the same); D 307200. */
+static int write_four_rows(char **paths)
+{
+    static const struct {
+        const char *name;
+        double cpu_ms[3], rss_kb;
+        int runs;
+    } rows[] = {
+        { "A", { 10, 11, 12 }, 102400, 3 },
+        { "B", { 11.5, 12.5, 13 }, 204800, 3 },
+        { "C", { 5, 6, 7 }, 102400, 3 },
+        { "D", { 5, 0, 0 }, 307200, 1 },
+    };
+    int n = 0;
+    for (int run = 0; run < 3; run++)
+        for (size_t k = 0; k < 4; k++) {
+            if (run >= rows[k].runs)
+                continue;
+            char file[64];
+            snprintf(file, sizeof file, "%s.%d.json", rows[k].name, run + 1);
+            /* wall time the other way round from CPU time: the verdict must not follow it */
+            paths[n++] = write_result(file, rows[k].name, rows[k].cpu_ms[run] * 1000, 50000 - rows[k].cpu_ms[run] * 1000,
+                                      rows[k].rss_kb);
+        }
+    return n;
+}
+
+static char *compare(char *const *paths, int n, const char *fmt, const char *outname)
+{
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = MTRACE_EXE;
+    argv[argc++] = "compare";
+    if (fmt)
+        argv[argc++] = fmt;
+    for (int i = 0; i < n; i++)
+        argv[argc++] = paths[i];
+    argv[argc] = NULL;
+    char *out = path_in(g_dir, outname), *err = path_in(g_dir, "err");
+    const int rc = run(argv, out, err, NULL, 60);
+    ck_assert_msg(rc == 0, "mtrace compare %s: exit %d: %s", fmt ? fmt : "", rc, read_text(err, NULL));
+    return out;
+}
+
+/* compare --json's table: an array of rows (load_json wants an object) */
+static mt_jval_t *load_table(const char *path)
+{
+    mt_jval_t *t;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(path, &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t->type, MT_JARR);
+    return t;
+}
+
+static const mt_jval_t *row_of(const mt_jval_t *table, const char *name)
+{
+    for (size_t i = 0; i < table->n; i++)
+        if (!strcmp(mt_json_str_at(&table->items[i], "name", ""), name))
+            return &table->items[i];
+    ck_abort_msg("no row %s", name);
+    return NULL;
+}
+
+static void assert_near(double got, double want, const char *what)
+{
+    ck_assert_msg(got > want - 1e-6 && got < want + 1e-6, "%s: %.9g, expected %.9g", what, got, want);
+}
+
+START_TEST(compare_groups_runs_into_rows)
+{
+    char *paths[16];
+    const int n = write_four_rows(paths);
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    ck_assert_uint_eq(t->n, 4);
+    static const char *const order[] = { "A", "B", "C", "D" };
+    static const double runs[] = { 3, 3, 3, 1 }, cpu[] = { 11, 12.5, 6, 5 };
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_str_eq(mt_json_str_at(&t->items[i], "name", ""), order[i]);
+        assert_near(jnum(&t->items[i], "runs"), runs[i], "runs");
+        assert_near(jnum(&t->items[i], "cpu_ms"), cpu[i], "cpu_ms (median)");
+    }
+    const mt_jval_t *a = row_of(t, "A"), *b = row_of(t, "B");
+    assert_near(jnum(a, "cpu_ms_min"), 10, "A cpu_ms_min");
+    assert_near(jnum(a, "cpu_ms_max"), 12, "A cpu_ms_max");
+    assert_near(jnum(a, "cpu_ms_q1"), 10.5, "A cpu_ms_q1");
+    assert_near(jnum(a, "cpu_ms_q3"), 11.5, "A cpu_ms_q3");
+    assert_near(jnum(a, "max_rss_mib"), 100, "A max_rss_mib");
+    /* the change is the medians' */
+    assert_near(jnum(b, "cpu_ms_change_pct"), 100.0 * (12.5 - 11) / 11, "B cpu_ms_change_pct");
+    assert_near(jnum(b, "max_rss_mib_change_pct"), 100, "B max_rss_mib_change_pct");
+    ck_assert_uint_eq(mt_json_get(b, "files")->n, 3);
+    mt_json_free(t);
+}
+END_TEST
+
+START_TEST(compare_verdict_is_within_noise_when_spreads_overlap)
+{
+    char *paths[16];
+    const int n = write_four_rows(paths);
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    static const struct {
+        const char *row, *time, *memory;
+        int measured;
+    } want[] = {
+        { "A", "baseline", "baseline", 1 },
+        { "B", "within noise", "more memory", 1 }, /* CPU 11.5..13 meets 10..12 */
+        { "C", "faster", "within noise", 1 },      /* CPU 5..7 below 10..12; RSS the same */
+        { "D", "faster", "more memory", 0 },       /* one run: said */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const mt_jval_t *r = row_of(t, want[i].row);
+        ck_assert_str_eq(mt_json_str_at(r, "time_verdict", ""), want[i].time);
+        ck_assert_str_eq(mt_json_str_at(r, "memory_verdict", ""), want[i].memory);
+        const mt_jval_t *m = mt_json_get(r, "noise_measured");
+        ck_assert_msg(m && m->type == MT_JBOOL, "%s: noise_measured is not a boolean", want[i].row);
+        ck_assert_int_eq((int)m->num, want[i].measured);
+    }
+    mt_json_free(t);
+    /* the text table: one row each, the verdict in words, then the spreads */
+    char *text = read_text(compare(paths, n, NULL, "t.txt"), NULL);
+    ck_assert_msg(strstr(text, "verdict against A"), "no verdict column:\n%s", text);
+    ck_assert_msg(strstr(text, "CPU time within noise, more memory\n"), "B's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "faster, RSS within noise\n"), "C's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "faster, more memory (1 run: noise unknown)\n"), "D's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "10.0..12.0"), "A's CPU spread (min..max):\n%s", text);
+    /* CSV: a header and a line per row */
+    char *csv = read_text(compare(paths, n, "--csv", "t.csv"), NULL);
+    ck_assert_uint_eq(count_lines(csv), 5);
+    ck_assert_msg(strstr(csv, ",runs,cpu_ms_min,cpu_ms_q1,cpu_ms_q3,cpu_ms_max,"), "CSV header:\n%s", csv);
+    ck_assert_msg(strstr(csv, ",within noise,more memory,1\n"), "B's CSV row:\n%s", csv);
+    free(text);
+    free(csv);
+}
+END_TEST
+
+/* From 4 runs the quartiles are the spread: one disturbed run of the baseline does not hide a
+ * difference. */
+START_TEST(compare_uses_quartiles_from_four_runs)
+{
+    char *paths[16];
+    int n = 0;
+    static const double base[] = { 10, 10.1, 10.2, 10.3, 30 }, other[] = { 12, 12.1, 12.2, 12.3, 12.4 };
+    for (int i = 0; i < 5; i++) {
+        char file[32];
+        snprintf(file, sizeof file, "A.%d.json", i + 1);
+        paths[n++] = write_result(file, "A", base[i] * 1000, 1000, 1024);
+        snprintf(file, sizeof file, "E.%d.json", i + 1);
+        paths[n++] = write_result(file, "E", other[i] * 1000, 1000, 1024);
+    }
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    ck_assert_uint_eq(t->n, 2);
+    ck_assert_str_eq(mt_json_str_at(row_of(t, "E"), "time_verdict", ""), "slower");
+    mt_json_free(t);
+}
+END_TEST
+
+/* mtrace replay --repeat ends with the table of its runs: one row, their count, their spread. */
+START_TEST(replay_repeat_prints_one_row_with_spread)
+{
+    char *wl = write_wl(), *out = path_in(g_dir, "out"), *err = path_in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", "3", "--quiet", NULL };
+    const int rc = run(argv, out, err, NULL, 240);
+    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err, NULL));
+    char *text = read_text(out, NULL);
+    ck_assert_msg(strstr(text, "\nglibc                           3 "), "no row of 3 runs:\n%s", text);
+    ck_assert_msg(strstr(text, "spread over the runs"), "no spread:\n%s", text);
+    free(text);
+}
+END_TEST
+
 static Suite *repeat_suite(void)
 {
     Suite *s = suite_create("sim_repeat");
@@ -142,6 +332,10 @@ static Suite *repeat_suite(void)
         { "replay_repeat_runs_n_replays", replay_repeat_runs_n_replays },
         { "driver_runs_rounds_of_every_allocator", driver_runs_rounds_of_every_allocator },
         { "repeat_out_of_range_refused", repeat_out_of_range_refused },
+        { "compare_groups_runs_into_rows", compare_groups_runs_into_rows },
+        { "compare_verdict_is_within_noise_when_spreads_overlap", compare_verdict_is_within_noise_when_spreads_overlap },
+        { "compare_uses_quartiles_from_four_runs", compare_uses_quartiles_from_four_runs },
+        { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
