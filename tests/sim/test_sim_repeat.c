@@ -4,7 +4,10 @@
  *    allocator's name; --repeat outside 1..100 is refused in one line;
  *  - mtrace compare makes one row of the results of one allocator and settings: the median of each
  *    figure, its spread, and a verdict against the first row on the medians of CPU time and peak RSS,
- *    "within noise" when the spreads overlap (synthetic results, so that the figures are known). */
+ *    "within noise" when the spreads overlap (synthetic results, so that the figures are known);
+ *  - mtrace sweep replays each allocator's default (no setting at all) first, as the baseline row
+ *    named "dynamic (default)" for glibc's mmap_threshold; each row's changes are against its
+ *    allocator's baseline; --repeat N runs every point N times and reports medians. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -322,6 +325,164 @@ START_TEST(replay_repeat_prints_one_row_with_spread)
 }
 END_TEST
 
+/* ---- sweep ---- */
+
+/* sweep.csv as rows of fields (no field of these sweeps holds a comma or a quote). */
+typedef struct csv {
+    char *text;
+    char *cell[16][64];
+    int nrows, ncols;
+} csv_t;
+
+static void csv_read(csv_t *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    c->text = read_text(path, NULL);
+    ck_assert_msg(c->text != NULL, "no %s", path);
+    char *save = NULL;
+    for (char *line = strtok_r(c->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        ck_assert_int_lt(c->nrows, 16);
+        int n = 0;
+        for (char *f = line; f; n++) {
+            ck_assert_int_lt(n, 64);
+            c->cell[c->nrows][n] = f;
+            f = strchr(f, ',');
+            if (f)
+                *f++ = 0;
+        }
+        if (c->nrows == 0)
+            c->ncols = n;
+        ck_assert_msg(n == c->ncols, "row %d has %d fields, the header %d", c->nrows, n, c->ncols);
+        c->nrows++;
+    }
+}
+
+/* Row `row` (1 = the first after the header), column `name`. */
+static const char *csv_at(const csv_t *c, int row, const char *name)
+{
+    ck_assert_int_lt(row, c->nrows);
+    for (int i = 0; i < c->ncols; i++)
+        if (!strcmp(c->cell[0][i], name))
+            return c->cell[row][i];
+    ck_abort_msg("sweep.csv has no column %s", name);
+    return NULL;
+}
+
+static double csv_num(const csv_t *c, int row, const char *name)
+{
+    return atof(csv_at(c, row, name));
+}
+
+/* Runs mtrace sweep with the arguments after the workload; DIR/sweep.csv must be written. */
+static char *sweep(const char *wl, const char *dir, const char *const *args)
+{
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = MTRACE_EXE;
+    argv[argc++] = "sweep";
+    argv[argc++] = wl;
+    argv[argc++] = "-o";
+    argv[argc++] = dir;
+    for (; *args; args++)
+        argv[argc++] = *args;
+    argv[argc] = NULL;
+    char *out = path_in(g_dir, "sweep.out"), *err = path_in(g_dir, "sweep.err");
+    const int rc = run(argv, out, err, NULL, 280);
+    ck_assert_msg(rc == 0, "mtrace sweep: exit %d: %s", rc, read_text(err, NULL));
+    return path_in(dir, "sweep.csv");
+}
+
+static void assert_settings(const char *dir, const char *file, const char *want)
+{
+    char *p = path_in(dir, file);
+    mt_jval_t *j = load_json(p);
+    const mt_jval_t *set = mt_json_get(j, "settings");
+    ck_assert_msg(set && set->type == MT_JARR, "%s: no settings", file);
+    if (!want)
+        ck_assert_msg(set->n == 0, "%s: the default was replayed with %zu settings", file, set->n);
+    else
+        ck_assert_msg(set->n == 1 && !strcmp(set->items[0].str, want), "%s: settings are not [%s]", file, want);
+    mt_json_free(j);
+    free(p);
+}
+
+START_TEST(sweep_baseline_row_first_and_changes_against_it)
+{
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw");
+    const char *const args[] = { "--mallopt", "mmap_threshold=4096,1m", "--repeat", "2", NULL };
+    csv_t c;
+    csv_read(&c, sweep(wl, dir, args));
+    ck_assert_int_eq(c.nrows, 4); /* header, the default, 4096, 1m */
+    ck_assert_str_eq(csv_at(&c, 1, "allocator"), "glibc");
+    ck_assert_str_eq(csv_at(&c, 1, "mmap_threshold"), "dynamic (default)");
+    ck_assert_str_eq(csv_at(&c, 1, "time_verdict"), "baseline");
+    ck_assert_str_eq(csv_at(&c, 2, "mmap_threshold"), "4096");
+    ck_assert_str_eq(csv_at(&c, 3, "mmap_threshold"), "1m");
+    /* the baseline is a replay with no setting at all; the others with theirs */
+    assert_settings(dir, "run-000.1.json", NULL);
+    assert_settings(dir, "run-000.2.json", NULL);
+    assert_settings(dir, "run-001.2.json", "mmap_threshold=4096");
+    assert_settings(dir, "run-002.1.json", "mmap_threshold=1m");
+    ck_assert_msg(!exists(dir, "run-000.3.json") && !exists(dir, "run-003.1.json"), "more runs than asked");
+    const double base_cpu = csv_num(&c, 1, "cpu_ms"), base_rss = csv_num(&c, 1, "max_rss_mib");
+    for (int row = 1; row < 4; row++) {
+        ck_assert_int_eq((int)csv_num(&c, row, "runs"), 2);
+        const double cpu = csv_num(&c, row, "cpu_ms"), rss = csv_num(&c, row, "max_rss_mib");
+        const double want_cpu = 100 * (cpu - base_cpu) / base_cpu, want_rss = 100 * (rss - base_rss) / base_rss;
+        /* the CSV rounds the figures to 0.001 and the changes to 0.01 */
+        const double got_cpu = csv_num(&c, row, "cpu_change_pct");
+        const double got_rss = csv_num(&c, row, "rss_change_pct_of_default_peak_rss");
+        ck_assert_msg(got_cpu > want_cpu - 0.1 && got_cpu < want_cpu + 0.1, "row %d: cpu change %g, expected %g", row,
+                      got_cpu, want_cpu);
+        ck_assert_msg(got_rss > want_rss - 0.05 && got_rss < want_rss + 0.05, "row %d: RSS change %g, expected %g",
+                      row, got_rss, want_rss);
+        /* the median of two runs is their mean */
+        char f1[32], f2[32];
+        snprintf(f1, sizeof f1, "run-%03d.1.json", row - 1);
+        snprintf(f2, sizeof f2, "run-%03d.2.json", row - 1);
+        char *p1 = path_in(dir, f1), *p2 = path_in(dir, f2);
+        mt_jval_t *j1 = load_json(p1), *j2 = load_json(p2);
+        const double med = (jnum(j1, "cpu_us") + jnum(j2, "cpu_us")) / 2000;
+        ck_assert_msg(cpu > med - 0.002 && cpu < med + 0.002, "row %d: cpu_ms %g, runs' median %g", row, cpu, med);
+        mt_json_free(j1);
+        mt_json_free(j2);
+    }
+    char *text = read_text(path_in(g_dir, "sweep.out"), NULL);
+    ck_assert_msg(strstr(text, "\nglibc        mmap_threshold=dynamic (default)"), "table:\n%s", text);
+    ck_assert_msg(strstr(text, "RSS chg %dflt"), "the RSS change's header does not name its base:\n%s", text);
+    ck_assert_msg(strstr(text, "\nfastest: "), "no fastest line:\n%s", text);
+    free(text);
+}
+END_TEST
+
+/* Each allocator has a default row, all before the grid, and its rows compare with it. */
+START_TEST(sweep_every_allocator_has_its_baseline)
+{
+    char why[256];
+    if (!allocator_installed("jemalloc", why, sizeof why)) {
+        fprintf(stderr, "sweep_every_allocator_has_its_baseline: %s; not checked\n", why);
+        return;
+    }
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw2");
+    const char *const args[] = { "--mallopt", "arena_max=1", "--allocator", "glibc", "--allocator", "jemalloc", NULL };
+    csv_t c;
+    csv_read(&c, sweep(wl, dir, args));
+    ck_assert_int_eq(c.nrows, 5);
+    static const char *const want[][2] = {
+        { "glibc", "default" }, { "jemalloc", "default" }, { "glibc", "1" }, { "jemalloc", "1" }
+    };
+    for (int row = 1; row < 5; row++) {
+        ck_assert_str_eq(csv_at(&c, row, "allocator"), want[row - 1][0]);
+        ck_assert_str_eq(csv_at(&c, row, "arena_max"), want[row - 1][1]);
+    }
+    const double jbase = csv_num(&c, 2, "max_rss_mib"), jrss = csv_num(&c, 4, "max_rss_mib");
+    const double got = csv_num(&c, 4, "rss_change_pct_of_default_peak_rss"), exp = 100 * (jrss - jbase) / jbase;
+    ck_assert_msg(got > exp - 0.05 && got < exp + 0.05, "jemalloc's change %g, against its own default %g", got, exp);
+    ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "baseline");
+    assert_settings(dir, "run-001.json", NULL);
+}
+END_TEST
+
 static Suite *repeat_suite(void)
 {
     Suite *s = suite_create("sim_repeat");
@@ -336,6 +497,8 @@ static Suite *repeat_suite(void)
         { "compare_verdict_is_within_noise_when_spreads_overlap", compare_verdict_is_within_noise_when_spreads_overlap },
         { "compare_uses_quartiles_from_four_runs", compare_uses_quartiles_from_four_runs },
         { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
+        { "sweep_baseline_row_first_and_changes_against_it", sweep_baseline_row_first_and_changes_against_it },
+        { "sweep_every_allocator_has_its_baseline", sweep_every_allocator_has_its_baseline },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
