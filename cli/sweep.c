@@ -35,7 +35,7 @@ typedef struct point {
 } point_t;
 
 typedef struct sweep {
-    const char *workload, *dir, *timing;
+    const char *workload, *dir, *timing, *touch;
     const char *allocators[MT_REPLAY_MAX];
     int nalloc, nparams, repeat;
     char pname[MAX_PARAMS][64];
@@ -48,7 +48,7 @@ typedef struct sweep {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtrace sweep WORKLOAD --mallopt NAME=V1,V2,... [--mallopt NAME=...] [--allocator NAME]...\n"
-               "                    [-o DIR] [--timing asap|recorded] [--repeat N]\n"
+               "                    [-o DIR] [--timing asap|recorded] [--touch MODE] [--repeat N]\n"
                "  replays WORKLOAD for every combination of the settings (and allocators), prints a table,\n"
                "  writes DIR/sweep.csv and DIR/sweep.png, and names the lowest-RSS and the fastest setting.\n"
                "  Values take k and m suffixes. DIR defaults to sweep-out.\n"
@@ -57,6 +57,7 @@ static void usage(FILE *f)
                "  blocks are freed until one is set). Every row's changes are against its allocator's\n"
                "  baseline, in %% of the baseline's median: CPU time, wall time, and peak RSS in %% of the\n"
                "  baseline's peak RSS.\n"
+               "  --touch MODE is passed to every replay as given (see mtrace-sim --help).\n"
                "  --repeat N (1 to %d, default 1): every point N times, in rounds (every point once, then\n"
                "  again); figures are medians, with their spread (min..max; q1..q3 from 4 runs); run K of\n"
                "  point P writes DIR/run-P.K.json (DIR/run-P.json with one run).\n" MT_VERDICT_HELP
@@ -102,7 +103,7 @@ static int parse_args(sweep_t *s, int argc, char **argv)
     static const struct option opts[] = {
         { "mallopt", required_argument, 0, 'm' }, { "allocator", required_argument, 0, 'a' },
         { "output", required_argument, 0, 'o' },  { "timing", required_argument, 0, 't' },
-        { "repeat", required_argument, 0, 'r' },
+        { "touch", required_argument, 0, 'u' },   { "repeat", required_argument, 0, 'r' },
         { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
     };
     unsigned long repeat;
@@ -123,6 +124,7 @@ static int parse_args(sweep_t *s, int argc, char **argv)
             break;
         case 'o': s->dir = optarg; break;
         case 't': s->timing = optarg; break;
+        case 'u': s->touch = optarg; break;
         case 'r':
             if (mt_uint_option("mtrace sweep", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
                 return 2;
@@ -217,7 +219,8 @@ static int run_points(sweep_t *s)
     for (int r = 0; r < s->repeat && !rc; r++) {
         for (int k = 0; k < s->total && !rc; k++) {
             point_t *pt = &s->pts[k];
-            mt_replay_opts_t o = { .workload = s->workload, .nallocators = 1, .timing = s->timing, .quiet = 1 };
+            mt_replay_opts_t o = { .workload = s->workload, .nallocators = 1, .timing = s->timing,
+                                   .touch = s->touch, .quiet = 1 };
             o.allocators[0] = pt->allocator;
             for (int p = 0; p < s->nparams && !pt->baseline; p++)
                 o.mallopts[o.nmallopts++] = pt->setting[p];

@@ -7,7 +7,8 @@
  *    "within noise" when the spreads overlap (synthetic results, so that the figures are known);
  *  - mtrace sweep replays each allocator's default (no setting at all) first, as the baseline row
  *    named "dynamic (default)" for glibc's mmap_threshold; each row's changes are against its
- *    allocator's baseline; --repeat N runs every point N times and reports medians. */
+ *    allocator's baseline; --repeat N runs every point N times and reports medians; --touch reaches
+ *    every replay as given (a value the simulator refuses is refused by it). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -483,6 +484,33 @@ START_TEST(sweep_every_allocator_has_its_baseline)
 }
 END_TEST
 
+START_TEST(sweep_touch_passed_to_every_replay)
+{
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw3");
+    const char *const args[] = { "--mallopt", "mmap_threshold=4096", "--touch", "ends", NULL };
+    sweep(wl, dir, args);
+    for (int k = 0; k < 2; k++) {
+        char f[32];
+        snprintf(f, sizeof f, "run-%03d.json", k);
+        char *p = path_in(dir, f);
+        mt_jval_t *j = load_json(p);
+        ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "ends");
+        mt_json_free(j);
+        free(p);
+    }
+    /* a value the front end does not know goes to the simulator, whose refusal (exit 2, its usage)
+     * ends the sweep with nothing written */
+    char *bad = path_in(g_dir, "sw4"), *err = path_in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "sweep", wl, "-o", bad, "--mallopt", "mmap_threshold=4096",
+                                 "--touch", "sideways", NULL };
+    ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 2);
+    char *e = read_text(err, NULL);
+    ck_assert_msg(strstr(e, "usage: mtrace-sim"), "not the simulator's refusal:\n%s", e);
+    ck_assert_msg(!exists(bad, "sweep.csv"), "sweep.csv written");
+    free(e);
+}
+END_TEST
+
 static Suite *repeat_suite(void)
 {
     Suite *s = suite_create("sim_repeat");
@@ -499,6 +527,7 @@ static Suite *repeat_suite(void)
         { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
         { "sweep_baseline_row_first_and_changes_against_it", sweep_baseline_row_first_and_changes_against_it },
         { "sweep_every_allocator_has_its_baseline", sweep_every_allocator_has_its_baseline },
+        { "sweep_touch_passed_to_every_replay", sweep_touch_passed_to_every_replay },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
