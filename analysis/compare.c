@@ -1,4 +1,6 @@
-/* mtrace compare: replay results in one table. */
+/* mtrace compare: replay results in one table, one row per allocator and settings, the runs of one
+ * row (mtrace replay --repeat) summed up as their median and spread, with a verdict against the
+ * first row. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/spread.h"
 #include "file_io.h"
 
 typedef struct column {
@@ -24,6 +27,9 @@ static const column_t columns[] = {
     { "free cyc", "avg_free_cycles", 1, 1 }, { "p99 malloc", "p99_malloc_cycles", 1, 0 },
 };
 #define NCOL (sizeof columns / sizeof columns[0])
+enum { COL_WALL = 0, COL_CPU = 1, COL_RSS = 2 }; /* the columns whose spread is shown and judged */
+static const size_t spread_cols[] = { COL_CPU, COL_WALL, COL_RSS };
+#define NSPREAD (sizeof spread_cols / sizeof spread_cols[0])
 
 static double value(const mt_jval_t *r, size_t c)
 {
@@ -84,12 +90,209 @@ static void row_name(const mt_jval_t *r, char *out, size_t cap)
         snprintf(out + n, cap - n, " %s", tun);
 }
 
+/* Results of one row: the same allocator, settings and tunables (row_name), replayed from the same
+ * workload in the same way. */
+static void row_key(const mt_jval_t *r, char *out, size_t cap)
+{
+    char name[512];
+    row_name(r, name, sizeof name);
+    snprintf(out, cap, "%s\x1f%s\x1f%s\x1f%s", name, mt_json_str_at(r, "workload", ""), mt_json_str_at(r, "timing", ""),
+             mt_json_str_at(r, "touch", ""));
+}
+
+typedef struct row {
+    int first;                 /* its first result */
+    int n;                     /* its results (runs) */
+    int *members;              /* their indexes, n of them */
+    mt_spread_t fig[NCOL];     /* per column: median and spread over the runs, scaled as shown */
+} row_t;
+
+/* Groups the results into rows in the order of their first result. Returns the number of rows. */
+static int group_rows(mt_jval_t *const *r, int n, row_t *rows, int *members)
+{
+    int nrows = 0, used = 0;
+    char ki[2048], kj[2048];
+    for (int i = 0; i < n; i++) {
+        row_key(r[i], ki, sizeof ki);
+        int k = 0;
+        for (; k < nrows; k++) {
+            row_key(r[rows[k].first], kj, sizeof kj);
+            if (!strcmp(ki, kj))
+                break;
+        }
+        if (k == nrows)
+            rows[nrows++] = (row_t){ .first = i };
+        rows[k].n++;
+    }
+    for (int k = 0; k < nrows; k++) { /* members laid out row by row */
+        rows[k].members = members + used;
+        used += rows[k].n;
+        rows[k].n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        row_key(r[i], ki, sizeof ki);
+        for (int k = 0; k < nrows; k++) {
+            row_key(r[rows[k].first], kj, sizeof kj);
+            if (!strcmp(ki, kj)) {
+                rows[k].members[rows[k].n++] = i;
+                break;
+            }
+        }
+    }
+    return nrows;
+}
+
+static void row_figures(row_t *row, mt_jval_t *const *r, double *scratch)
+{
+    for (size_t c = 0; c < NCOL; c++) {
+        for (int m = 0; m < row->n; m++)
+            scratch[m] = value(r[row->members[m]], c) * columns[c].scale;
+        mt_spread_of(&row->fig[c], scratch, (size_t)row->n);
+    }
+}
+
+static void put_csv(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
+{
+    char name[512];
+    fprintf(f, "name");
+    for (size_t c = 0; c < NCOL; c++)
+        fprintf(f, ",%s", columns[c].key);
+    fprintf(f, ",runs");
+    for (size_t s = 0; s < NSPREAD; s++) {
+        const char *k = columns[spread_cols[s]].key;
+        fprintf(f, ",%s_min,%s_q1,%s_q3,%s_max", k, k, k, k);
+    }
+    fprintf(f, ",time_verdict,memory_verdict,noise_measured\n");
+    for (int i = 0; i < nrows; i++) {
+        const row_t *w = &rows[i];
+        row_name(r[w->first], name, sizeof name);
+        mt_put_csv_field(f, name);
+        for (size_t c = 0; c < NCOL; c++)
+            fprintf(f, ",%.6g", w->fig[c].median);
+        fprintf(f, ",%d", w->n);
+        for (size_t s = 0; s < NSPREAD; s++) {
+            const mt_spread_t *sp = &w->fig[spread_cols[s]];
+            fprintf(f, ",%.6g,%.6g,%.6g,%.6g", sp->min, sp->q1, sp->q3, sp->max);
+        }
+        if (i == 0)
+            fprintf(f, ",baseline,baseline,%d\n", w->n >= 2);
+        else
+            fprintf(f, ",%s,%s,%d\n", mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])),
+                    mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])),
+                    mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]));
+    }
+}
+
+static void put_json(FILE *f, mt_jval_t *const *r, const char *const *paths, const row_t *rows, int nrows)
+{
+    char name[512];
+    mt_json_t j;
+    mt_json_init(&j, f);
+    mt_json_begin_array(&j);
+    for (int i = 0; i < nrows; i++) {
+        const row_t *w = &rows[i];
+        row_name(r[w->first], name, sizeof name);
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "name", name);
+        mt_json_kv_cstr(&j, "file", paths[w->first]);
+        mt_json_key(&j, "files");
+        mt_json_begin_array(&j);
+        for (int m = 0; m < w->n; m++)
+            mt_json_str(&j, paths[w->members[m]], strlen(paths[w->members[m]]));
+        mt_json_end_array(&j);
+        mt_json_kv_u64(&j, "runs", (uint64_t)w->n);
+        for (size_t c = 0; c < NCOL; c++) {
+            mt_json_kv_double(&j, columns[c].key, w->fig[c].median);
+            if (columns[c].change) {
+                char key[64];
+                snprintf(key, sizeof key, "%s_change_pct", columns[c].key);
+                mt_json_kv_double(&j, key, mt_change_pct(w->fig[c].median, rows[0].fig[c].median));
+            }
+        }
+        for (size_t s = 0; s < NSPREAD; s++) {
+            static const char *const part[] = { "min", "q1", "q3", "max" };
+            const mt_spread_t *sp = &w->fig[spread_cols[s]];
+            const double v[] = { sp->min, sp->q1, sp->q3, sp->max };
+            for (size_t p = 0; p < 4; p++) {
+                char key[64];
+                snprintf(key, sizeof key, "%s_%s", columns[spread_cols[s]].key, part[p]);
+                mt_json_kv_double(&j, key, v[p]);
+            }
+        }
+        const int base = i == 0;
+        mt_json_kv_cstr(&j, "time_verdict", base ? "baseline"
+                                                 : mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])));
+        mt_json_kv_cstr(&j, "memory_verdict",
+                        base ? "baseline" : mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])));
+        mt_json_kv_bool(&j, "noise_measured", mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]));
+        mt_json_end_object(&j);
+    }
+    mt_json_end_array(&j);
+    mt_json_finish(&j);
+}
+
+static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
+{
+    char name[512], shown[4 * sizeof name];
+    int repeated = 0;
+    fprintf(f, "%-28s %4s", "allocator", "runs");
+    for (size_t c = 0; c < NCOL; c++)
+        fprintf(f, " %*s", columns[c].change ? 18 : 11, columns[c].title);
+    row_name(r[rows[0].first], name, sizeof name);
+    fprintf(f, "  verdict against %s\n", mt_safe_str(shown, sizeof shown, name));
+    for (int i = 0; i < nrows; i++) {
+        const row_t *w = &rows[i];
+        repeated |= w->n > 1;
+        /* the allocator and settings strings come from the result file: never raw to a terminal */
+        row_name(r[w->first], name, sizeof name);
+        fprintf(f, "%-28.28s %4d", mt_safe_str(shown, sizeof shown, name), w->n);
+        for (size_t c = 0; c < NCOL; c++) {
+            const double v = w->fig[c].median, base = rows[0].fig[c].median;
+            char cell[48];
+            if (columns[c].change && i > 0 && base != 0)
+                snprintf(cell, sizeof cell, "%.1f (%+.1f%%)", v, mt_change_pct(v, base));
+            else
+                snprintf(cell, sizeof cell, c == 4 ? "%.2f" : "%.1f", v);
+            fprintf(f, " %*s", columns[c].change ? 18 : 11, cell);
+        }
+        char verdict[128];
+        fprintf(f, "  %s\n", i == 0 ? "baseline"
+                                    : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
+                                                      &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
+    }
+    if (!repeated)
+        return;
+    fprintf(f, "\n%-28s %4s", "spread over the runs", "runs");
+    for (size_t s = 0; s < NSPREAD; s++)
+        fprintf(f, " %21s", columns[spread_cols[s]].title);
+    fprintf(f, "  (min..max; q1..q3 from %d runs)\n", MT_SPREAD_QUARTILES_FROM);
+    for (int i = 0; i < nrows; i++) {
+        const row_t *w = &rows[i];
+        row_name(r[w->first], name, sizeof name);
+        fprintf(f, "%-28.28s %4d", mt_safe_str(shown, sizeof shown, name), w->n);
+        for (size_t s = 0; s < NSPREAD; s++) {
+            double lo, hi;
+            mt_spread_range(&w->fig[spread_cols[s]], &lo, &hi);
+            char cell[48];
+            snprintf(cell, sizeof cell, "%.1f..%.1f", lo, hi);
+            fprintf(f, " %21s", cell);
+        }
+        fprintf(f, "\n");
+    }
+}
+
 int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fmt)
 {
     mt_jval_t **r = calloc((size_t)n + 1, sizeof *r);
-    if (!r)
-        return 1;
+    row_t *rows = calloc((size_t)n + 1, sizeof *rows);
+    int *members = calloc((size_t)n + 1, sizeof *members);
+    double *scratch = calloc((size_t)n + 1, sizeof *scratch);
     int rc = 0;
+    if (!r || !rows || !members || !scratch) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        rc = 1;
+        n = 0;
+    }
     for (int i = 0; i < n && !rc; i++) {
         mt_error_t err;
         if (mt_json_load(paths[i], &r[i], &err) < 0) {
@@ -112,66 +315,21 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
                             "workloads\n", paths[i], mt_safe_str(si, sizeof si, wi), mt_safe_str(s0, sizeof s0, w0));
         }
     }
-    char name[512];
-    if (fmt == MT_TABLE_CSV) {
-        fprintf(f, "name");
-        for (size_t c = 0; c < NCOL; c++)
-            fprintf(f, ",%s", columns[c].key);
-        fprintf(f, "\n");
-        for (int i = 0; i < n; i++) {
-            row_name(r[i], name, sizeof name);
-            mt_put_csv_field(f, name);
-            for (size_t c = 0; c < NCOL; c++)
-                fprintf(f, ",%.6g", value(r[i], c) * columns[c].scale);
-            fprintf(f, "\n");
-        }
-    } else if (fmt == MT_TABLE_JSON) {
-        mt_json_t j;
-        mt_json_init(&j, f);
-        mt_json_begin_array(&j);
-        for (int i = 0; i < n; i++) {
-            row_name(r[i], name, sizeof name);
-            mt_json_begin_object(&j);
-            mt_json_kv_cstr(&j, "name", name);
-            mt_json_kv_cstr(&j, "file", paths[i]);
-            for (size_t c = 0; c < NCOL; c++) {
-                mt_json_kv_double(&j, columns[c].key, value(r[i], c) * columns[c].scale);
-                if (columns[c].change) {
-                    char key[64];
-                    snprintf(key, sizeof key, "%s_change_pct", columns[c].key);
-                    const double base = value(r[0], c);
-                    mt_json_kv_double(&j, key, base ? 100.0 * (value(r[i], c) - base) / base : 0);
-                }
-            }
-            mt_json_end_object(&j);
-        }
-        mt_json_end_array(&j);
-        mt_json_finish(&j);
-    } else {
-        fprintf(f, "%-28s", "allocator");
-        for (size_t c = 0; c < NCOL; c++)
-            fprintf(f, " %*s", columns[c].change ? 18 : 11, columns[c].title);
-        fprintf(f, "\n");
-        for (int i = 0; i < n; i++) {
-            /* the allocator and settings strings come from the result file: never raw to a terminal */
-            char shown[4 * sizeof name];
-            row_name(r[i], name, sizeof name);
-            fprintf(f, "%-28.28s", mt_safe_str(shown, sizeof shown, name));
-            for (size_t c = 0; c < NCOL; c++) {
-                const double v = value(r[i], c) * columns[c].scale, base = value(r[0], c) * columns[c].scale;
-                char cell[48];
-                if (columns[c].change && i > 0 && base != 0)
-                    snprintf(cell, sizeof cell, "%.1f (%+.1f%%)", v, 100.0 * (v - base) / base);
-                else
-                    snprintf(cell, sizeof cell, c == 4 ? "%.2f" : "%.1f", v);
-                fprintf(f, " %*s", columns[c].change ? 18 : 11, cell);
-            }
-            fprintf(f, "\n");
-        }
-    }
+    const int nrows = group_rows(r, n, rows, members);
+    for (int k = 0; k < nrows; k++)
+        row_figures(&rows[k], r, scratch);
+    if (fmt == MT_TABLE_CSV)
+        put_csv(f, r, rows, nrows);
+    else if (fmt == MT_TABLE_JSON)
+        put_json(f, r, paths, rows, nrows);
+    else
+        put_text(f, r, rows, nrows);
 done:
     for (int i = 0; i < n; i++)
         mt_json_free(r[i]);
     free(r);
+    free(rows);
+    free(members);
+    free(scratch);
     return rc;
 }

@@ -61,19 +61,6 @@ static void usage_record(FILE *f)
                "  A forked child or an exec'd image gets a file of its own.\n");
 }
 
-/* A decimal option value from 0 to max, else a message and -1. */
-static int check_uint_option(const char *name, const char *v, unsigned long max)
-{
-    char *end;
-    errno = 0;
-    const unsigned long n = strtoul(v, &end, 10);
-    if (!*v || *end || errno || n > max || v[0] == '-' || v[0] == '+' || v[0] == ' ') {
-        fprintf(stderr, "mtrace record: %s %s: expected a number from 0 to %lu\n", name, v, max);
-        return -1;
-    }
-    return 0;
-}
-
 static int cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -100,8 +87,8 @@ static int cmd_record(int argc, char **argv)
         usage_record(stderr);
         return 2;
     }
-    if ((stacks && check_uint_option("--stacks", stacks, 64) < 0) ||
-        (rss && check_uint_option("--rss-ms", rss, 1000000000ul) < 0))
+    if ((stacks && mt_uint_option("mtrace record", "--stacks", stacks, 0, 64, NULL) < 0) ||
+        (rss && mt_uint_option("mtrace record", "--rss-ms", rss, 0, 1000000000ul, NULL) < 0))
         return 2;
     char shim[PATH_MAX];
     if (find_shim(shim, sizeof shim) < 0) {
@@ -783,48 +770,66 @@ static void usage_replay(FILE *f)
 {
     fprintf(f, "usage: mtrace replay WORKLOAD [--allocator NAME|PATH.so]... [--mallopt NAME=VALUE]...\n"
                "                     [--tunables GLIBC_TUNABLES] [--json FILE] [--rss-series FILE]\n"
-               "                     [--timing asap|recorded] [--touch pages|ends|none] [--quiet]\n"
+               "                     [--timing asap|recorded] [--touch MODE] [--repeat N] [--quiet]\n"
                "  replays WORKLOAD once per allocator (default glibc): glibc, jemalloc, tcmalloc, mimalloc or\n"
                "  a library path; several allocators end with a comparison table. With several, FILE gets the\n"
                "  allocator's name before its extension. mallopt names: mmap_threshold, trim_threshold,\n"
-               "  top_pad, mmap_max, arena_max, arena_test, mxfast, perturb (or M_* or a number).\n");
+               "  top_pad, mmap_max, arena_max, arena_test, mxfast, perturb (or M_* or a number).\n"
+               "  --touch MODE is passed to mtrace-sim as given (pages, ends, none: see mtrace-sim --help).\n"
+               "  --repeat N (1 to %d): every allocator N times, in rounds (each allocator once, then again),\n"
+               "  FILE getting the run's number (FILE.1.json, FILE.NAME.1.json). The table then gives per\n"
+               "  allocator the median of its runs and their spread of CPU time and wall time (ms) and peak\n"
+               "  RSS (MiB), with a verdict against the first allocator (as mtrace compare).\n" MT_VERDICT_HELP,
+            MT_REPLAY_MAX_REPEAT);
 }
 
 static int cmd_replay(int argc, char **argv)
 {
-    mt_replay_opts_t o = { 0 };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--allocator") && v && o.nallocators < MT_REPLAY_MAX)
-            o.allocators[o.nallocators++] = argv[++i];
-        else if (!strcmp(a, "--mallopt") && v && o.nmallopts < MT_REPLAY_MAX)
-            o.mallopts[o.nmallopts++] = argv[++i];
-        else if (!strcmp(a, "--tunables") && v)
-            o.tunables = argv[++i];
-        else if (!strcmp(a, "--json") && v)
-            o.json = argv[++i];
-        else if (!strcmp(a, "--rss-series") && v)
-            o.series = argv[++i];
-        else if (!strcmp(a, "--timing") && v)
-            o.timing = argv[++i];
-        else if (!strcmp(a, "--touch") && v)
-            o.touch = argv[++i];
-        else if (!strcmp(a, "--quiet"))
-            o.quiet = 1;
-        else if (!strcmp(a, "--help")) {
-            usage_replay(stdout);
-            return 0;
-        } else if (a[0] != '-' && !o.workload)
-            o.workload = a;
-        else {
-            usage_replay(stderr);
-            return 2;
+    static const struct option opts[] = {
+        { "allocator", required_argument, 0, 'a' }, { "mallopt", required_argument, 0, 'm' },
+        { "tunables", required_argument, 0, 'T' },  { "json", required_argument, 0, 'j' },
+        { "rss-series", required_argument, 0, 's' }, { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },     { "repeat", required_argument, 0, 'r' },
+        { "quiet", no_argument, 0, 'q' },           { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    mt_replay_opts_t o = { .repeat = 1 };
+    unsigned long repeat = 1;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+        case 'm':
+            if ((c == 'a' ? o.nallocators : o.nmallopts) == MT_REPLAY_MAX) {
+                fprintf(stderr, "mtrace replay: at most %d %s\n", MT_REPLAY_MAX, c == 'a' ? "allocators" : "settings");
+                return 2;
+            }
+            if (c == 'a')
+                o.allocators[o.nallocators++] = optarg;
+            else
+                o.mallopts[o.nmallopts++] = optarg;
+            break;
+        case 'T': o.tunables = optarg; break;
+        case 'j': o.json = optarg; break;
+        case 's': o.series = optarg; break;
+        case 't': o.timing = optarg; break;
+        case 'u': o.touch = optarg; break;
+        case 'r':
+            if (mt_uint_option("mtrace replay", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
+                return 2;
+            o.repeat = (int)repeat;
+            break;
+        case 'q': o.quiet = 1; break;
+        case 'h': usage_replay(stdout); return 0;
+        default: usage_replay(stderr); return 2;
         }
     }
-    if (!o.workload) {
+    if (optind != argc - 1) {
         usage_replay(stderr);
         return 2;
     }
+    o.workload = argv[optind];
     if (!o.nallocators)
         o.allocators[o.nallocators++] = "glibc";
     /* A bad workload is reported once, here, rather than by every child. */
@@ -833,20 +838,44 @@ static int cmd_replay(int argc, char **argv)
     if (mt_wl_open(&w, o.workload, &err) < 0)
         return mt_fail(&err);
     mt_wl_close(w);
-    static char results[MT_REPLAY_MAX][4096];
+    const int total = o.nallocators * o.repeat;
+    char(*results)[4096] = calloc((size_t)total, sizeof *results);
+    const char **paths = calloc((size_t)total, sizeof *paths);
+    if (!results || !paths) {
+        free(results);
+        free(paths);
+        fprintf(stderr, "mtrace: out of memory\n");
+        return 1;
+    }
     int n = 0;
-    const int rc = mt_replay_run(&o, results, &n);
+    int rc = mt_replay_run(&o, results, &n);
+    /* A table for several allocators, and for the runs of one: its median and spread. */
     if (rc == 0 && n > 1) {
-        const char *paths[MT_REPLAY_MAX];
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
     }
     if (!o.json)
         for (int i = 0; i < n; i++)
             unlink(results[i]);
+    free(results);
+    free(paths);
     return rc;
+}
+
+static void usage_compare(FILE *f)
+{
+    fprintf(f, "usage: mtrace compare [--csv|--json] RESULT.json...\n"
+               "  replay results (mtrace replay --json, mtrace-sim --json) in one table, one row per allocator\n"
+               "  and settings: results of the same allocator, settings, workload, timing and touch are runs of\n"
+               "  one row (mtrace replay --repeat writes them). A row's figures are the medians of its runs: wall\n"
+               "  and CPU time in ms, peak RSS in MiB, with the %% change against the first row's; the spreads\n"
+               "  follow when a row has several runs.\n" MT_VERDICT_HELP
+               "  --csv and --json also give: runs; cpu_ms, wall_ms, max_rss_mib with _min, _q1, _q3, _max (the\n"
+               "  spread, same units); time_verdict (baseline, faster, slower, within noise), memory_verdict\n"
+               "  (baseline, less memory, more memory, within noise), noise_measured (both rows ran twice or\n"
+               "  more); --json also files (a row's results).\n");
 }
 
 static int cmd_compare(int argc, char **argv)
@@ -859,14 +888,17 @@ static int cmd_compare(int argc, char **argv)
             fmt = MT_TABLE_CSV;
         else if (!strcmp(argv[i], "--json"))
             fmt = MT_TABLE_JSON;
-        else if (argv[i][0] == '-' || n == 256) {
-            fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+        else if (!strcmp(argv[i], "--help")) {
+            usage_compare(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' || n == 256) {
+            usage_compare(stderr);
             return 2;
         } else
             paths[n++] = argv[i];
     }
     if (!n) {
-        fprintf(stderr, "usage: mtrace compare [--csv|--json] RESULT.json...\n");
+        usage_compare(stderr);
         return 2;
     }
     return mt_compare_print(stdout, paths, n, fmt);
@@ -1063,7 +1095,7 @@ static const command_t commands[] = {
     { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
-    { "compare", cmd_compare, "compare replay results (% change against the first)" },
+    { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },
     { "sweep", mt_sweep_main, "replay over a grid of mallopt settings and allocators" },
     { "plot", cmd_plot, "draw a trace's or replays' figures with gnuplot (PNG or SVG)" },
 };

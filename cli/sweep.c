@@ -1,18 +1,23 @@
-/* mtrace sweep: replays a workload over a grid of settings and allocators, prints a table, writes
- * CSV and a plot, and names the setting with the lowest peak RSS and the fastest one. */
+/* mtrace sweep: replays a workload over a grid of settings and allocators, each allocator's default
+ * first as the baseline, prints a table of medians, spreads and changes against the baseline,
+ * writes CSV and a plot, and names the setting with the lowest peak RSS and the fastest one. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_util.h"
 #include "file_io.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
 #include "mtrace/replay.h"
+#include "mtrace/spread.h"
 #include "mtrace/workload.h"
 #include "sweep.h"
 
@@ -22,106 +27,156 @@
 
 typedef struct point {
     char allocator[128];
-    char setting[MAX_PARAMS][96]; /* NAME=VALUE */
+    char setting[MAX_PARAMS][96]; /* NAME=VALUE; the baseline's VALUE names the default */
+    int baseline;                 /* the allocator with no setting at all */
+    int base;                     /* the index of this allocator's baseline point */
     double x;                     /* value of the first parameter */
-    double wall_ms, cpu_ms, rss_mib, ideal_mib, frag;
+    mt_spread_t wall_ms, cpu_ms, rss_mib, ideal_mib, frag;
 } point_t;
+
+typedef struct sweep {
+    const char *workload, *dir, *timing, *touch;
+    const char *allocators[MT_REPLAY_MAX];
+    int nalloc, nparams, repeat;
+    char pname[MAX_PARAMS][64];
+    char pval[MAX_PARAMS][MAX_VALUES][32];
+    int nval[MAX_PARAMS];
+    int total; /* points: nalloc baselines, then the grid */
+    point_t *pts;
+} sweep_t;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtrace sweep WORKLOAD --mallopt NAME=V1,V2,... [--mallopt NAME=...] [--allocator NAME]...\n"
-               "                    [-o DIR] [--timing asap|recorded] [--repeat N]\n"
+               "                    [-o DIR] [--timing asap|recorded] [--touch MODE] [--repeat N]\n"
                "  replays WORKLOAD for every combination of the settings (and allocators), prints a table,\n"
                "  writes DIR/sweep.csv and DIR/sweep.png, and names the lowest-RSS and the fastest setting.\n"
-               "  Values take k and m suffixes. DIR defaults to sweep-out.\n");
+               "  Values take k and m suffixes. DIR defaults to sweep-out.\n"
+               "  The first rows are each allocator's default, replayed with no setting at all: the baseline\n"
+               "  (glibc's mmap_threshold and trim_threshold: \"dynamic (default)\", glibc moving them as\n"
+               "  blocks are freed until one is set). Every row's changes are against its allocator's\n"
+               "  baseline, in %% of the baseline's median: CPU time, wall time, and peak RSS in %% of the\n"
+               "  baseline's peak RSS.\n"
+               "  --touch MODE is passed to every replay as given (see mtrace-sim --help).\n"
+               "  --repeat N (1 to %d, default 1): every point N times, in rounds (every point once, then\n"
+               "  again); figures are medians, with their spread (min..max; q1..q3 from 4 runs); run K of\n"
+               "  point P writes DIR/run-P.K.json (DIR/run-P.json with one run).\n" MT_VERDICT_HELP
+               "  \"fastest\" and \"lowest peak RSS\" are the lowest medians of CPU time and of peak RSS.\n"
+               "  sweep.csv: the settings, then wall_ms, cpu_ms (medians, ms), max_rss_mib, ideal_mib (MiB),\n"
+               "  fragmentation (peak RSS over ideal), runs, the spreads (_min, _q1, _q3, _max of cpu_ms,\n"
+               "  wall_ms, max_rss_mib), cpu_change_pct, wall_change_pct, rss_change_pct_of_default_peak_rss,\n"
+               "  time_verdict, memory_verdict and noise_measured against the baseline.\n",
+            MT_REPLAY_MAX_REPEAT);
 }
 
-int mt_sweep_main(int argc, char **argv)
+/* --mallopt NAME=V1,V2,... into parameter s->nparams. 0, or 2 (usage) with a message. */
+static int add_param(sweep_t *s, const char *v)
 {
-    const char *workload = NULL, *dir = "sweep-out", *timing = NULL;
-    const char *allocators[MT_REPLAY_MAX];
-    int nalloc = 0, nparams = 0, repeat = 1;
-    char pname[MAX_PARAMS][64];
-    char pval[MAX_PARAMS][MAX_VALUES][32];
-    int nval[MAX_PARAMS];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--mallopt") && v && nparams < MAX_PARAMS) {
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v || (size_t)(eq - v) >= sizeof pname[0]) {
-                fprintf(stderr, "mtrace: --mallopt %s: expected NAME=V1,V2,...\n", v);
+    const char *eq = strchr(v, '=');
+    if (s->nparams == MAX_PARAMS) {
+        fprintf(stderr, "mtrace sweep: at most %d --mallopt\n", MAX_PARAMS);
+        return 2;
+    }
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof s->pname[0]) {
+        fprintf(stderr, "mtrace: --mallopt %s: expected NAME=V1,V2,...\n", v);
+        return 2;
+    }
+    const int p = s->nparams;
+    snprintf(s->pname[p], sizeof s->pname[0], "%.*s", (int)(eq - v), v);
+    s->nval[p] = 0;
+    char list[1024];
+    snprintf(list, sizeof list, "%s", eq + 1);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && s->nval[p] < MAX_VALUES;
+         tok = strtok_r(NULL, ",", &save))
+        snprintf(s->pval[p][s->nval[p]++], sizeof s->pval[0][0], "%s", tok);
+    if (!s->nval[p]) {
+        fprintf(stderr, "mtrace: --mallopt %s: no values\n", v);
+        return 2;
+    }
+    s->nparams++;
+    return 0;
+}
+
+/* 0, -1 for --help (done), or 2 (usage). */
+static int parse_args(sweep_t *s, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "mallopt", required_argument, 0, 'm' }, { "allocator", required_argument, 0, 'a' },
+        { "output", required_argument, 0, 'o' },  { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },   { "repeat", required_argument, 0, 'r' },
+        { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
+    };
+    unsigned long repeat;
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if ((rc = add_param(s, optarg)) != 0)
+                return rc;
+            break;
+        case 'a':
+            if (s->nalloc == MT_REPLAY_MAX) {
+                fprintf(stderr, "mtrace sweep: at most %d allocators\n", MT_REPLAY_MAX);
                 return 2;
             }
-            snprintf(pname[nparams], sizeof pname[0], "%.*s", (int)(eq - v), v);
-            nval[nparams] = 0;
-            char list[1024];
-            snprintf(list, sizeof list, "%s", eq + 1);
-            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && nval[nparams] < MAX_VALUES;
-                 tok = strtok_r(NULL, ",", &save))
-                snprintf(pval[nparams][nval[nparams]++], sizeof pval[0][0], "%s", tok);
-            if (!nval[nparams]) {
-                fprintf(stderr, "mtrace: --mallopt %s: no values\n", v);
+            s->allocators[s->nalloc++] = optarg;
+            break;
+        case 'o': s->dir = optarg; break;
+        case 't': s->timing = optarg; break;
+        case 'u': s->touch = optarg; break;
+        case 'r':
+            if (mt_uint_option("mtrace sweep", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
                 return 2;
-            }
-            nparams++;
-            i++;
-        } else if (!strcmp(a, "--allocator") && v && nalloc < MT_REPLAY_MAX) {
-            allocators[nalloc++] = argv[++i];
-        } else if (!strcmp(a, "-o") && v) {
-            dir = argv[++i];
-        } else if (!strcmp(a, "--timing") && v) {
-            timing = argv[++i];
-        } else if (!strcmp(a, "--repeat") && v) {
-            repeat = atoi(argv[++i]);
-        } else if (!strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && !workload) {
-            workload = a;
-        } else {
-            usage(stderr);
-            return 2;
+            s->repeat = (int)repeat;
+            break;
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return 2;
         }
     }
-    if (!workload || !nparams || repeat < 1) {
+    if (optind != argc - 1 || !s->nparams) {
         usage(stderr);
         return 2;
     }
-    if (!nalloc)
-        allocators[nalloc++] = "glibc";
-    mt_error_t err;
-    mt_wl_t *w;
-    if (mt_wl_open(&w, workload, &err) < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
-        return 1;
-    }
-    mt_wl_close(w);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        fprintf(stderr, "mtrace: cannot create %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
-    int total = nalloc;
-    for (int p = 0; p < nparams; p++)
-        total *= nval[p];
-    if (total > MAX_POINTS) {
-        fprintf(stderr, "mtrace: %d combinations; at most %d\n", total, MAX_POINTS);
-        return 2;
-    }
-    static point_t pts[MAX_POINTS];
-    for (int k = 0; k < total; k++) {
-        point_t *pt = &pts[k];
-        int rest = k;
-        snprintf(pt->allocator, sizeof pt->allocator, "%s", allocators[rest % nalloc]);
-        rest /= nalloc;
-        mt_replay_opts_t o = { .workload = workload, .nallocators = 1, .timing = timing, .quiet = 1 };
-        o.allocators[0] = pt->allocator;
-        for (int p = nparams - 1; p >= 0; p--) {
-            const int vi = rest % nval[p];
-            rest /= nval[p];
-            snprintf(pt->setting[p], sizeof pt->setting[p], "%s=%s", pname[p], pval[p][vi]);
+    s->workload = argv[optind];
+    if (!s->nalloc)
+        s->allocators[s->nalloc++] = "glibc";
+    return 0;
+}
+
+/* What the allocator does with a parameter left unset. glibc starts its mmap threshold at 128 KiB
+ * and raises it to the size of each mmapped block freed (the trim threshold to twice that), until
+ * one of them, top_pad or mmap_max is set: then both stay where they are. */
+static const char *default_name(const char *allocator, const char *param)
+{
+    static const char *const dynamic[] = { "mmap_threshold", "m_mmap_threshold", "-3",
+                                           "trim_threshold", "m_trim_threshold", "-1" };
+    if (!strcmp(allocator, "glibc"))
+        for (size_t i = 0; i < sizeof dynamic / sizeof dynamic[0]; i++)
+            if (!strcasecmp(param, dynamic[i]))
+                return "dynamic (default)";
+    return "default";
+}
+
+/* Points 0..nalloc-1: every allocator's baseline; then the grid, allocator varying fastest. */
+static void make_points(sweep_t *s)
+{
+    for (int k = 0; k < s->total; k++) {
+        point_t *pt = &s->pts[k];
+        const int base = k < s->nalloc;
+        int rest = base ? k : k - s->nalloc;
+        snprintf(pt->allocator, sizeof pt->allocator, "%s", s->allocators[rest % s->nalloc]);
+        pt->baseline = base;
+        pt->base = rest % s->nalloc;
+        rest /= s->nalloc;
+        for (int p = s->nparams - 1; p >= 0; p--) {
+            const int vi = rest % s->nval[p];
+            rest /= s->nval[p];
+            snprintf(pt->setting[p], sizeof pt->setting[p], "%s=%s", s->pname[p],
+                     base ? default_name(pt->allocator, s->pname[p]) : s->pval[p][vi]);
         }
-        for (int p = 0; p < nparams; p++)
-            o.mallopts[o.nmallopts++] = pt->setting[p];
+        if (base)
+            continue;
         const char *v0 = strchr(pt->setting[0], '=') + 1;
         char *end;
         pt->x = strtod(v0, &end);
@@ -129,121 +184,279 @@ int mt_sweep_main(int argc, char **argv)
             pt->x *= 1024;
         else if (*end == 'm' || *end == 'M')
             pt->x *= 1024 * 1024;
-        char json[PATH_MAX];
-        snprintf(json, sizeof json, "%s/run-%03d.json", dir, k);
-        o.json = json;
-        fprintf(stderr, "\rmtrace sweep: %d of %d: %s", k + 1, total, pt->allocator);
-        for (int p = 0; p < nparams; p++)
-            fprintf(stderr, " %s", pt->setting[p]);
-        fprintf(stderr, "\033[K");
-        double best_wall = 0;
-        for (int r = 0; r < repeat; r++) {
-            static char results[MT_REPLAY_MAX][4096];
+    }
+}
+
+/* The figures of one run, into fig[0..4][run]: wall ms, CPU ms, peak RSS MiB, ideal MiB, RSS/ideal. */
+static int read_run(const char *json, double *fig[5], int run)
+{
+    mt_error_t err;
+    mt_jval_t *j;
+    if (mt_json_load(json, &j, &err) < 0) {
+        fprintf(stderr, "\nmtrace: %s\n", err.msg);
+        return 1;
+    }
+    fig[0][run] = mt_json_num(j, "wall_us", 0) / 1e3;
+    fig[1][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
+    fig[2][run] = mt_json_num(j, "max_rss_kb", 0) / 1024;
+    fig[3][run] = mt_json_num(j, "ideal_pages_kb", 0) / 1024;
+    fig[4][run] = mt_json_num(j, "fragmentation", 0);
+    mt_json_free(j);
+    return 0;
+}
+
+/* Every point `repeat` times, in rounds: a disturbance of the machine (another process, a frequency
+ * change) then falls on the runs of every point alike, not on all the runs of one. */
+static int run_points(sweep_t *s)
+{
+    const size_t per_point = 5 * (size_t)s->repeat;
+    double *figs = calloc((size_t)s->total * per_point, sizeof *figs);
+    if (!figs) {
+        fprintf(stderr, "mtrace: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int r = 0; r < s->repeat && !rc; r++) {
+        for (int k = 0; k < s->total && !rc; k++) {
+            point_t *pt = &s->pts[k];
+            mt_replay_opts_t o = { .workload = s->workload, .nallocators = 1, .timing = s->timing,
+                                   .touch = s->touch, .quiet = 1 };
+            o.allocators[0] = pt->allocator;
+            for (int p = 0; p < s->nparams && !pt->baseline; p++)
+                o.mallopts[o.nmallopts++] = pt->setting[p];
+            char json[PATH_MAX];
+            if (s->repeat > 1)
+                snprintf(json, sizeof json, "%s/run-%03d.%d.json", s->dir, k, r + 1);
+            else
+                snprintf(json, sizeof json, "%s/run-%03d.json", s->dir, k);
+            o.json = json;
+            fprintf(stderr, "\rmtrace sweep: run %d of %d: %s", r * s->total + k + 1, s->repeat * s->total,
+                    pt->allocator);
+            for (int p = 0; p < s->nparams; p++)
+                fprintf(stderr, " %s", pt->setting[p]);
+            fprintf(stderr, "\033[K");
+            static char results[1][4096];
             int n = 0;
-            const int rc = mt_replay_run(&o, results, &n);
-            if (rc != 0) {
-                fprintf(stderr, "\n");
-                return rc;
-            }
-            mt_jval_t *j;
-            if (mt_json_load(json, &j, &err) < 0) {
-                fprintf(stderr, "\nmtrace: %s\n", err.msg);
-                return 1;
-            }
-            const double wall = mt_json_num(j, "wall_us", 0) / 1e3;
-            /* With repeats, the fastest run's time and its own RSS: the least disturbed one. */
-            if (r == 0 || wall < best_wall) {
-                best_wall = wall;
-                pt->wall_ms = wall;
-                pt->cpu_ms = mt_json_num(j, "cpu_us", 0) / 1e3;
-                pt->rss_mib = mt_json_num(j, "max_rss_kb", 0) / 1024;
-                pt->ideal_mib = mt_json_num(j, "ideal_pages_kb", 0) / 1024;
-                pt->frag = mt_json_num(j, "fragmentation", 0);
-            }
-            mt_json_free(j);
+            double *fig[5];
+            for (int f = 0; f < 5; f++)
+                fig[f] = figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat;
+            rc = mt_replay_run(&o, results, &n);
+            if (rc == 0)
+                rc = read_run(json, fig, r);
         }
     }
     fprintf(stderr, "\n");
+    for (int k = 0; k < s->total && !rc; k++) {
+        point_t *pt = &s->pts[k];
+        mt_spread_t *dst[5] = { &pt->wall_ms, &pt->cpu_ms, &pt->rss_mib, &pt->ideal_mib, &pt->frag };
+        for (int f = 0; f < 5; f++)
+            mt_spread_of(dst[f], figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat, (size_t)s->repeat);
+    }
+    free(figs);
+    return rc;
+}
 
-    /* table and CSV */
-    char csv[PATH_MAX], dat[PATH_MAX], png[PATH_MAX];
-    snprintf(csv, sizeof csv, "%s/sweep.csv", dir);
-    snprintf(dat, sizeof dat, "%s/sweep.dat", dir);
-    snprintf(png, sizeof png, "%s/sweep.png", dir);
-    /* Both written whole under temporary names, renamed into place when both are complete. */
-    mt_out_t csv_out = { 0 }, dat_out = { 0 };
-    if (mt_out_open(&csv_out, csv, &err) < 0 || mt_out_open(&dat_out, dat, &err) < 0) {
-        mt_out_abort(&csv_out);
-        fprintf(stderr, "mtrace: %s\n", err.msg);
-        return 1;
+static void spread_cell(char *out, size_t cap, const mt_spread_t *sp)
+{
+    if (sp->n < 2) { /* one run: no spread to show */
+        snprintf(out, cap, "-");
+        return;
     }
-    FILE *const fc = csv_out.f, *const fd = dat_out.f;
+    double lo, hi;
+    mt_spread_range(sp, &lo, &hi);
+    snprintf(out, cap, "%.1f..%.1f", lo, hi);
+}
+
+static void change_cell(char *out, size_t cap, const point_t *pt, double v, double base)
+{
+    if (pt->baseline)
+        snprintf(out, cap, "baseline");
+    else
+        snprintf(out, cap, "%+.1f%%", mt_change_pct(v, base));
+}
+
+static void print_row(const sweep_t *s, const point_t *pt)
+{
+    const point_t *b = &s->pts[pt->base];
+    char cs[48], ws[48], rs[48], cc[48], wc[48], rc[48], verdict[128];
+    spread_cell(cs, sizeof cs, &pt->cpu_ms);
+    spread_cell(ws, sizeof ws, &pt->wall_ms);
+    spread_cell(rs, sizeof rs, &pt->rss_mib);
+    change_cell(cc, sizeof cc, pt, pt->cpu_ms.median, b->cpu_ms.median);
+    change_cell(wc, sizeof wc, pt, pt->wall_ms.median, b->wall_ms.median);
+    change_cell(rc, sizeof rc, pt, pt->rss_mib.median, b->rss_mib.median);
+    printf("%-12s", pt->allocator);
+    for (int p = 0; p < s->nparams; p++)
+        printf(" %-34s", pt->setting[p]);
+    printf(" %4zu %9.1f %15s %9s %9.1f %15s %9s %12.1f %15s %14s %9.2f  %s\n", pt->cpu_ms.n, pt->cpu_ms.median, cs, cc,
+           pt->wall_ms.median, ws, wc, pt->rss_mib.median, rs, rc, pt->frag.median,
+           pt->baseline ? "baseline"
+                        : mt_verdict_text(verdict, sizeof verdict, &pt->cpu_ms, &b->cpu_ms, &pt->rss_mib, &b->rss_mib));
+}
+
+static void put_csv_row(FILE *fc, const sweep_t *s, const point_t *pt)
+{
+    const point_t *b = &s->pts[pt->base];
+    fprintf(fc, "%s", pt->allocator);
+    for (int p = 0; p < s->nparams; p++)
+        fprintf(fc, ",%s", strchr(pt->setting[p], '=') + 1);
+    fprintf(fc, ",%.3f,%.3f,%.3f,%.3f,%.4f,%zu", pt->wall_ms.median, pt->cpu_ms.median, pt->rss_mib.median,
+            pt->ideal_mib.median, pt->frag.median, pt->cpu_ms.n);
+    const mt_spread_t *sp[] = { &pt->cpu_ms, &pt->wall_ms, &pt->rss_mib };
+    for (size_t i = 0; i < 3; i++)
+        fprintf(fc, ",%.3f,%.3f,%.3f,%.3f", sp[i]->min, sp[i]->q1, sp[i]->q3, sp[i]->max);
+    fprintf(fc, ",%.2f,%.2f,%.2f", mt_change_pct(pt->cpu_ms.median, b->cpu_ms.median),
+            mt_change_pct(pt->wall_ms.median, b->wall_ms.median), mt_change_pct(pt->rss_mib.median, b->rss_mib.median));
+    if (pt->baseline)
+        fprintf(fc, ",baseline,baseline");
+    else
+        fprintf(fc, ",%s,%s", mt_time_verdict_name(mt_verdict(&pt->cpu_ms, &b->cpu_ms)),
+                mt_memory_verdict_name(mt_verdict(&pt->rss_mib, &b->rss_mib)));
+    fprintf(fc, ",%d\n", mt_noise_measured(&pt->cpu_ms, &b->cpu_ms));
+}
+
+static void print_header(FILE *fc, const sweep_t *s)
+{
     fprintf(fc, "allocator");
-    for (int p = 0; p < nparams; p++)
-        fprintf(fc, ",%s", pname[p]);
-    fprintf(fc, ",wall_ms,cpu_ms,max_rss_mib,ideal_mib,fragmentation\n");
+    for (int p = 0; p < s->nparams; p++)
+        fprintf(fc, ",%s", s->pname[p]);
+    fprintf(fc, ",wall_ms,cpu_ms,max_rss_mib,ideal_mib,fragmentation,runs");
+    static const char *const spread_keys[] = { "cpu_ms", "wall_ms", "max_rss_mib" };
+    for (size_t i = 0; i < 3; i++)
+        fprintf(fc, ",%s_min,%s_q1,%s_q3,%s_max", spread_keys[i], spread_keys[i], spread_keys[i], spread_keys[i]);
+    fprintf(fc, ",cpu_change_pct,wall_change_pct,rss_change_pct_of_default_peak_rss,time_verdict,memory_verdict,"
+                "noise_measured\n");
     printf("%-12s", "allocator");
-    for (int p = 0; p < nparams; p++)
-        printf(" %-28s", "setting");
-    printf(" %10s %10s %12s %10s\n", "wall ms", "cpu ms", "peak RSS MiB", "RSS/ideal");
-    int best_rss = 0, best_time = 0;
-    for (int k = 0; k < total; k++) {
-        const point_t *pt = &pts[k];
-        fprintf(fc, "%s", pt->allocator);
-        printf("%-12s", pt->allocator);
-        for (int p = 0; p < nparams; p++) {
-            fprintf(fc, ",%s", strchr(pt->setting[p], '=') + 1);
-            printf(" %-28s", pt->setting[p]);
-        }
-        fprintf(fc, ",%.3f,%.3f,%.3f,%.3f,%.4f\n", pt->wall_ms, pt->cpu_ms, pt->rss_mib, pt->ideal_mib, pt->frag);
-        printf(" %10.1f %10.1f %12.1f %10.2f\n", pt->wall_ms, pt->cpu_ms, pt->rss_mib, pt->frag);
-        if (pt->rss_mib < pts[best_rss].rss_mib)
-            best_rss = k;
-        if (pt->wall_ms < pts[best_time].wall_ms)
-            best_time = k;
-    }
-    /* Plot data: one block per group (the same allocator and the same values of the other
-     * parameters), along the first parameter. */
-    const int per_group = nval[0];
-    const int ngroups = total / per_group;
-    static char names[MAX_POINTS][256];
-    const char *name_ptrs[MAX_POINTS];
+    for (int p = 0; p < s->nparams; p++)
+        printf(" %-34s", "setting");
+    printf(" %4s %9s %15s %9s %9s %15s %9s %12s %15s %14s %9s  %s\n", "runs", "cpu ms", "cpu spread", "cpu chg",
+           "wall ms", "wall spread", "wall chg", "peak RSS MiB", "RSS spread", "RSS chg %dflt", "RSS/ideal",
+           "verdict against the allocator's default");
+}
+
+/* The plot's data: one block per group (the same allocator and the same values of the other
+ * parameters), along the first parameter; baselines have no value of it and are left out. */
+static int put_plot_data(FILE *fd, const sweep_t *s, char (*names)[256], const char **name_ptrs)
+{
+    const int per_group = s->nval[0];
+    const int ngroups = (s->total - s->nalloc) / per_group;
     for (int g = 0; g < ngroups; g++) {
-        /* points of a group: the first parameter varies fastest after the allocator */
         size_t n = 0;
         for (int i = 0; i < per_group; i++) {
-            const int k = (g / nalloc) * nalloc * per_group + i * nalloc + (g % nalloc);
-            const point_t *pt = &pts[k];
+            const int k = s->nalloc + (g / s->nalloc) * s->nalloc * per_group + i * s->nalloc + (g % s->nalloc);
+            const point_t *pt = &s->pts[k];
             if (i == 0) {
                 n = (size_t)snprintf(names[g], sizeof names[g], "%s", pt->allocator);
-                for (int p = 1; p < nparams && n < sizeof names[g]; p++)
+                for (int p = 1; p < s->nparams && n < sizeof names[g]; p++)
                     n += (size_t)snprintf(names[g] + n, sizeof names[g] - n, " %s", pt->setting[p]);
                 for (char *c = names[g]; *c; c++)
                     if (*c == '\'' || *c == '_')
                         *c = ' ';
             }
-            fprintf(fd, "%.0f %.3f %.3f\n", pt->x, pt->wall_ms, pt->rss_mib);
+            fprintf(fd, "%.0f %.3f %.3f\n", pt->x, pt->wall_ms.median, pt->rss_mib.median);
         }
         fprintf(fd, "\n\n");
         name_ptrs[g] = names[g];
     }
+    return ngroups;
+}
+
+/* "fastest" or "lowest peak RSS": the point with the lowest median of CPU time (cpu) or peak RSS,
+ * its change against its allocator's baseline, and how many other points are within noise of it. */
+static void say_best(const sweep_t *s, const char *label, int cpu)
+{
+    int best = 0;
+    const mt_spread_t *of[MAX_POINTS];
+    for (int k = 0; k < s->total; k++) {
+        of[k] = cpu ? &s->pts[k].cpu_ms : &s->pts[k].rss_mib;
+        if (of[k]->median < of[best]->median)
+            best = k;
+    }
+    const point_t *bp = &s->pts[best], *base = &s->pts[bp->base];
+    printf("%-16s %s", label, bp->allocator);
+    for (int p = 0; p < s->nparams; p++)
+        printf(" %s", bp->setting[p]);
+    if (cpu)
+        printf(": %.1f ms CPU, %.1f MiB peak RSS", bp->cpu_ms.median, bp->rss_mib.median);
+    else
+        printf(": %.1f MiB peak RSS (%.2f x ideal), %.1f ms CPU", bp->rss_mib.median, bp->frag.median,
+               bp->cpu_ms.median);
+    if (s->repeat > 1)
+        printf(" (medians of %d runs)", s->repeat);
+    if (!bp->baseline) {
+        const mt_spread_t *b = cpu ? &base->cpu_ms : &base->rss_mib;
+        const mt_verdict_t v = mt_verdict(of[best], b);
+        printf("; %+.1f%% %s against the default: %s", mt_change_pct(of[best]->median, b->median),
+               cpu ? "CPU" : "RSS", cpu ? mt_time_verdict_name(v) : mt_memory_verdict_name(v));
+    }
+    if (s->repeat < 2) {
+        printf(" (1 run each: noise unknown)\n");
+        return;
+    }
+    int close = 0;
+    for (int k = 0; k < s->total; k++)
+        close += k != best && mt_verdict(of[k], of[best]) == MT_VERDICT_NOISE;
+    printf("; %d other point%s within noise of it\n", close, close == 1 ? "" : "s");
+}
+
+int mt_sweep_main(int argc, char **argv)
+{
+    sweep_t s = { .dir = "sweep-out", .repeat = 1 };
+    const int prc = parse_args(&s, argc, argv);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    mt_error_t err;
+    mt_wl_t *w;
+    if (mt_wl_open(&w, s.workload, &err) < 0)
+        return mt_fail(&err);
+    mt_wl_close(w);
+    if (mkdir(s.dir, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "mtrace: cannot create %s: %s\n", s.dir, strerror(errno));
+        return 1;
+    }
+    s.total = s.nalloc;
+    for (int p = 0; p < s.nparams; p++)
+        s.total *= s.nval[p];
+    s.total += s.nalloc; /* the baselines */
+    if (s.total > MAX_POINTS) {
+        fprintf(stderr, "mtrace: %d combinations with the defaults; at most %d\n", s.total, MAX_POINTS);
+        return 2;
+    }
+    static point_t pts[MAX_POINTS];
+    s.pts = pts;
+    make_points(&s);
+    int rc = run_points(&s);
+    if (rc)
+        return rc;
+
+    char csv[PATH_MAX], dat[PATH_MAX], png[PATH_MAX];
+    snprintf(csv, sizeof csv, "%s/sweep.csv", s.dir);
+    snprintf(dat, sizeof dat, "%s/sweep.dat", s.dir);
+    snprintf(png, sizeof png, "%s/sweep.png", s.dir);
+    /* Both written whole under temporary names, renamed into place when both are complete. */
+    mt_out_t csv_out = { 0 }, dat_out = { 0 };
+    if (mt_out_open(&csv_out, csv, &err) < 0 || mt_out_open(&dat_out, dat, &err) < 0) {
+        mt_out_abort(&csv_out);
+        return mt_fail(&err);
+    }
+    print_header(csv_out.f, &s);
+    for (int k = 0; k < s.total; k++) {
+        put_csv_row(csv_out.f, &s, &s.pts[k]);
+        print_row(&s, &s.pts[k]);
+    }
+    static char names[MAX_POINTS][256];
+    const char *name_ptrs[MAX_POINTS];
+    const int ngroups = put_plot_data(dat_out.f, &s, names, name_ptrs);
     if (mt_out_commit(&csv_out, &err) < 0 || mt_out_commit(&dat_out, &err) < 0) {
         mt_out_abort(&csv_out);
         mt_out_abort(&dat_out);
-        fprintf(stderr, "mtrace: %s\n", err.msg);
-        return 1;
+        return mt_fail(&err);
     }
-    const point_t *br = &pts[best_rss], *bt = &pts[best_time];
-    printf("\nlowest peak RSS: %s", br->allocator);
-    for (int p = 0; p < nparams; p++)
-        printf(" %s", br->setting[p]);
-    printf(": %.1f MiB (%.2f x ideal), %.1f ms\n", br->rss_mib, br->frag, br->wall_ms);
-    printf("fastest:         %s", bt->allocator);
-    for (int p = 0; p < nparams; p++)
-        printf(" %s", bt->setting[p]);
-    printf(": %.1f ms, %.1f MiB peak RSS\n", bt->wall_ms, bt->rss_mib);
+    printf("\n");
+    say_best(&s, "lowest peak RSS:", 0);
+    say_best(&s, "fastest:", 1);
     printf("wrote %s\n", csv);
-    if (mt_plot_sweep(dat, ngroups, name_ptrs, pname[0], 1, png) == 0)
+    if (mt_plot_sweep(dat, ngroups, name_ptrs, s.pname[0], 1, png) == 0)
         printf("wrote %s\n", png);
     return 0;
 }

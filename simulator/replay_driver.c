@@ -129,18 +129,18 @@ static int find_sim(char *out, size_t cap)
     return -1;
 }
 
-/* PATH with ".NAME" before its extension: result.json -> result.jemalloc.json */
-static void with_name(char *out, size_t cap, const char *path, const char *name, int several)
+/* PATH with ".TAG" before its extension: result.json -> result.jemalloc.json; an empty TAG: PATH */
+static void with_tag(char *out, size_t cap, const char *path, const char *tag)
 {
-    if (!several) {
+    if (!tag[0]) {
         snprintf(out, cap, "%s", path);
         return;
     }
     const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
     if (!dot || (slash && dot < slash))
-        snprintf(out, cap, "%s.%s", path, name);
+        snprintf(out, cap, "%s.%s", path, tag);
     else
-        snprintf(out, cap, "%.*s.%s%s", (int)(dot - path), path, name, dot);
+        snprintf(out, cap, "%.*s.%s%s", (int)(dot - path), path, tag, dot);
 }
 
 /* A short name for file names and tables: "jemalloc", or the .so's base name. */
@@ -156,6 +156,111 @@ static void short_name(char *out, size_t cap, const char *name)
             *p = '_';
 }
 
+/* One run of allocator i (run `run` of `rounds`): its result's path into `result`. 0, or the
+ * child's failure as an exit status. */
+static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run, int rounds, char *result)
+{
+    char lib[PATH_MAX], why[512], name[128];
+    if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why)) {
+        fprintf(stderr, "mtrace: %s\n", why);
+        return 2;
+    }
+    short_name(name, sizeof name, o->allocators[i]);
+    /* The same allocator given again (to see run-to-run spread) gets files of its own: NAME-2 ... */
+    int again = 1;
+    for (int k = 0; k < i; k++) {
+        char other[128];
+        short_name(other, sizeof other, o->allocators[k]);
+        again += !strcmp(other, name);
+    }
+    if (again > 1) {
+        const size_t len = strlen(name);
+        snprintf(name + len, sizeof name - len, "-%d", again);
+    }
+    /* The files' tag: the allocator's name when there are several, the run's number when repeated. */
+    char tag[160];
+    const int several = o->nallocators > 1;
+    if (rounds > 1)
+        snprintf(tag, sizeof tag, "%s%s%d", several ? name : "", several ? "." : "", run);
+    else
+        snprintf(tag, sizeof tag, "%s", several ? name : "");
+    char json[4096], series[4096];
+    if (o->json)
+        with_tag(json, sizeof json, o->json, tag);
+    else
+        snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s-%d.json", (int)getpid(), name, run);
+    if (o->series)
+        with_tag(series, sizeof series, o->series, tag);
+    const char *argv[16 + 2 * MT_REPLAY_MAX];
+    int argc = 0;
+    argv[argc++] = sim;
+    argv[argc++] = o->workload;
+    argv[argc++] = "--label";
+    argv[argc++] = name;
+    argv[argc++] = "--json";
+    argv[argc++] = json;
+    if (o->series) {
+        argv[argc++] = "--rss-series";
+        argv[argc++] = series;
+    }
+    if (o->timing) {
+        argv[argc++] = "--timing";
+        argv[argc++] = o->timing;
+    }
+    if (o->touch) {
+        argv[argc++] = "--touch";
+        argv[argc++] = o->touch;
+    }
+    if (lib[0]) { /* it must be the allocator that answers malloc in the child */
+        argv[argc++] = "--allocator-lib";
+        argv[argc++] = lib;
+    }
+    if (o->quiet)
+        argv[argc++] = "--quiet";
+    for (int k = 0; k < o->nmallopts && k < MT_REPLAY_MAX; k++) {
+        argv[argc++] = "--mallopt";
+        argv[argc++] = o->mallopts[k];
+    }
+    argv[argc] = NULL;
+    if (!o->quiet) {
+        printf("== %s%s%s%s", name, lib[0] ? " (" : "", lib[0] ? lib : "", lib[0] ? ")" : "");
+        if (rounds > 1)
+            printf(", run %d of %d", run, rounds);
+        printf("\n");
+    }
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
+        return 2;
+    }
+    if (pid == 0) {
+        if (lib[0])
+            setenv("LD_PRELOAD", lib, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        if (o->tunables)
+            setenv("GLIBC_TUNABLES", o->tunables, 1);
+        execv(sim, (char *const *)argv);
+        fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
+        _exit(2);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (WIFSIGNALED(status))
+            fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    snprintf(result, 4096, "%s", json);
+    if (!o->quiet && o->json)
+        printf("wrote %s\n", json);
+    if (!o->quiet && o->series)
+        printf("wrote %s\n", series);
+    return 0;
+}
+
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults)
 {
     char sim[PATH_MAX];
@@ -166,7 +271,6 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
         fprintf(stderr, "mtrace: cannot find mtrace-sim next to this program\n");
         return 2;
     }
-    const int several = o->nallocators > 1;
     /* Every allocator is looked for before the first replay starts: a misspelt name or a file that
      * is not a library is refused at once, not after the replays before it. */
     for (int i = 0; i < o->nallocators; i++) {
@@ -177,95 +281,14 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
             return 2;
         }
     }
-    for (int i = 0; i < o->nallocators; i++) {
-        char lib[PATH_MAX], why[512], name[128];
-        if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why)) {
-            fprintf(stderr, "mtrace: %s\n", why);
-            return 2;
+    const int rounds = o->repeat > 1 ? o->repeat : 1;
+    for (int run = 1; run <= rounds; run++) {
+        for (int i = 0; i < o->nallocators; i++) {
+            const int rc = replay_one(o, sim, i, run, rounds, results[*nresults]);
+            if (rc != 0)
+                return rc;
+            (*nresults)++;
         }
-        short_name(name, sizeof name, o->allocators[i]);
-        /* The same allocator given again (to see run-to-run spread) gets files of its own: NAME-2 ... */
-        int again = 1;
-        for (int k = 0; k < i; k++) {
-            char other[128];
-            short_name(other, sizeof other, o->allocators[k]);
-            again += !strcmp(other, name);
-        }
-        if (again > 1) {
-            const size_t len = strlen(name);
-            snprintf(name + len, sizeof name - len, "-%d", again);
-        }
-        char json[4096], series[4096];
-        if (o->json)
-            with_name(json, sizeof json, o->json, name, several);
-        else
-            snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s.json", (int)getpid(), name);
-        if (o->series)
-            with_name(series, sizeof series, o->series, name, several);
-        const char *argv[16 + 2 * MT_REPLAY_MAX];
-        int argc = 0;
-        argv[argc++] = sim;
-        argv[argc++] = o->workload;
-        argv[argc++] = "--label";
-        argv[argc++] = name;
-        argv[argc++] = "--json";
-        argv[argc++] = json;
-        if (o->series) {
-            argv[argc++] = "--rss-series";
-            argv[argc++] = series;
-        }
-        if (o->timing) {
-            argv[argc++] = "--timing";
-            argv[argc++] = o->timing;
-        }
-        if (o->touch) {
-            argv[argc++] = "--touch";
-            argv[argc++] = o->touch;
-        }
-        if (lib[0]) { /* it must be the allocator that answers malloc in the child */
-            argv[argc++] = "--allocator-lib";
-            argv[argc++] = lib;
-        }
-        if (o->quiet)
-            argv[argc++] = "--quiet";
-        for (int k = 0; k < o->nmallopts && k < MT_REPLAY_MAX; k++) {
-            argv[argc++] = "--mallopt";
-            argv[argc++] = o->mallopts[k];
-        }
-        argv[argc] = NULL;
-        if (!o->quiet)
-            printf("== %s%s%s%s\n", name, lib[0] ? " (" : "", lib[0] ? lib : "", lib[0] ? ")" : "");
-        fflush(stdout);
-        const pid_t pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
-            return 2;
-        }
-        if (pid == 0) {
-            if (lib[0])
-                setenv("LD_PRELOAD", lib, 1);
-            else
-                unsetenv("LD_PRELOAD");
-            if (o->tunables)
-                setenv("GLIBC_TUNABLES", o->tunables, 1);
-            execv(sim, (char *const *)argv);
-            fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
-            _exit(2);
-        }
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            if (WIFSIGNALED(status))
-                fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-        }
-        snprintf(results[*nresults], 4096, "%s", json);
-        (*nresults)++;
-        if (!o->quiet && o->json)
-            printf("wrote %s\n", json);
-        if (!o->quiet && o->series)
-            printf("wrote %s\n", series);
     }
     return 0;
 }

@@ -9,6 +9,7 @@ extern "C" {
 #endif
 
 #define MT_REPLAY_MAX 32
+#define MT_REPLAY_MAX_REPEAT 100 /* runs of each allocator (--repeat) */
 
 typedef struct mt_replay_opts {
     const char *workload;
@@ -23,14 +24,21 @@ typedef struct mt_replay_opts {
     const char *series;                    /* RSS series file (likewise) */
     const char *sim;                       /* the mtrace-sim program; NULL: found next to this one */
     int quiet;                             /* the child's summary is not shown */
+    int repeat;                            /* runs of each allocator, 1 to MT_REPLAY_MAX_REPEAT (0: 1) */
 } mt_replay_opts_t;
 
 /* The library file for an allocator name, or the name itself if it is a path. Returns NULL and
  * fills `why` (naming the Debian package to install) when it cannot be found. */
 const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why, size_t why_cap);
 
-/* Runs one replay per allocator in turn. Writes each result's JSON path into results[i] (buffers
- * of PATH_MAX). Returns 0, or the first child's failure as an exit status (1 bad input, 2 usage). */
+/* Runs one replay per allocator in turn, `repeat` rounds of them: every allocator once, then again,
+ * so that a disturbance of the machine falls on the runs of every allocator alike rather than on all
+ * the runs of one. Every run of an allocator is labelled with the allocator's name (mtrace compare
+ * takes them as runs of one row). Result files: FILE as given for one run of one allocator; with
+ * several allocators, FILE.NAME.json; with repeat > 1 the run's number (1...) is inserted too:
+ * FILE.1.json or FILE.NAME.1.json. Writes each result's JSON path into results[k], in the order run
+ * (room for nallocators * repeat). Returns 0, or the first child's failure as an exit status (1 bad
+ * input, 2 usage). */
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults);
 
 #ifdef __cplusplus

@@ -1,0 +1,549 @@
+/* Repeated replays and the figures made of them:
+ *  - mtrace replay --repeat N runs every allocator N times, in rounds (each allocator once, then
+ *    again), each run its own result file with the run's number in its name, all labelled with the
+ *    allocator's name; --repeat outside 1..100 is refused in one line;
+ *  - mtrace compare makes one row of the results of one allocator and settings: the median of each
+ *    figure, its spread, and a verdict against the first row on the medians of CPU time and peak RSS,
+ *    "within noise" when the spreads overlap (synthetic results, so that the figures are known);
+ *  - mtrace sweep replays each allocator's default (no setting at all) first, as the baseline row
+ *    named "dynamic (default)" for glibc's mmap_threshold; each row's changes are against its
+ *    allocator's baseline; --repeat N runs every point N times and reports medians; --touch reaches
+ *    every replay as given (a value the simulator refuses is refused by it). */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mtrace/replay.h"
+#include "sim_util.h"
+#include "test_util.h"
+
+static char *g_dir;
+
+static void dir_setup(void)
+{
+    g_dir = sim_dir_make("sim-repeat");
+}
+
+static void dir_teardown(void)
+{
+    sim_dir_remove();
+    g_dir = NULL;
+}
+
+/* One thread: 400 small blocks and 40 of 200 KiB, freed in rounds; about 8 MiB live at the peak. */
+static char *write_wl(void)
+{
+    char *path = path_in(g_dir, "w.mtw");
+    wlb_t b;
+    wlb_open(&b, path);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t round = 0; round < 4; round++) {
+        for (uint64_t i = 0; i < 100; i++)
+            wlb_malloc(&b, t, 1 + i, 32 + i);
+        for (uint64_t i = 0; i < 10 * (round + 1); i++)
+            wlb_malloc(&b, t, 101 + i, 200 * 1024);
+        for (uint64_t i = 0; i < 100; i++)
+            wlb_free(&b, t, 1 + i);
+        for (uint64_t i = 0; i < 10 * (round + 1); i++)
+            wlb_free(&b, t, 101 + i);
+    }
+    wlb_close(&b);
+    return path;
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char *p = path_in(dir, name);
+    const int rc = access(p, F_OK) == 0;
+    free(p);
+    return rc;
+}
+
+static void assert_label(const char *path, const char *label)
+{
+    mt_jval_t *j = load_json(path);
+    ck_assert_str_eq(mt_json_str_at(j, "kind", ""), "replay");
+    ck_assert_str_eq(mt_json_str_at(j, "allocator", ""), label);
+    mt_json_free(j);
+}
+
+START_TEST(replay_repeat_runs_n_replays)
+{
+    char *wl = write_wl(), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "out"),
+         *err = path_in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", "3", "--json", json, "--quiet", NULL };
+    const int rc = run(argv, out, err, NULL, 240);
+    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err, NULL));
+    static const char *const runs[] = { "r.1.json", "r.2.json", "r.3.json" };
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_msg(exists(g_dir, runs[i]), "no %s", runs[i]);
+        char *p = path_in(g_dir, runs[i]);
+        assert_label(p, "glibc");
+        free(p);
+    }
+    ck_assert_msg(!exists(g_dir, "r.4.json"), "a fourth run");
+    ck_assert_msg(!exists(g_dir, "r.json"), "r.json written beside the runs' files");
+}
+END_TEST
+
+/* Through the driver: two allocators (the same library twice, named apart), two rounds, results in
+ * the order run: a round is every allocator once. */
+START_TEST(driver_runs_rounds_of_every_allocator)
+{
+    char *wl = write_wl(), *json = path_in(g_dir, "d.json");
+    if (SIM_SANITIZER_ALLOCATOR) /* the children inherit this process's environment: as run() sets it */
+        setenv("ASAN_OPTIONS", "detect_leaks=0:allocator_may_return_null=1", 1);
+    mt_replay_opts_t o;
+    memset(&o, 0, sizeof o);
+    o.workload = wl;
+    o.allocators[0] = "glibc";
+    o.allocators[1] = "glibc";
+    o.nallocators = 2;
+    o.repeat = 2;
+    o.json = json;
+    o.sim = SIM_EXE;
+    o.quiet = 1;
+    static char results[4][4096];
+    int n = 0;
+    ck_assert_int_eq(mt_replay_run(&o, results, &n), 0);
+    ck_assert_int_eq(n, 4);
+    static const char *const want[][2] = {
+        { "d.glibc.1.json", "glibc" },
+        { "d.glibc-2.1.json", "glibc-2" },
+        { "d.glibc.2.json", "glibc" },
+        { "d.glibc-2.2.json", "glibc-2" },
+    };
+    for (int i = 0; i < 4; i++) {
+        char *p = path_in(g_dir, want[i][0]);
+        ck_assert_str_eq(results[i], p);
+        assert_label(p, want[i][1]);
+        free(p);
+    }
+}
+END_TEST
+
+START_TEST(repeat_out_of_range_refused)
+{
+    char *wl = write_wl(), *err = path_in(g_dir, "err");
+    static const char *const bad[] = { "0", "101", "x", "-1", "", "3x", " 3", "99999999999999999999" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", bad[i], "--quiet", NULL };
+        const int rc = run(argv, NULL, err, NULL, 60);
+        ck_assert_msg(rc == 2, "--repeat '%s': exit %d, expected 2", bad[i], rc);
+        const char *const needles[] = { "--repeat", "from 1 to 100", NULL };
+        assert_one_line(err, bad[i], needles);
+    }
+}
+END_TEST
+
+/* A replay result as mtrace-sim writes it, with the figures given (times in us, RSS in KiB). */
+static char *write_result(const char *file, const char *allocator, double cpu_us, double wall_us, double rss_kb)
+{
+    char *path = path_in(g_dir, file);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "{\"kind\": \"replay\", \"allocator\": \"%s\", \"workload\": \"/w.wl\", \"settings\": [],"
+            " \"timing\": \"asap\", \"touch\": \"pages\", \"wall_us\": %.0f, \"cpu_us\": %.0f,"
+            " \"max_rss_kb\": %.0f, \"ideal_pages_kb\": 1000, \"fragmentation\": 1}\n",
+            allocator, wall_us, cpu_us, rss_kb);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+/* Rows A (the baseline), B, C of 3 runs each, their files interleaved as --repeat writes them, and
+ * D of one run. CPU ms: A 10, 11, 12; B 11.5, 12.5, 13 (overlaps A); C 5, 6, 7 (below A); D 5.
+ * Peak RSS KiB: A 102400 thrice; B 204800 thrice (above A); C 102400 thrice (the same); D 307200. */
+static int write_four_rows(char **paths)
+{
+    static const struct {
+        const char *name;
+        double cpu_ms[3], rss_kb;
+        int runs;
+    } rows[] = {
+        { "A", { 10, 11, 12 }, 102400, 3 },
+        { "B", { 11.5, 12.5, 13 }, 204800, 3 },
+        { "C", { 5, 6, 7 }, 102400, 3 },
+        { "D", { 5, 0, 0 }, 307200, 1 },
+    };
+    int n = 0;
+    for (int run = 0; run < 3; run++)
+        for (size_t k = 0; k < 4; k++) {
+            if (run >= rows[k].runs)
+                continue;
+            char file[64];
+            snprintf(file, sizeof file, "%s.%d.json", rows[k].name, run + 1);
+            /* wall time the other way round from CPU time: the verdict must not follow it */
+            paths[n++] = write_result(file, rows[k].name, rows[k].cpu_ms[run] * 1000, 50000 - rows[k].cpu_ms[run] * 1000,
+                                      rows[k].rss_kb);
+        }
+    return n;
+}
+
+static char *compare(char *const *paths, int n, const char *fmt, const char *outname)
+{
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = MTRACE_EXE;
+    argv[argc++] = "compare";
+    if (fmt)
+        argv[argc++] = fmt;
+    for (int i = 0; i < n; i++)
+        argv[argc++] = paths[i];
+    argv[argc] = NULL;
+    char *out = path_in(g_dir, outname), *err = path_in(g_dir, "err");
+    const int rc = run(argv, out, err, NULL, 60);
+    ck_assert_msg(rc == 0, "mtrace compare %s: exit %d: %s", fmt ? fmt : "", rc, read_text(err, NULL));
+    return out;
+}
+
+/* compare --json's table: an array of rows (load_json wants an object) */
+static mt_jval_t *load_table(const char *path)
+{
+    mt_jval_t *t;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(path, &t, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t->type, MT_JARR);
+    return t;
+}
+
+static const mt_jval_t *row_of(const mt_jval_t *table, const char *name)
+{
+    for (size_t i = 0; i < table->n; i++)
+        if (!strcmp(mt_json_str_at(&table->items[i], "name", ""), name))
+            return &table->items[i];
+    ck_abort_msg("no row %s", name);
+    return NULL;
+}
+
+static void assert_near(double got, double want, const char *what)
+{
+    ck_assert_msg(got > want - 1e-6 && got < want + 1e-6, "%s: %.9g, expected %.9g", what, got, want);
+}
+
+START_TEST(compare_groups_runs_into_rows)
+{
+    char *paths[16];
+    const int n = write_four_rows(paths);
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    ck_assert_uint_eq(t->n, 4);
+    static const char *const order[] = { "A", "B", "C", "D" };
+    static const double runs[] = { 3, 3, 3, 1 }, cpu[] = { 11, 12.5, 6, 5 };
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_str_eq(mt_json_str_at(&t->items[i], "name", ""), order[i]);
+        assert_near(jnum(&t->items[i], "runs"), runs[i], "runs");
+        assert_near(jnum(&t->items[i], "cpu_ms"), cpu[i], "cpu_ms (median)");
+    }
+    const mt_jval_t *a = row_of(t, "A"), *b = row_of(t, "B");
+    assert_near(jnum(a, "cpu_ms_min"), 10, "A cpu_ms_min");
+    assert_near(jnum(a, "cpu_ms_max"), 12, "A cpu_ms_max");
+    assert_near(jnum(a, "cpu_ms_q1"), 10.5, "A cpu_ms_q1");
+    assert_near(jnum(a, "cpu_ms_q3"), 11.5, "A cpu_ms_q3");
+    assert_near(jnum(a, "max_rss_mib"), 100, "A max_rss_mib");
+    /* the change is the medians' */
+    assert_near(jnum(b, "cpu_ms_change_pct"), 100.0 * (12.5 - 11) / 11, "B cpu_ms_change_pct");
+    assert_near(jnum(b, "max_rss_mib_change_pct"), 100, "B max_rss_mib_change_pct");
+    ck_assert_uint_eq(mt_json_get(b, "files")->n, 3);
+    mt_json_free(t);
+}
+END_TEST
+
+START_TEST(compare_verdict_is_within_noise_when_spreads_overlap)
+{
+    char *paths[16];
+    const int n = write_four_rows(paths);
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    static const struct {
+        const char *row, *time, *memory;
+        int measured;
+    } want[] = {
+        { "A", "baseline", "baseline", 1 },
+        { "B", "within noise", "more memory", 1 }, /* CPU 11.5..13 meets 10..12 */
+        { "C", "faster", "within noise", 1 },      /* CPU 5..7 below 10..12; RSS the same */
+        { "D", "faster", "more memory", 0 },       /* one run: said */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const mt_jval_t *r = row_of(t, want[i].row);
+        ck_assert_str_eq(mt_json_str_at(r, "time_verdict", ""), want[i].time);
+        ck_assert_str_eq(mt_json_str_at(r, "memory_verdict", ""), want[i].memory);
+        const mt_jval_t *m = mt_json_get(r, "noise_measured");
+        ck_assert_msg(m && m->type == MT_JBOOL, "%s: noise_measured is not a boolean", want[i].row);
+        ck_assert_int_eq((int)m->num, want[i].measured);
+    }
+    mt_json_free(t);
+    /* the text table: one row each, the verdict in words, then the spreads */
+    char *text = read_text(compare(paths, n, NULL, "t.txt"), NULL);
+    ck_assert_msg(strstr(text, "verdict against A"), "no verdict column:\n%s", text);
+    ck_assert_msg(strstr(text, "CPU time within noise, more memory\n"), "B's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "faster, RSS within noise\n"), "C's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "faster, more memory (1 run: noise unknown)\n"), "D's verdict:\n%s", text);
+    ck_assert_msg(strstr(text, "10.0..12.0"), "A's CPU spread (min..max):\n%s", text);
+    /* CSV: a header and a line per row */
+    char *csv = read_text(compare(paths, n, "--csv", "t.csv"), NULL);
+    ck_assert_uint_eq(count_lines(csv), 5);
+    ck_assert_msg(strstr(csv, ",runs,cpu_ms_min,cpu_ms_q1,cpu_ms_q3,cpu_ms_max,"), "CSV header:\n%s", csv);
+    ck_assert_msg(strstr(csv, ",within noise,more memory,1\n"), "B's CSV row:\n%s", csv);
+    free(text);
+    free(csv);
+}
+END_TEST
+
+/* From 4 runs the quartiles are the spread: one disturbed run of the baseline does not hide a
+ * difference. */
+START_TEST(compare_uses_quartiles_from_four_runs)
+{
+    char *paths[16];
+    int n = 0;
+    static const double base[] = { 10, 10.1, 10.2, 10.3, 30 }, other[] = { 12, 12.1, 12.2, 12.3, 12.4 };
+    for (int i = 0; i < 5; i++) {
+        char file[32];
+        snprintf(file, sizeof file, "A.%d.json", i + 1);
+        paths[n++] = write_result(file, "A", base[i] * 1000, 1000, 1024);
+        snprintf(file, sizeof file, "E.%d.json", i + 1);
+        paths[n++] = write_result(file, "E", other[i] * 1000, 1000, 1024);
+    }
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    ck_assert_uint_eq(t->n, 2);
+    ck_assert_str_eq(mt_json_str_at(row_of(t, "E"), "time_verdict", ""), "slower");
+    mt_json_free(t);
+}
+END_TEST
+
+/* mtrace replay --repeat ends with the table of its runs: one row, their count, their spread. */
+START_TEST(replay_repeat_prints_one_row_with_spread)
+{
+    char *wl = write_wl(), *out = path_in(g_dir, "out"), *err = path_in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", "3", "--quiet", NULL };
+    const int rc = run(argv, out, err, NULL, 240);
+    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err, NULL));
+    char *text = read_text(out, NULL);
+    ck_assert_msg(strstr(text, "\nglibc                           3 "), "no row of 3 runs:\n%s", text);
+    ck_assert_msg(strstr(text, "spread over the runs"), "no spread:\n%s", text);
+    free(text);
+}
+END_TEST
+
+/* ---- sweep ---- */
+
+/* sweep.csv as rows of fields (no field of these sweeps holds a comma or a quote). */
+typedef struct csv {
+    char *text;
+    char *cell[16][64];
+    int nrows, ncols;
+} csv_t;
+
+static void csv_read(csv_t *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    c->text = read_text(path, NULL);
+    ck_assert_msg(c->text != NULL, "no %s", path);
+    char *save = NULL;
+    for (char *line = strtok_r(c->text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        ck_assert_int_lt(c->nrows, 16);
+        int n = 0;
+        for (char *f = line; f; n++) {
+            ck_assert_int_lt(n, 64);
+            c->cell[c->nrows][n] = f;
+            f = strchr(f, ',');
+            if (f)
+                *f++ = 0;
+        }
+        if (c->nrows == 0)
+            c->ncols = n;
+        ck_assert_msg(n == c->ncols, "row %d has %d fields, the header %d", c->nrows, n, c->ncols);
+        c->nrows++;
+    }
+}
+
+/* Row `row` (1 = the first after the header), column `name`. */
+static const char *csv_at(const csv_t *c, int row, const char *name)
+{
+    ck_assert_int_lt(row, c->nrows);
+    for (int i = 0; i < c->ncols; i++)
+        if (!strcmp(c->cell[0][i], name))
+            return c->cell[row][i];
+    ck_abort_msg("sweep.csv has no column %s", name);
+    return NULL;
+}
+
+static double csv_num(const csv_t *c, int row, const char *name)
+{
+    return atof(csv_at(c, row, name));
+}
+
+/* Runs mtrace sweep with the arguments after the workload; DIR/sweep.csv must be written. */
+static char *sweep(const char *wl, const char *dir, const char *const *args)
+{
+    const char *argv[32];
+    int argc = 0;
+    argv[argc++] = MTRACE_EXE;
+    argv[argc++] = "sweep";
+    argv[argc++] = wl;
+    argv[argc++] = "-o";
+    argv[argc++] = dir;
+    for (; *args; args++)
+        argv[argc++] = *args;
+    argv[argc] = NULL;
+    char *out = path_in(g_dir, "sweep.out"), *err = path_in(g_dir, "sweep.err");
+    const int rc = run(argv, out, err, NULL, 280);
+    ck_assert_msg(rc == 0, "mtrace sweep: exit %d: %s", rc, read_text(err, NULL));
+    return path_in(dir, "sweep.csv");
+}
+
+static void assert_settings(const char *dir, const char *file, const char *want)
+{
+    char *p = path_in(dir, file);
+    mt_jval_t *j = load_json(p);
+    const mt_jval_t *set = mt_json_get(j, "settings");
+    ck_assert_msg(set && set->type == MT_JARR, "%s: no settings", file);
+    if (!want)
+        ck_assert_msg(set->n == 0, "%s: the default was replayed with %zu settings", file, set->n);
+    else
+        ck_assert_msg(set->n == 1 && !strcmp(set->items[0].str, want), "%s: settings are not [%s]", file, want);
+    mt_json_free(j);
+    free(p);
+}
+
+START_TEST(sweep_baseline_row_first_and_changes_against_it)
+{
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw");
+    const char *const args[] = { "--mallopt", "mmap_threshold=4096,1m", "--repeat", "2", NULL };
+    csv_t c;
+    csv_read(&c, sweep(wl, dir, args));
+    ck_assert_int_eq(c.nrows, 4); /* header, the default, 4096, 1m */
+    ck_assert_str_eq(csv_at(&c, 1, "allocator"), "glibc");
+    ck_assert_str_eq(csv_at(&c, 1, "mmap_threshold"), "dynamic (default)");
+    ck_assert_str_eq(csv_at(&c, 1, "time_verdict"), "baseline");
+    ck_assert_str_eq(csv_at(&c, 2, "mmap_threshold"), "4096");
+    ck_assert_str_eq(csv_at(&c, 3, "mmap_threshold"), "1m");
+    /* the baseline is a replay with no setting at all; the others with theirs */
+    assert_settings(dir, "run-000.1.json", NULL);
+    assert_settings(dir, "run-000.2.json", NULL);
+    assert_settings(dir, "run-001.2.json", "mmap_threshold=4096");
+    assert_settings(dir, "run-002.1.json", "mmap_threshold=1m");
+    ck_assert_msg(!exists(dir, "run-000.3.json") && !exists(dir, "run-003.1.json"), "more runs than asked");
+    const double base_cpu = csv_num(&c, 1, "cpu_ms"), base_rss = csv_num(&c, 1, "max_rss_mib");
+    for (int row = 1; row < 4; row++) {
+        ck_assert_int_eq((int)csv_num(&c, row, "runs"), 2);
+        const double cpu = csv_num(&c, row, "cpu_ms"), rss = csv_num(&c, row, "max_rss_mib");
+        const double want_cpu = 100 * (cpu - base_cpu) / base_cpu, want_rss = 100 * (rss - base_rss) / base_rss;
+        /* the CSV rounds the figures to 0.001 and the changes to 0.01 */
+        const double got_cpu = csv_num(&c, row, "cpu_change_pct");
+        const double got_rss = csv_num(&c, row, "rss_change_pct_of_default_peak_rss");
+        ck_assert_msg(got_cpu > want_cpu - 0.1 && got_cpu < want_cpu + 0.1, "row %d: cpu change %g, expected %g", row,
+                      got_cpu, want_cpu);
+        ck_assert_msg(got_rss > want_rss - 0.05 && got_rss < want_rss + 0.05, "row %d: RSS change %g, expected %g",
+                      row, got_rss, want_rss);
+        /* the median of two runs is their mean */
+        char f1[32], f2[32];
+        snprintf(f1, sizeof f1, "run-%03d.1.json", row - 1);
+        snprintf(f2, sizeof f2, "run-%03d.2.json", row - 1);
+        char *p1 = path_in(dir, f1), *p2 = path_in(dir, f2);
+        mt_jval_t *j1 = load_json(p1), *j2 = load_json(p2);
+        const double med = (jnum(j1, "cpu_us") + jnum(j2, "cpu_us")) / 2000;
+        ck_assert_msg(cpu > med - 0.002 && cpu < med + 0.002, "row %d: cpu_ms %g, runs' median %g", row, cpu, med);
+        mt_json_free(j1);
+        mt_json_free(j2);
+    }
+    char *text = read_text(path_in(g_dir, "sweep.out"), NULL);
+    ck_assert_msg(strstr(text, "\nglibc        mmap_threshold=dynamic (default)"), "table:\n%s", text);
+    ck_assert_msg(strstr(text, "RSS chg %dflt"), "the RSS change's header does not name its base:\n%s", text);
+    ck_assert_msg(strstr(text, "\nfastest: "), "no fastest line:\n%s", text);
+    free(text);
+}
+END_TEST
+
+/* Each allocator has a default row, all before the grid, and its rows compare with it. */
+START_TEST(sweep_every_allocator_has_its_baseline)
+{
+    char why[256];
+    if (!allocator_installed("jemalloc", why, sizeof why)) {
+        fprintf(stderr, "sweep_every_allocator_has_its_baseline: %s; not checked\n", why);
+        return;
+    }
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw2");
+    const char *const args[] = { "--mallopt", "arena_max=1", "--allocator", "glibc", "--allocator", "jemalloc", NULL };
+    csv_t c;
+    csv_read(&c, sweep(wl, dir, args));
+    ck_assert_int_eq(c.nrows, 5);
+    static const char *const want[][2] = {
+        { "glibc", "default" }, { "jemalloc", "default" }, { "glibc", "1" }, { "jemalloc", "1" }
+    };
+    for (int row = 1; row < 5; row++) {
+        ck_assert_str_eq(csv_at(&c, row, "allocator"), want[row - 1][0]);
+        ck_assert_str_eq(csv_at(&c, row, "arena_max"), want[row - 1][1]);
+    }
+    const double jbase = csv_num(&c, 2, "max_rss_mib"), jrss = csv_num(&c, 4, "max_rss_mib");
+    const double got = csv_num(&c, 4, "rss_change_pct_of_default_peak_rss"), exp = 100 * (jrss - jbase) / jbase;
+    ck_assert_msg(got > exp - 0.05 && got < exp + 0.05, "jemalloc's change %g, against its own default %g", got, exp);
+    ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "baseline");
+    assert_settings(dir, "run-001.json", NULL);
+}
+END_TEST
+
+START_TEST(sweep_touch_passed_to_every_replay)
+{
+    char *wl = write_wl(), *dir = path_in(g_dir, "sw3");
+    const char *const args[] = { "--mallopt", "mmap_threshold=4096", "--touch", "ends", NULL };
+    sweep(wl, dir, args);
+    for (int k = 0; k < 2; k++) {
+        char f[32];
+        snprintf(f, sizeof f, "run-%03d.json", k);
+        char *p = path_in(dir, f);
+        mt_jval_t *j = load_json(p);
+        ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "ends");
+        mt_json_free(j);
+        free(p);
+    }
+    /* a value the front end does not know goes to the simulator, whose refusal (exit 2, its usage)
+     * ends the sweep with nothing written */
+    char *bad = path_in(g_dir, "sw4"), *err = path_in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "sweep", wl, "-o", bad, "--mallopt", "mmap_threshold=4096",
+                                 "--touch", "sideways", NULL };
+    ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 2);
+    char *e = read_text(err, NULL);
+    ck_assert_msg(strstr(e, "usage: mtrace-sim"), "not the simulator's refusal:\n%s", e);
+    ck_assert_msg(!exists(bad, "sweep.csv"), "sweep.csv written");
+    free(e);
+}
+END_TEST
+
+static Suite *repeat_suite(void)
+{
+    Suite *s = suite_create("sim_repeat");
+    const struct {
+        const char *name;
+        const TTest *t;
+    } cases[] = {
+        { "replay_repeat_runs_n_replays", replay_repeat_runs_n_replays },
+        { "driver_runs_rounds_of_every_allocator", driver_runs_rounds_of_every_allocator },
+        { "repeat_out_of_range_refused", repeat_out_of_range_refused },
+        { "compare_groups_runs_into_rows", compare_groups_runs_into_rows },
+        { "compare_verdict_is_within_noise_when_spreads_overlap", compare_verdict_is_within_noise_when_spreads_overlap },
+        { "compare_uses_quartiles_from_four_runs", compare_uses_quartiles_from_four_runs },
+        { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
+        { "sweep_baseline_row_first_and_changes_against_it", sweep_baseline_row_first_and_changes_against_it },
+        { "sweep_every_allocator_has_its_baseline", sweep_every_allocator_has_its_baseline },
+        { "sweep_touch_passed_to_every_replay", sweep_touch_passed_to_every_replay },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, cases[i].t);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(repeat_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
