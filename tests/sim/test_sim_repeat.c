@@ -11,6 +11,7 @@
  *    every replay as given (a value the simulator refuses is refused by it). */
 #define _GNU_SOURCE
 #include <check.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +34,25 @@ static void dir_teardown(void)
     g_dir = NULL;
 }
 
-/* One thread: 400 small blocks and 40 of 200 KiB, freed in rounds; about 8 MiB live at the peak. */
-static char *write_wl(void)
+/* A path held in place, so that a test frees nothing (LeakSanitizer checks the sanitized build's). */
+typedef struct path {
+    char s[PATH_MAX];
+} path_t;
+
+static path_t in(const char *dir, const char *name)
 {
-    char *path = path_in(g_dir, "w.mtw");
+    path_t p;
+    const int n = snprintf(p.s, sizeof p.s, "%s/%s", dir, name);
+    ck_assert_msg(n > 0 && (size_t)n < sizeof p.s, "%s/%s: too long a path", dir, name);
+    return p;
+}
+
+/* One thread: 400 small blocks and 40 of 200 KiB, freed in rounds; about 8 MiB live at the peak. */
+static path_t write_wl(void)
+{
+    const path_t path = in(g_dir, "w.mtw");
     wlb_t b;
-    wlb_open(&b, path);
+    wlb_open(&b, path.s);
     const uint32_t t = wlb_thread(&b, 0);
     for (uint64_t round = 0; round < 4; round++) {
         for (uint64_t i = 0; i < 100; i++)
@@ -56,10 +70,7 @@ static char *write_wl(void)
 
 static int exists(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
-    const int rc = access(p, F_OK) == 0;
-    free(p);
-    return rc;
+    return access(in(dir, name).s, F_OK) == 0;
 }
 
 static void assert_label(const char *path, const char *label)
@@ -72,17 +83,14 @@ static void assert_label(const char *path, const char *label)
 
 START_TEST(replay_repeat_runs_n_replays)
 {
-    char *wl = write_wl(), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "out"),
-         *err = path_in(g_dir, "err");
-    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", "3", "--json", json, "--quiet", NULL };
-    const int rc = run(argv, out, err, NULL, 240);
-    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err, NULL));
+    const path_t wl = write_wl(), json = in(g_dir, "r.json"), err = in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl.s, "--repeat", "3", "--json", json.s, "--quiet", NULL };
+    const int rc = run(argv, NULL, err.s, NULL, 240);
+    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err.s, NULL));
     static const char *const runs[] = { "r.1.json", "r.2.json", "r.3.json" };
     for (size_t i = 0; i < 3; i++) {
         ck_assert_msg(exists(g_dir, runs[i]), "no %s", runs[i]);
-        char *p = path_in(g_dir, runs[i]);
-        assert_label(p, "glibc");
-        free(p);
+        assert_label(in(g_dir, runs[i]).s, "glibc");
     }
     ck_assert_msg(!exists(g_dir, "r.4.json"), "a fourth run");
     ck_assert_msg(!exists(g_dir, "r.json"), "r.json written beside the runs' files");
@@ -93,17 +101,17 @@ END_TEST
  * the order run: a round is every allocator once. */
 START_TEST(driver_runs_rounds_of_every_allocator)
 {
-    char *wl = write_wl(), *json = path_in(g_dir, "d.json");
+    const path_t wl = write_wl(), json = in(g_dir, "d.json");
     if (SIM_SANITIZER_ALLOCATOR) /* the children inherit this process's environment: as run() sets it */
         setenv("ASAN_OPTIONS", "detect_leaks=0:allocator_may_return_null=1", 1);
     mt_replay_opts_t o;
     memset(&o, 0, sizeof o);
-    o.workload = wl;
+    o.workload = wl.s;
     o.allocators[0] = "glibc";
     o.allocators[1] = "glibc";
     o.nallocators = 2;
     o.repeat = 2;
-    o.json = json;
+    o.json = json.s;
     o.sim = SIM_EXE;
     o.quiet = 1;
     static char results[4][4096];
@@ -117,33 +125,32 @@ START_TEST(driver_runs_rounds_of_every_allocator)
         { "d.glibc-2.2.json", "glibc-2" },
     };
     for (int i = 0; i < 4; i++) {
-        char *p = path_in(g_dir, want[i][0]);
-        ck_assert_str_eq(results[i], p);
-        assert_label(p, want[i][1]);
-        free(p);
+        const path_t p = in(g_dir, want[i][0]);
+        ck_assert_str_eq(results[i], p.s);
+        assert_label(p.s, want[i][1]);
     }
 }
 END_TEST
 
 START_TEST(repeat_out_of_range_refused)
 {
-    char *wl = write_wl(), *err = path_in(g_dir, "err");
+    const path_t wl = write_wl(), err = in(g_dir, "err");
     static const char *const bad[] = { "0", "101", "x", "-1", "", "3x", " 3", "99999999999999999999" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", bad[i], "--quiet", NULL };
-        const int rc = run(argv, NULL, err, NULL, 60);
+        const char *const argv[] = { MTRACE_EXE, "replay", wl.s, "--repeat", bad[i], "--quiet", NULL };
+        const int rc = run(argv, NULL, err.s, NULL, 60);
         ck_assert_msg(rc == 2, "--repeat '%s': exit %d, expected 2", bad[i], rc);
         const char *const needles[] = { "--repeat", "from 1 to 100", NULL };
-        assert_one_line(err, bad[i], needles);
+        assert_one_line(err.s, bad[i], needles);
     }
 }
 END_TEST
 
 /* A replay result as mtrace-sim writes it, with the figures given (times in us, RSS in KiB). */
-static char *write_result(const char *file, const char *allocator, double cpu_us, double wall_us, double rss_kb)
+static path_t write_result(const char *file, const char *allocator, double cpu_us, double wall_us, double rss_kb)
 {
-    char *path = path_in(g_dir, file);
-    FILE *f = fopen(path, "w");
+    const path_t path = in(g_dir, file);
+    FILE *f = fopen(path.s, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f,
             "{\"kind\": \"replay\", \"allocator\": \"%s\", \"workload\": \"/w.wl\", \"settings\": [],"
@@ -157,7 +164,7 @@ static char *write_result(const char *file, const char *allocator, double cpu_us
 /* Rows A (the baseline), B, C of 3 runs each, their files interleaved as --repeat writes them, and
  * D of one run. CPU ms: A 10, 11, 12; B 11.5, 12.5, 13 (overlaps A); C 5, 6, 7 (below A); D 5.
  * Peak RSS KiB: A 102400 thrice; B 204800 thrice (above A); C 102400 thrice (the same); D 307200. */
-static int write_four_rows(char **paths)
+static int write_four_rows(path_t *paths)
 {
     static const struct {
         const char *name;
@@ -183,7 +190,7 @@ static int write_four_rows(char **paths)
     return n;
 }
 
-static char *compare(char *const *paths, int n, const char *fmt, const char *outname)
+static path_t compare(const path_t *paths, int n, const char *fmt, const char *outname)
 {
     const char *argv[32];
     int argc = 0;
@@ -192,11 +199,11 @@ static char *compare(char *const *paths, int n, const char *fmt, const char *out
     if (fmt)
         argv[argc++] = fmt;
     for (int i = 0; i < n; i++)
-        argv[argc++] = paths[i];
+        argv[argc++] = paths[i].s;
     argv[argc] = NULL;
-    char *out = path_in(g_dir, outname), *err = path_in(g_dir, "err");
-    const int rc = run(argv, out, err, NULL, 60);
-    ck_assert_msg(rc == 0, "mtrace compare %s: exit %d: %s", fmt ? fmt : "", rc, read_text(err, NULL));
+    const path_t out = in(g_dir, outname), err = in(g_dir, "err");
+    const int rc = run(argv, out.s, err.s, NULL, 60);
+    ck_assert_msg(rc == 0, "mtrace compare %s: exit %d: %s", fmt ? fmt : "", rc, read_text(err.s, NULL));
     return out;
 }
 
@@ -226,9 +233,9 @@ static void assert_near(double got, double want, const char *what)
 
 START_TEST(compare_groups_runs_into_rows)
 {
-    char *paths[16];
+    path_t paths[16];
     const int n = write_four_rows(paths);
-    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json").s);
     ck_assert_uint_eq(t->n, 4);
     static const char *const order[] = { "A", "B", "C", "D" };
     static const double runs[] = { 3, 3, 3, 1 }, cpu[] = { 11, 12.5, 6, 5 };
@@ -253,9 +260,9 @@ END_TEST
 
 START_TEST(compare_verdict_is_within_noise_when_spreads_overlap)
 {
-    char *paths[16];
+    path_t paths[16];
     const int n = write_four_rows(paths);
-    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json").s);
     static const struct {
         const char *row, *time, *memory;
         int measured;
@@ -275,14 +282,14 @@ START_TEST(compare_verdict_is_within_noise_when_spreads_overlap)
     }
     mt_json_free(t);
     /* the text table: one row each, the verdict in words, then the spreads */
-    char *text = read_text(compare(paths, n, NULL, "t.txt"), NULL);
+    char *text = read_text(compare(paths, n, NULL, "t.txt").s, NULL);
     ck_assert_msg(strstr(text, "verdict against A"), "no verdict column:\n%s", text);
     ck_assert_msg(strstr(text, "CPU time within noise, more memory\n"), "B's verdict:\n%s", text);
     ck_assert_msg(strstr(text, "faster, RSS within noise\n"), "C's verdict:\n%s", text);
     ck_assert_msg(strstr(text, "faster, more memory (1 run: noise unknown)\n"), "D's verdict:\n%s", text);
     ck_assert_msg(strstr(text, "10.0..12.0"), "A's CPU spread (min..max):\n%s", text);
     /* CSV: a header and a line per row */
-    char *csv = read_text(compare(paths, n, "--csv", "t.csv"), NULL);
+    char *csv = read_text(compare(paths, n, "--csv", "t.csv").s, NULL);
     ck_assert_uint_eq(count_lines(csv), 5);
     ck_assert_msg(strstr(csv, ",runs,cpu_ms_min,cpu_ms_q1,cpu_ms_q3,cpu_ms_max,"), "CSV header:\n%s", csv);
     ck_assert_msg(strstr(csv, ",within noise,more memory,1\n"), "B's CSV row:\n%s", csv);
@@ -295,7 +302,7 @@ END_TEST
  * difference. */
 START_TEST(compare_uses_quartiles_from_four_runs)
 {
-    char *paths[16];
+    path_t paths[16];
     int n = 0;
     static const double base[] = { 10, 10.1, 10.2, 10.3, 30 }, other[] = { 12, 12.1, 12.2, 12.3, 12.4 };
     for (int i = 0; i < 5; i++) {
@@ -305,7 +312,7 @@ START_TEST(compare_uses_quartiles_from_four_runs)
         snprintf(file, sizeof file, "E.%d.json", i + 1);
         paths[n++] = write_result(file, "E", other[i] * 1000, 1000, 1024);
     }
-    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json"));
+    mt_jval_t *t = load_table(compare(paths, n, "--json", "t.json").s);
     ck_assert_uint_eq(t->n, 2);
     ck_assert_str_eq(mt_json_str_at(row_of(t, "E"), "time_verdict", ""), "slower");
     mt_json_free(t);
@@ -315,11 +322,11 @@ END_TEST
 /* mtrace replay --repeat ends with the table of its runs: one row, their count, their spread. */
 START_TEST(replay_repeat_prints_one_row_with_spread)
 {
-    char *wl = write_wl(), *out = path_in(g_dir, "out"), *err = path_in(g_dir, "err");
-    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--repeat", "3", "--quiet", NULL };
-    const int rc = run(argv, out, err, NULL, 240);
-    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err, NULL));
-    char *text = read_text(out, NULL);
+    const path_t wl = write_wl(), out = in(g_dir, "out"), err = in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "replay", wl.s, "--repeat", "3", "--quiet", NULL };
+    const int rc = run(argv, out.s, err.s, NULL, 240);
+    ck_assert_msg(rc == 0, "mtrace replay --repeat 3: exit %d: %s", rc, read_text(err.s, NULL));
+    char *text = read_text(out.s, NULL);
     ck_assert_msg(strstr(text, "\nglibc                           3 "), "no row of 3 runs:\n%s", text);
     ck_assert_msg(strstr(text, "spread over the runs"), "no spread:\n%s", text);
     free(text);
@@ -358,6 +365,11 @@ static void csv_read(csv_t *c, const char *path)
     }
 }
 
+static void csv_free(csv_t *c)
+{
+    free(c->text);
+}
+
 /* Row `row` (1 = the first after the header), column `name`. */
 static const char *csv_at(const csv_t *c, int row, const char *name)
 {
@@ -375,7 +387,7 @@ static double csv_num(const csv_t *c, int row, const char *name)
 }
 
 /* Runs mtrace sweep with the arguments after the workload; DIR/sweep.csv must be written. */
-static char *sweep(const char *wl, const char *dir, const char *const *args)
+static path_t sweep(const char *wl, const char *dir, const char *const *args)
 {
     const char *argv[32];
     int argc = 0;
@@ -387,16 +399,15 @@ static char *sweep(const char *wl, const char *dir, const char *const *args)
     for (; *args; args++)
         argv[argc++] = *args;
     argv[argc] = NULL;
-    char *out = path_in(g_dir, "sweep.out"), *err = path_in(g_dir, "sweep.err");
-    const int rc = run(argv, out, err, NULL, 280);
-    ck_assert_msg(rc == 0, "mtrace sweep: exit %d: %s", rc, read_text(err, NULL));
-    return path_in(dir, "sweep.csv");
+    const path_t out = in(g_dir, "sweep.out"), err = in(g_dir, "sweep.err");
+    const int rc = run(argv, out.s, err.s, NULL, 280);
+    ck_assert_msg(rc == 0, "mtrace sweep: exit %d: %s", rc, read_text(err.s, NULL));
+    return in(dir, "sweep.csv");
 }
 
 static void assert_settings(const char *dir, const char *file, const char *want)
 {
-    char *p = path_in(dir, file);
-    mt_jval_t *j = load_json(p);
+    mt_jval_t *j = load_json(in(dir, file).s);
     const mt_jval_t *set = mt_json_get(j, "settings");
     ck_assert_msg(set && set->type == MT_JARR, "%s: no settings", file);
     if (!want)
@@ -404,15 +415,15 @@ static void assert_settings(const char *dir, const char *file, const char *want)
     else
         ck_assert_msg(set->n == 1 && !strcmp(set->items[0].str, want), "%s: settings are not [%s]", file, want);
     mt_json_free(j);
-    free(p);
 }
 
 START_TEST(sweep_baseline_row_first_and_changes_against_it)
 {
-    char *wl = write_wl(), *dir = path_in(g_dir, "sw");
+    const path_t wl = write_wl(), d = in(g_dir, "sw");
+    const char *const dir = d.s;
     const char *const args[] = { "--mallopt", "mmap_threshold=4096,1m", "--repeat", "2", NULL };
     csv_t c;
-    csv_read(&c, sweep(wl, dir, args));
+    csv_read(&c, sweep(wl.s, dir, args).s);
     ck_assert_int_eq(c.nrows, 4); /* header, the default, 4096, 1m */
     ck_assert_str_eq(csv_at(&c, 1, "allocator"), "glibc");
     ck_assert_str_eq(csv_at(&c, 1, "mmap_threshold"), "dynamic (default)");
@@ -441,18 +452,18 @@ START_TEST(sweep_baseline_row_first_and_changes_against_it)
         char f1[32], f2[32];
         snprintf(f1, sizeof f1, "run-%03d.1.json", row - 1);
         snprintf(f2, sizeof f2, "run-%03d.2.json", row - 1);
-        char *p1 = path_in(dir, f1), *p2 = path_in(dir, f2);
-        mt_jval_t *j1 = load_json(p1), *j2 = load_json(p2);
+        mt_jval_t *j1 = load_json(in(dir, f1).s), *j2 = load_json(in(dir, f2).s);
         const double med = (jnum(j1, "cpu_us") + jnum(j2, "cpu_us")) / 2000;
         ck_assert_msg(cpu > med - 0.002 && cpu < med + 0.002, "row %d: cpu_ms %g, runs' median %g", row, cpu, med);
         mt_json_free(j1);
         mt_json_free(j2);
     }
-    char *text = read_text(path_in(g_dir, "sweep.out"), NULL);
+    char *text = read_text(in(g_dir, "sweep.out").s, NULL);
     ck_assert_msg(strstr(text, "\nglibc        mmap_threshold=dynamic (default)"), "table:\n%s", text);
     ck_assert_msg(strstr(text, "RSS chg %dflt"), "the RSS change's header does not name its base:\n%s", text);
     ck_assert_msg(strstr(text, "\nfastest: "), "no fastest line:\n%s", text);
     free(text);
+    csv_free(&c);
 }
 END_TEST
 
@@ -460,14 +471,16 @@ END_TEST
 START_TEST(sweep_every_allocator_has_its_baseline)
 {
     char why[256];
+    if (sanitizer_skip("jemalloc preloaded into a sanitized mtrace-sim"))
+        return;
     if (!allocator_installed("jemalloc", why, sizeof why)) {
         fprintf(stderr, "sweep_every_allocator_has_its_baseline: %s; not checked\n", why);
         return;
     }
-    char *wl = write_wl(), *dir = path_in(g_dir, "sw2");
+    const path_t wl = write_wl(), dir = in(g_dir, "sw2");
     const char *const args[] = { "--mallopt", "arena_max=1", "--allocator", "glibc", "--allocator", "jemalloc", NULL };
     csv_t c;
-    csv_read(&c, sweep(wl, dir, args));
+    csv_read(&c, sweep(wl.s, dir.s, args).s);
     ck_assert_int_eq(c.nrows, 5);
     static const char *const want[][2] = {
         { "glibc", "default" }, { "jemalloc", "default" }, { "glibc", "1" }, { "jemalloc", "1" }
@@ -480,33 +493,32 @@ START_TEST(sweep_every_allocator_has_its_baseline)
     const double got = csv_num(&c, 4, "rss_change_pct_of_default_peak_rss"), exp = 100 * (jrss - jbase) / jbase;
     ck_assert_msg(got > exp - 0.05 && got < exp + 0.05, "jemalloc's change %g, against its own default %g", got, exp);
     ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "baseline");
-    assert_settings(dir, "run-001.json", NULL);
+    assert_settings(dir.s, "run-001.json", NULL);
+    csv_free(&c);
 }
 END_TEST
 
 START_TEST(sweep_touch_passed_to_every_replay)
 {
-    char *wl = write_wl(), *dir = path_in(g_dir, "sw3");
+    const path_t wl = write_wl(), dir = in(g_dir, "sw3");
     const char *const args[] = { "--mallopt", "mmap_threshold=4096", "--touch", "ends", NULL };
-    sweep(wl, dir, args);
+    sweep(wl.s, dir.s, args);
     for (int k = 0; k < 2; k++) {
         char f[32];
         snprintf(f, sizeof f, "run-%03d.json", k);
-        char *p = path_in(dir, f);
-        mt_jval_t *j = load_json(p);
+        mt_jval_t *j = load_json(in(dir.s, f).s);
         ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "ends");
         mt_json_free(j);
-        free(p);
     }
     /* a value the front end does not know goes to the simulator, whose refusal (exit 2, its usage)
      * ends the sweep with nothing written */
-    char *bad = path_in(g_dir, "sw4"), *err = path_in(g_dir, "err");
-    const char *const argv[] = { MTRACE_EXE, "sweep", wl, "-o", bad, "--mallopt", "mmap_threshold=4096",
+    const path_t bad = in(g_dir, "sw4"), err = in(g_dir, "err");
+    const char *const argv[] = { MTRACE_EXE, "sweep", wl.s, "-o", bad.s, "--mallopt", "mmap_threshold=4096",
                                  "--touch", "sideways", NULL };
-    ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 2);
-    char *e = read_text(err, NULL);
+    ck_assert_int_eq(run(argv, NULL, err.s, NULL, 60), 2);
+    char *e = read_text(err.s, NULL);
     ck_assert_msg(strstr(e, "usage: mtrace-sim"), "not the simulator's refusal:\n%s", e);
-    ck_assert_msg(!exists(bad, "sweep.csv"), "sweep.csv written");
+    ck_assert_msg(!exists(bad.s, "sweep.csv"), "sweep.csv written");
     free(e);
 }
 END_TEST
