@@ -40,7 +40,7 @@ typedef struct sim_counts {
     uint64_t waits, wait_cycles, futex_sleeps;
     uint64_t far_slots; /* blocks stored in slot_far */
     uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
-    uint64_t thread_ns; /* from the start of its stream to its end */
+    uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
 

@@ -601,7 +601,7 @@ int main(int argc, char **argv)
     /* ---- report (each thread merged its counts into the totals as it ended) ---- */
     const sim_opstat_t *const total = s.totals->stat;
     const uint64_t waits = s.totals->waits, wait_cycles = s.totals->wait_cycles, sleeps = s.totals->futex_sleeps;
-    const uint64_t thread_ns = s.totals->thread_ns, far_slots = s.totals->far_slots,
+    const uint64_t thread_cpu_ns = s.totals->cpu_ns, far_slots = s.totals->far_slots,
                    touched_in_part = s.totals->touched_in_part;
     const uint64_t cpu_us = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000 +
                                        (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
@@ -630,7 +630,7 @@ int main(int argc, char **argv)
         char a[32], b[32], c[32];
         printf("%15s cycles\n", commas(a, sizeof a, (long long)cycles));
         printf("%15s usec wall time\n", commas(a, sizeof a, (long long)(wall_ns / 1000)));
-        printf("%15s usec across %u thread%s\n", commas(a, sizeof a, (long long)(thread_ns / 1000)), s.nthreads,
+        printf("%15s usec across %u thread%s\n", commas(a, sizeof a, (long long)(thread_cpu_ns / 1000)), s.nthreads,
                s.nthreads == 1 ? "" : "s");
         printf("%15s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(max_rss_kb - start_rss_kb)),
                commas(b, sizeof b, (long long)start_rss_kb), commas(c, sizeof c, (long long)max_rss_kb));
@@ -710,7 +710,7 @@ int main(int argc, char **argv)
         mt_json_kv_u64(&j, "threads", s.nthreads);
         mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
         mt_json_kv_u64(&j, "cpu_us", cpu_us);
-        mt_json_kv_u64(&j, "thread_us", thread_ns / 1000);
+        mt_json_kv_u64(&j, "thread_us", thread_cpu_ns / 1000); /* CPU time of the replay threads */
         mt_json_kv_u64(&j, "cycles", cycles);
         mt_json_kv_u64(&j, "max_rss_kb", max_rss_kb);
         mt_json_kv_u64(&j, "start_rss_kb", start_rss_kb);

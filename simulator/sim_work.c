@@ -83,8 +83,8 @@ void sim_work_give_back(sim_t *s, sim_work_t *w)
     to->futex_sleeps += from->futex_sleeps;
     to->far_slots += from->far_slots;
     to->touched_in_part += from->touched_in_part;
-    to->thread_ns += from->thread_ns;
-    from->waits = from->wait_cycles = from->futex_sleeps = from->far_slots = from->thread_ns = 0;
+    to->cpu_ns += from->cpu_ns;
+    from->waits = from->wait_cycles = from->futex_sleeps = from->far_slots = from->cpu_ns = 0;
     from->touched_in_part = 0;
     for (unsigned op = 0; op < SIM_OPS; op++)
         opstat_move(&to->stat[op], &from->stat[op]);

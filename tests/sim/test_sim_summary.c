@@ -126,6 +126,7 @@ static void check_summary(const char *text, size_t first, const mt_jval_t *j, ui
     char want[64];
     snprintf(want, sizeof want, " usec across %u thread%s", threads, threads == 1 ? "" : "s");
     ck_assert_msg(strstr(l[2], want), "'%s' lacks '%s'", l[2], want);
+    ck_assert_int_eq(figure(l[2]), (long long)jnum(j, "thread_us"));
     const long long max = (long long)jnum(j, "max_rss_kb"), start = (long long)jnum(j, "start_rss_kb");
     ck_assert_int_eq(figure(l[3]), max - start);
     ck_assert_int_eq(figure(strchr(l[3], '(') + 1), start);
@@ -280,6 +281,36 @@ START_TEST(rss_series)
 }
 END_TEST
 
+/* "usec across N threads" (thread_us) is the replay threads' CPU time: thread 1 makes 4 calls 100 ms
+ * apart (--timing recorded: it sleeps in between) while thread 0 waits for it, asleep. Counted as
+ * wall time from each thread's start to its end, as before, it was 0.8 s, twice the wall time; as
+ * CPU time it is a small part of the wall time (the bound: a quarter). */
+START_TEST(thread_time_is_cpu_time)
+{
+    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t0 = wlb_thread(&b, 0), t1 = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 4; i++) {
+        wlb_gap(&b, 100000000);
+        wlb_malloc(&b, t1, i, 100);
+    }
+    wlb_wait(&b, t0, t1, wlb_ops(&b, t1));
+    for (uint64_t i = 1; i <= 4; i++)
+        wlb_free(&b, t0, i);
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", "--timing", "recorded", NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    const double wall_us = jnum(j, "wall_us"), thread_us = jnum(j, "thread_us");
+    ck_assert_msg(wall_us >= 300000, "wall %.0f us for 400 ms of recorded gaps", wall_us);
+    ck_assert_msg(thread_us * 4 < wall_us, "%.0f us across the threads, %.0f us of wall time", thread_us, wall_us);
+    mt_json_free(j);
+    free(wl);
+    free(json);
+}
+END_TEST
+
 /* Usage errors: exit 2. */
 START_TEST(usage_errors)
 {
@@ -315,7 +346,7 @@ static Suite *summary_suite(void)
     } cases[] = {
         { "summary_shape", summary_shape },     { "summary_through_replay", summary_through_replay },
         { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
-        { "usage_errors", usage_errors },
+        { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
