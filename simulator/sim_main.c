@@ -325,6 +325,20 @@ static uint64_t percentile(const sim_opstat_t *st, double q)
     return st->max;
 }
 
+/* The calls of an op taken as descheduled (sim.h, SIM_DESCHED_CYCLES), left out of its average. */
+static uint64_t descheduled_calls(const sim_opstat_t *st)
+{
+    return percentile(st, 0.50) <= SIM_DESCHED_MEDIAN_MAX ? st->slow_calls : 0;
+}
+
+/* An op's average cycles per call: `all` of its calls, or all but the descheduled ones. */
+static double avg_cycles(const sim_opstat_t *st, int all)
+{
+    const uint64_t out = all ? 0 : descheduled_calls(st);
+    const uint64_t cycles = st->cycles - (out ? st->slow_cycles : 0);
+    return st->calls > out ? (double)cycles / (double)(st->calls - out) : 0;
+}
+
 /* 1234567 -> "1,234,567": the classic summary's figures, as its parsers expect them. */
 static const char *commas(char *buf, size_t cap, long long v)
 {
@@ -638,11 +652,18 @@ int main(int argc, char **argv)
         static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
         for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
             const sim_opstat_t *st = &total[classic[k]];
-            printf("Avg %s time: %6.1f in %10s calls\n", mt_wl_op_name(classic[k]),
-                   st->calls ? (double)st->cycles / (double)st->calls : 0.0, commas(a, sizeof a, (long long)st->calls));
+            printf("Avg %s time: %6.1f in %10s calls\n", mt_wl_op_name(classic[k]), avg_cycles(st, 0),
+                   commas(a, sizeof a, (long long)st->calls));
         }
         printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
                allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
+        uint64_t descheduled = 0;
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            descheduled += descheduled_calls(&total[op]);
+        printf("averages leave out %s calls timed at %s cycles or more (descheduled), of ops whose median is at most "
+               "%s\n",
+               commas(a, sizeof a, (long long)descheduled), commas(b, sizeof b, (long long)SIM_DESCHED_CYCLES),
+               commas(c, sizeof c, (long long)SIM_DESCHED_MEDIAN_MAX));
         if (emulated) {
             printf("emulated (the allocator does not define them):");
             for (unsigned op = 1; op < SIM_OPS; op++)
@@ -735,22 +756,30 @@ int main(int argc, char **argv)
         for (unsigned op = 1; op < SIM_OPS; op++)
             mt_json_kv_u64(&j, mt_wl_op_name(op), total[op].calls);
         mt_json_end_object(&j);
-        static const char *const keys[] = { "avg_cycles", "p50_cycles", "p99_cycles", "max_cycles", "failed" };
+        mt_json_kv_cstr(&j, "avg_rule", "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
+                                        "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
+                                        "counts every call");
+        mt_json_kv_u64(&j, "descheduled_cycles", SIM_DESCHED_CYCLES);
+        mt_json_kv_u64(&j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
+        static const char *const keys[] = { "avg_cycles", "p50_cycles",        "p99_cycles",    "max_cycles",
+                                            "failed",     "descheduled_calls", "avg_cycles_all" };
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             mt_json_key(&j, keys[k]);
             mt_json_begin_object(&j);
             for (unsigned op = 1; op < SIM_OPS; op++) {
                 const sim_opstat_t *st = &total[op];
-                if (k == 0)
-                    mt_json_kv_double(&j, mt_wl_op_name(op), st->calls ? (double)st->cycles / (double)st->calls : 0);
+                if (k == 0 || k == 6)
+                    mt_json_kv_double(&j, mt_wl_op_name(op), avg_cycles(st, k == 6));
                 else if (k == 1)
                     mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.50));
                 else if (k == 2)
                     mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.99));
                 else if (k == 3)
                     mt_json_kv_u64(&j, mt_wl_op_name(op), st->max);
-                else
+                else if (k == 4)
                     mt_json_kv_u64(&j, mt_wl_op_name(op), st->failed);
+                else
+                    mt_json_kv_u64(&j, mt_wl_op_name(op), descheduled_calls(st));
             }
             mt_json_end_object(&j);
         }

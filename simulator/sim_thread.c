@@ -179,6 +179,10 @@ static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
     st->cycles += cycles;
     if (cycles > st->max)
         st->max = cycles;
+    if (__builtin_expect(cycles >= SIM_DESCHED_CYCLES, 0)) {
+        st->slow_calls++;
+        st->slow_cycles += cycles;
+    }
     st->hist[hist_bucket(cycles)]++;
 }
 

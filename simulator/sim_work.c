@@ -64,6 +64,8 @@ static void opstat_move(sim_opstat_t *to, sim_opstat_t *from)
     to->calls += from->calls;
     to->cycles += from->cycles;
     to->failed += from->failed;
+    to->slow_calls += from->slow_calls;
+    to->slow_cycles += from->slow_cycles;
     if (from->max > to->max)
         to->max = from->max;
     for (unsigned b = 0; b < SIM_HIST_BUCKETS; b++)
@@ -71,7 +73,7 @@ static void opstat_move(sim_opstat_t *to, sim_opstat_t *from)
             to->hist[b] += from->hist[b];
             from->hist[b] = 0;
         }
-    from->calls = from->cycles = from->failed = from->max = 0;
+    from->calls = from->cycles = from->failed = from->max = from->slow_calls = from->slow_cycles = 0;
 }
 
 void sim_work_give_back(sim_t *s, sim_work_t *w)

@@ -311,6 +311,53 @@ START_TEST(thread_time_is_cpu_time)
 }
 END_TEST
 
+/* Calls during which the thread was off its CPU are left out of the averages, and the summary and
+ * the JSON say how many and by which rule: on sleepy_malloc.so, 20 of 1000 mallocs of 4321 bytes
+ * sleep 5 ms (10 million cycles and more at 2 GHz). Counted in, as before, they made the average
+ * malloc 100 000 cycles and more, for a median in the tens; the bound is 20 000. They stay in the
+ * calls and the maximum, and in avg_cycles_all. */
+START_TEST(descheduled_calls_left_out_of_averages)
+{
+    if (sanitizer_skip("descheduled_calls_left_out_of_averages"))
+        return;
+    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
+         *err = path_in(g_dir, "stderr");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        wlb_malloc(&b, t, 1, 4321);
+        wlb_free(&b, t, 1);
+    }
+    wlb_close(&b);
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
+    const int rc = run(argv, out, err, NULL, 60);
+    char *text = read_text(out, NULL), *e = read_text(err, NULL);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
+    mt_jval_t *j = load_json(json);
+    const double avg = jnum2(j, "avg_cycles", "malloc");
+    ck_assert_msg(avg < 20000, "average malloc %.1f cycles", avg);
+    const double all = jnum2(j, "avg_cycles_all", "malloc"), out_calls = jnum2(j, "descheduled_calls", "malloc");
+    ck_assert_msg(out_calls >= 20 && out_calls < 100, "%.0f mallocs left out", out_calls);
+    ck_assert_msg(all > avg, "average malloc %.1f cycles, %.1f with every call", avg, all);
+    ck_assert_uint_ge((uint64_t)jnum2(j, "max_cycles", "malloc"), (uint64_t)jnum(j, "descheduled_cycles"));
+    ck_assert_uint_eq((uint64_t)jnum2(j, "calls", "malloc"), 1000);
+    ck_assert_msg(strstr(mt_json_str_at(j, "avg_rule", ""), "descheduled"), "avg_rule: %s",
+                  mt_json_str_at(j, "avg_rule", ""));
+    char want[128];
+    snprintf(want, sizeof want, "\naverages leave out %.0f calls timed at 1,048,576 cycles or more (descheduled)",
+             out_calls + jnum2(j, "descheduled_calls", "free"));
+    ck_assert_msg(strstr(text, want), "the summary lacks '%s':\n%s", want + 1, text);
+    mt_json_free(j);
+    free(text);
+    free(e);
+    free(wl);
+    free(json);
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* Usage errors: exit 2. */
 START_TEST(usage_errors)
 {
@@ -347,6 +394,7 @@ static Suite *summary_suite(void)
         { "summary_shape", summary_shape },     { "summary_through_replay", summary_through_replay },
         { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
         { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
+        { "descheduled_calls_left_out_of_averages", descheduled_calls_left_out_of_averages },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
