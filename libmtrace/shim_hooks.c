@@ -402,9 +402,8 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
 
 /* After the call that made glibc block r: its page evidence, when it is large. A chunk glibc mapped
  * for it is fresh (no whole page resident), which spares the syscall on the common large case. */
-static __attribute__((noinline)) void pages_at_alloc(uint64_t now, const void *r)
+static __attribute__((noinline)) void pages_at_alloc(uint64_t now, const void *r, size_t h)
 {
-    const size_t h = mt_glibc_chunk_word(r);
     mt_pages_event(now, r, mt_glibc_usable(h), MT_PAGES_AT_ALLOC, (h & 2) != 0);
 }
 
@@ -437,7 +436,7 @@ static __attribute__((noinline)) void *rec_block_slow(unsigned op_flags, uint64_
         rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, (op_flags & REC_MOVED) != 0),
                 now);
     if (r && mt_g.glibc && mt_pages_wanted(mt_glibc_chunk_word(r)))
-        pages_at_alloc(now, r);
+        pages_at_alloc(now, r, mt_glibc_chunk_word(r));
     return r;
 }
 
@@ -453,7 +452,7 @@ static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, uns
                               r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
     rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, moved));
     if (MT_UNLIKELY(r && mt_pages_wanted(mt_glibc_chunk_word(r))))
-        pages_at_alloc(now, r);
+        pages_at_alloc(now, r, mt_glibc_chunk_word(r));
     return r;
 }
 

@@ -25,12 +25,10 @@
 /* Pages per mincore() call: the vector lives on the caller's stack. */
 #define PAGES_PER_CALL 1024u
 
-/* Whole pages of [p, p + usable), and how many of them are resident (UINT64_MAX: unknown). */
-static uint64_t resident_pages(uintptr_t p, size_t usable, uint64_t *whole)
+/* How many of the n pages from lo are resident; UINT64_MAX: unknown. */
+static uint64_t resident_pages(uintptr_t lo, uint64_t n_pages)
 {
-    const uintptr_t pg = mt_g.page_size;
-    const uintptr_t lo = (p + pg - 1) & ~(pg - 1), hi = (p + usable) & ~(pg - 1);
-    *whole = hi > lo ? (hi - lo) / pg : 0;
+    const uintptr_t pg = mt_g.page_size, hi = lo + n_pages * pg;
     unsigned char vec[PAGES_PER_CALL];
     uint64_t n = 0;
     for (uintptr_t a = lo; a < hi;) {
@@ -53,15 +51,9 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
         return;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t whole, resident;
-    if (fresh) {
-        const uintptr_t pg = mt_g.page_size, a = (uintptr_t)p;
-        const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + usable) & ~(pg - 1);
-        whole = hi > lo ? (hi - lo) / pg : 0;
-        resident = 0;
-    } else {
-        resident = resident_pages((uintptr_t)p, usable, &whole);
-    }
+    uint64_t lo;
+    const uint64_t whole = mt_whole_pages((uintptr_t)p, usable, mt_g.page_size, &lo);
+    const uint64_t resident = fresh || !whole ? 0 : resident_pages((uintptr_t)lo, whole);
     if (resident != UINT64_MAX) {
         uint8_t payload[40], *q = payload;
         q = mt_put_uvarint(q, (uint64_t)(uintptr_t)p);

@@ -190,13 +190,12 @@ static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
  * program wrote of it, as the trace's page evidence tells (workload-format.md, "Touch table"). */
 static __attribute__((noinline)) void touch_share(const sim_t *s, volatile uint8_t *b, uint64_t size, uint32_t frac)
 {
-    const uintptr_t pg = s->page, a = (uintptr_t)b;
-    const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + size) & ~(pg - 1);
-    const uint64_t whole = hi > lo ? (hi - lo) / pg : 0;
+    uint64_t lo;
+    const uint64_t whole = mt_whole_pages((uintptr_t)b, size, s->page, &lo);
     const uint64_t n = (whole * frac + MT_WL_TOUCH_ONE / 2) / MT_WL_TOUCH_ONE;
     b[0] = 1;
     for (uint64_t k = 0; k < n; k++)
-        *(volatile uint8_t *)(lo + k * pg) = 1;
+        *(volatile uint8_t *)(uintptr_t)(lo + k * s->page) = 1;
 }
 
 /* Writes the block as the program did after allocating it: with TOUCH_EVIDENCE, the share its

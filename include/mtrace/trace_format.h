@@ -171,6 +171,15 @@ static inline unsigned mt_last_event(unsigned version)
  * only: a smaller block has at most 15 whole pages, and the syscall would cost more than its
  * allocation. */
 #define MT_PAGES_MIN (64u * 1024u)
+/* The whole pages of the `bytes` bytes at address a (pages of `page` bytes, a power of two): those
+ * lying entirely inside them, from *first on. What PAGES events count, and replays write a share of. */
+static inline uint64_t mt_whole_pages(uint64_t a, uint64_t bytes, uint64_t page, uint64_t *first)
+{
+    const uint64_t lo = (a + page - 1) & ~(page - 1), hi = (a + bytes) & ~(page - 1);
+    *first = lo;
+    return hi > lo ? (hi - lo) / page : 0;
+}
+
 enum {
     MT_PAGES_AT_ALLOC = 0, /* after the call that made the block (before the program used it) */
     MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
