@@ -27,6 +27,7 @@ static const char *const op_names[MT_OP_MAX + 1] = {
     [MT_EV_CONTROL] = "control",
     [MT_EV_LOST] = "lost",
     [MT_EV_PAGES] = "pages",
+    [MT_EV_VM] = "vm",
 };
 
 const char *mt_op_name(unsigned op)

@@ -35,6 +35,10 @@ typedef struct mt_real_api {
     void *(*pvalloc)(size_t);
     size_t (*malloc_usable_size)(void *);
     int (*mallopt)(int, int);
+    /* shim_vm.c: NULL until resolved (a raw system call stands in) */
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
 } mt_real_api_t;
 
 /* Options, read once from the environment (shim_options.c holds the one table). */
@@ -87,6 +91,7 @@ typedef struct mt_global {
     void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; or NULL */
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
+    const void *alloc_base; /* load address of the object that defines that malloc */
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
     atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
     int paused;

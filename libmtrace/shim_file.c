@@ -712,6 +712,7 @@ void mt_file_after_fork_child(void)
         atomic_store(&mt_g.ended[i], 0);
     atomic_store(&mt_g.nended, 0);
     memset(&mt_self, 0, sizeof mt_self);
+    mt_self.busy = 2; /* still the shim's own work (fork_child): the mmap of the new file is not the program's */
     if (!mt_g.opt.follow_fork || mt_g.opt.secure) {
         atomic_store(&mt_g.stopped, 1);
         atomic_store(&mt_g.off, 1);

@@ -160,6 +160,10 @@ static void resolve_real(void)
     Dl_info li;
     mt_g.glibc = libc_sym && dladdr(libc_sym, &li) && li.dli_fbase == base &&
                  !dlsym(RTLD_DEFAULT, "__malloc_debug_enable_mcheck");
+    mt_g.alloc_base = base;
+    r->mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+    r->munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+    r->mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
     real_fork_fn = (void *(*)(void))dlsym(RTLD_NEXT, "fork");
     real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
     real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");

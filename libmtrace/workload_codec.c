@@ -34,6 +34,8 @@ static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_WAIT] = "wait",
     [MT_WL_RSS] = "rss",
     [MT_WL_MARK] = "mark",
+    [MT_WL_MMAP] = "mmap",
+    [MT_WL_MUNMAP] = "munmap",
 };
 
 const char *mt_wl_op_name(unsigned op)
@@ -129,6 +131,19 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
         r->data = p;
         r->len = (uint32_t)v;
         p += v;
+        break;
+    case MT_WL_MMAP:
+        U(r->slot);
+        U(r->size);
+        break;
+    case MT_WL_MUNMAP:
+        U(r->slot);
+        U(r->n);
+        U(r->size);
+        U(v);
+        if (v > 1)
+            return -1;
+        r->a = (int64_t)v;
         break;
     case MT_WL_THREAD_START:
     case MT_WL_THREAD_EXIT:

@@ -52,6 +52,7 @@ typedef struct sim_counts {
     uint64_t waits, wait_cycles, futex_sleeps;
     uint64_t far_slots; /* blocks stored in slot_far */
     uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
+    uint64_t maps, map_failed; /* the program's own mappings replayed, and those mmap refused */
     uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
@@ -181,8 +182,19 @@ typedef struct sim {
     /* Replay threads running (neither asleep in a wait nor finished), read by waiters deciding
      * whether to spin. Written whenever one sleeps or wakes: last, on a cache line of its own (the
      * alignment pads the struct's end), away from the fields every op reads. */
+    /* the program's own mappings (sim_maps.c) */
+    struct sim_mapping *maps_tab;
+    uint64_t maps_cap, maps_n;
+    pthread_mutex_t maps_lock;
     _Alignas(128) _Atomic uint32_t runnable;
 } sim_t;
+
+/* A mapping the program made itself, as replayed (sim_maps.c). */
+typedef struct sim_mapping {
+    uint64_t slot; /* 0: an empty entry */
+    void *p;       /* NULL: the replay's mmap failed */
+    uint64_t len;
+} sim_mapping_t;
 
 /* Memory for the simulator itself, counted as bookkeeping (resident pages, measured at the end). */
 void *sim_map(sim_t *s, size_t bytes);
@@ -206,6 +218,13 @@ void sim_work_give_back(sim_t *s, sim_work_t *w);
 int64_t sim_live_bytes(const sim_t *s);
 /* Keeps msg as the replay's error if no thread numbered below t's has one. */
 void sim_set_error(sim_t *s, sim_thread_t *t, const char *msg);
+
+/* sim_maps.c: slot -> mapping for MT_WL_MMAP / MT_WL_MUNMAP; `most` bounds the live ones. */
+int sim_maps_init(sim_t *s, uint64_t most);
+int sim_maps_put(sim_t *s, uint64_t slot, void *p, uint64_t len);
+/* Unmaps [off, off + len) of the slot's mapping, forgetting it when `last`: -ENOENT for a slot that
+ * holds no mapping, -ERANGE for a part past its end. */
+int sim_maps_unmap(sim_t *s, uint64_t slot, uint64_t off, uint64_t len, int last);
 
 /* sim_thread.c */
 /* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */

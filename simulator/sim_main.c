@@ -524,6 +524,10 @@ int main(int argc, char **argv)
     }
     if (s.touch == TOUCH_AUTO)
         s.touch = (h->flags & MT_WLH_PAGES) ? TOUCH_EVIDENCE : TOUCH_PAGES;
+    if (h->program_maps > h->ops || sim_maps_init(&s, h->program_maps) < 0) {
+        fprintf(stderr, "mtrace-sim: %s: cannot set up a table of %" PRIu64 " mappings\n", path, h->program_maps);
+        return 1;
+    }
     if (s.touch == TOUCH_EVIDENCE && load_touch_table(&s, &err) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
@@ -616,7 +620,8 @@ int main(int argc, char **argv)
     const sim_opstat_t *const total = s.totals->stat;
     const uint64_t waits = s.totals->waits, wait_cycles = s.totals->wait_cycles, sleeps = s.totals->futex_sleeps;
     const uint64_t thread_cpu_ns = s.totals->cpu_ns, far_slots = s.totals->far_slots,
-                   touched_in_part = s.totals->touched_in_part;
+                   touched_in_part = s.totals->touched_in_part, maps = s.totals->maps,
+                   map_failed = s.totals->map_failed;
     const uint64_t cpu_us = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000 +
                                        (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
                                        (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000 +
@@ -681,6 +686,10 @@ int main(int argc, char **argv)
                    "before format 3, or not on glibc's allocator)\n");
         else
             printf("touch: %s (as asked)\n", touch_name(s.touch));
+        if (maps)
+            printf("program's own mappings: %s replayed (at most %s Kb mapped at once%s), in the RSS above\n",
+                   commas(a, sizeof a, (long long)maps), commas(b, sizeof b, (long long)(h->program_peak_bytes / 1024)),
+                   map_failed ? "; some could not be mapped" : "");
         if (far_slots)
             printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                    far_slots);
@@ -728,6 +737,9 @@ int main(int argc, char **argv)
         mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
         mt_json_kv_cstr(&j, "touch", touch_name(s.touch));
         mt_json_kv_u64(&j, "touched_in_part", touched_in_part);
+        mt_json_kv_u64(&j, "program_maps", maps);
+        mt_json_kv_u64(&j, "program_maps_failed", map_failed);
+        mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
         mt_json_kv_u64(&j, "threads", s.nthreads);
         mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
         mt_json_kv_u64(&j, "cpu_us", cpu_us);

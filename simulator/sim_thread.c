@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -569,6 +570,38 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 thread_fail(s, t, msg);
             } else if (w < 0) {
                 stopped = 1; /* another thread failed, or the watchdog stopped the replay: they say why */
+            }
+            break;
+        }
+        case MT_WL_MMAP:
+            /* Memory the program mapped itself: mapped and written as it was, not the allocator's.
+             * MAP_NORESERVE: a reservation the program never wrote costs nothing here either. */
+            p = r.size ? mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                              -1, 0)
+                       : MAP_FAILED;
+            if (p == MAP_FAILED) {
+                p = NULL;
+                t->work->c.map_failed++;
+            }
+            t->work->c.maps++;
+            touch(s, t, p, r.size);
+            if (sim_maps_put(s, r.slot, p, r.size) < 0) {
+                thread_fail(s, t, "more of the program's own mappings live at once than the workload's header "
+                                  "counts mappings");
+                if (p)
+                    munmap(p, r.size);
+            }
+            break;
+        case MT_WL_MUNMAP: {
+            const int u = sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a);
+            if (u < 0) {
+                char msg[300];
+                snprintf(msg, sizeof msg,
+                         "offset %llu: munmap op at byte %zu of the frame's data (thread %u) names %s of slot "
+                         "%llu: expected a part of a mapping the program made",
+                         (unsigned long long)t->work->frame_off, (size_t)(t->work->op_at - t->work->raw), t->index,
+                         u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
+                thread_fail(s, t, msg);
             }
             break;
         }

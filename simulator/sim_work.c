@@ -85,6 +85,9 @@ void sim_work_give_back(sim_t *s, sim_work_t *w)
     to->futex_sleeps += from->futex_sleeps;
     to->far_slots += from->far_slots;
     to->touched_in_part += from->touched_in_part;
+    to->maps += from->maps;
+    to->map_failed += from->map_failed;
+    from->maps = from->map_failed = 0;
     to->cpu_ns += from->cpu_ns;
     from->waits = from->wait_cycles = from->futex_sleeps = from->far_slots = from->cpu_ns = 0;
     from->touched_in_part = 0;

@@ -23,6 +23,7 @@
 #include "mtrace/workload.h"
 #include "file_io.h"
 #include "touch.h"
+#include "vmap.h"
 
 /* A helper run for nearly every record, or the common case of one, split from its rare case: a
  * call costs about 15 instructions of register saves and restores, against a handful of work, and
@@ -139,6 +140,10 @@ typedef struct conv {
     uint64_t source_peak_rss_kb;
     uint32_t page_kb;
     mt_touch_t touch;  /* page evidence of large blocks */
+    mt_touch_t vtouch; /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
+    mt_vmap_t vmap;    /* the program's own mappings */
+    mt_vmap_cut_t *cuts; /* scratch for mt_vmap_cut */
+    size_t ncuts, cap_cuts;
     int touch_failed;  /* out of memory deciding a block's entry */
     mt_convert_stats_t *st;
     mt_error_t *err;
@@ -513,6 +518,65 @@ static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
     return 0;
 }
 
+/* ---- the program's own mappings ------------------------------------------------------------- */
+
+/* Thread i unmaps [a, a + len), of which `resident` whole pages were resident: a munmap op per part
+ * of a mapping it removes, each after the op that made that mapping; the last part of a mapping
+ * frees its slot and decides its page evidence, shared out by length. */
+static int vm_unmap(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, uint64_t ns)
+{
+    if (!len || a + len < a)
+        return 0;
+    int rc = mt_vmap_cut(&c->vmap, a, a + len, &c->cuts, &c->ncuts, &c->cap_cuts);
+    for (size_t k = 0; k < c->ncuts && rc == 0; k++) {
+        const mt_vmap_cut_t *cut = &c->cuts[k];
+        mt_vmap_map_t *m = &c->vmap.map[cut->map];
+        if ((rc = depend(c, i, m->thread, m->op, ns)) < 0)
+            break;
+        mt_wl_rec_t w = wl_rec(MT_WL_MUNMAP, ns);
+        w.slot = m->slot;
+        w.n = cut->lo - m->base;
+        w.size = cut->hi - cut->lo;
+        int last = m->left == 0; /* and no later part of it in this unmap (one may lie in its hole) */
+        for (size_t j = k + 1; j < c->ncuts && last; j++)
+            last = c->cuts[j].map != cut->map;
+        w.a = last;
+        mt_touch_ending_add(&c->vtouch, m->key, (uint64_t)((long double)resident * (cut->hi - cut->lo) / len));
+        if ((rc = put(c, i, &w)) < 0)
+            break;
+        if (last) {
+            if ((rc = mt_touch_ended(&c->vtouch, m->key)) < 0 || (rc = slot_release(c, i, m->slot)) < 0)
+                break;
+            mt_vmap_release(&c->vmap, cut->map);
+        }
+    }
+    return rc;
+}
+
+/* Thread i maps [a, a + len) (what was mapped there is gone: the trace says so first, unless a
+ * record was lost); `resident` of its whole pages are resident already (a remap, MAP_POPULATE). */
+static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, uint64_t ns)
+{
+    if (!len || a + len < a)
+        return 0;
+    int rc = vm_unmap(c, i, a, len, 0, ns);
+    uint32_t slot;
+    if (rc < 0 || (rc = slot_take(c, i, ns, &slot)) < 0)
+        return rc;
+    const uint64_t op = mt_wl_writer_thread_ops(c->out, i) + 1;
+    const int64_t k = mt_vmap_add(&c->vmap, a, len, slot, i, op);
+    if (k < 0)
+        return (int)k;
+    mt_wl_rec_t w = wl_rec(MT_WL_MMAP, ns);
+    w.slot = slot;
+    w.size = len;
+    uint64_t first;
+    const uint64_t pages = mt_whole_pages(a, len, c->page_kb * 1024, &first);
+    if ((rc = mt_touch_made(&c->vtouch, c->vmap.map[k].key, i, op, pages, resident)) < 0)
+        return rc;
+    return put(c, i, &w);
+}
+
 typedef enum { APPLIED, HELD } outcome_t;
 
 /* Applies thread i's head record, or holds it back (the thread becomes blocked). `force` applies a
@@ -720,6 +784,14 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         mt_touch_ending(&c->touch, p, (uint64_t)r->arg[2]);
         return 0;
     }
+    case MT_EV_VM:
+        if (r->nargs < 4)
+            return 0;
+        if (r->arg[0] == MT_VM_MAP)
+            return vm_map(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], ns);
+        if (r->arg[0] == MT_VM_UNMAP)
+            return vm_unmap(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], ns);
+        return 0;
     case MT_EV_MARK:
         w.op = MT_WL_MARK;
         w.data = r->data;
@@ -788,8 +860,9 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     c.heap.key = c.key;
     mt_ptr_map_init(&c.live);
     mt_touch_init(&c.touch);
+    mt_touch_init(&c.vtouch);
     c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
-    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.touch.map.v || !c.recent_frees) {
+    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.touch.map.v || !c.vtouch.map.v || !c.recent_frees) {
         rc = -ENOMEM;
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         goto done;
@@ -946,7 +1019,9 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.double_frees = st->double_frees;
     fin.inversions = st->inversions;
     fin.forced = st->forced;
-    if (mt_touch_finish(&c.touch) < 0 || c.touch_failed) {
+    const int finished = mt_touch_finish(&c.touch) == 0 && mt_touch_finish(&c.vtouch) == 0 && !c.touch_failed;
+    st->touch_entries = c.touch.nout; /* the blocks' own, before the mappings' join them */
+    if (!finished || mt_touch_absorb(&c.touch, &c.vtouch) < 0) {
         rc = -ENOMEM;
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
         goto done;
@@ -957,7 +1032,10 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.large_estimated = st->large_estimated = c.touch.estimated;
     fin.large_pages = st->large_pages = c.touch.pages;
     fin.large_touched = st->large_touched = c.touch.written;
-    st->touch_entries = c.touch.nout;
+    fin.program_maps = st->program_maps = c.vmap.made;
+    fin.program_peak_bytes = st->program_peak_bytes = c.vmap.peak_mapped;
+    st->program_pages = c.vtouch.pages;
+    st->program_touched = c.vtouch.written;
     rc = mt_wl_writer_close(c.out, &fin, err);
     c.out = NULL;
 done:
@@ -976,6 +1054,9 @@ done:
     free(c.key);
     mt_ptr_map_fini(&c.live);
     mt_touch_fini(&c.touch);
+    mt_touch_fini(&c.vtouch);
+    mt_vmap_fini(&c.vmap);
+    free(c.cuts);
     free(c.slots);
     free(c.recent_frees);
     mt_trace_close(c.trace);

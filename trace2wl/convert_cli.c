@@ -71,6 +71,10 @@ int mt_convert_main(const char *prog, int argc, char **argv)
                    " estimated): %.1f %% of their pages written, %" PRIu64 " written in part\n",
                    st.large_blocks, st.large_exact, st.large_estimated,
                    st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0, st.touch_entries);
+        if (st.program_maps)
+            printf("  program mappings    %" PRIu64 " (at most %.1f MiB at once): %.1f %% of their pages written\n",
+                   st.program_maps, (double)st.program_peak_bytes / 1048576.0,
+                   st.program_pages ? 100.0 * (double)st.program_touched / (double)st.program_pages : 0.0);
     }
     return 0;
 }

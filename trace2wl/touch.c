@@ -16,6 +16,7 @@
  * Only blocks written in part get an entry: the replay writes every page of the others. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "touch.h"
 
@@ -124,6 +125,16 @@ void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident)
         t->blk[e->value].ended = resident;
 }
 
+void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident)
+{
+    t->seen = 1;
+    mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
+    if (!e)
+        return;
+    mt_touch_block_t *b = &t->blk[e->value];
+    b->ended = (b->ended == UINT64_MAX ? 0 : b->ended) + resident;
+}
+
 int mt_touch_ended(mt_touch_t *t, uint64_t p)
 {
     mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
@@ -140,6 +151,23 @@ static int by_thread_then_op(const void *a, const void *b)
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
     return x->op < y->op ? -1 : x->op > y->op;
+}
+
+int mt_touch_absorb(mt_touch_t *t, const mt_touch_t *from)
+{
+    if (!from->nout)
+        return 0;
+    if (t->nout + from->nout > t->cap_out) {
+        mt_wl_touch_entry_t *n = realloc(t->out, (t->nout + from->nout) * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        t->out = n;
+        t->cap_out = t->nout + from->nout;
+    }
+    memcpy(t->out + t->nout, from->out, from->nout * sizeof *t->out);
+    t->nout += from->nout;
+    qsort(t->out, t->nout, sizeof *t->out, by_thread_then_op);
+    return 0;
 }
 
 int mt_touch_finish(mt_touch_t *t)

@@ -35,9 +35,14 @@ void mt_touch_fini(mt_touch_t *t);
 int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident);
 /* Evidence before the call that ends (or tries to end) the block at p. */
 void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
+/* Evidence that `resident` more of its pages were resident in a part of block p that ends now (a
+ * mapping unmapped piece by piece): added up. */
+void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident);
 /* The block at p has ended: its entry is decided. 0 or -ENOMEM. */
 int mt_touch_ended(mt_touch_t *t, uint64_t p);
 /* The end of the trace: the blocks still live are decided, and the table sorted. 0 or -ENOMEM. */
 int mt_touch_finish(mt_touch_t *t);
+/* Adds the entries of another (finished) table, keeping the order. 0 or -ENOMEM. */
+int mt_touch_absorb(mt_touch_t *t, const mt_touch_t *from);
 
 #endif

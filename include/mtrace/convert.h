@@ -34,6 +34,9 @@ typedef struct mt_convert_stats {
      * entries (blocks written in part) */
     uint64_t large_blocks, large_exact, large_estimated, large_pages, large_touched;
     uint64_t touch_entries;
+    /* the program's own mappings: made, the most mapped at once (bytes), their whole pages and
+     * those written */
+    uint64_t program_maps, program_peak_bytes, program_pages, program_touched;
 } mt_convert_stats_t;
 
 int mt_convert(const char *trace, const char *workload, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,

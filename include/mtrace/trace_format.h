@@ -130,7 +130,8 @@ typedef enum mt_op {
     MT_EV_CONTROL = 26,
     MT_EV_LOST = 27,
     MT_EV_PAGES = 28, /* version 3: resident pages of a large block (MT_PAGES_*) */
-    MT_EV_LAST = 28,  /* the highest event opcode of MT_TRACE_VERSION */
+    MT_EV_VM = 29,    /* version 3: anonymous memory the program maps or unmaps itself (MT_VM_*) */
+    MT_EV_LAST = 29,  /* the highest event opcode of MT_TRACE_VERSION */
     MT_OP_MAX = 31,
 } mt_op_t;
 
@@ -183,6 +184,17 @@ static inline uint64_t mt_whole_pages(uint64_t a, uint64_t bytes, uint64_t page,
 enum {
     MT_PAGES_AT_ALLOC = 0, /* after the call that made the block (before the program used it) */
     MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
+};
+
+/* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by
+ * the shim), so that a replay holds the whole program's anonymous memory, not the heap's alone.
+ * Payload: four uvarints: what happened (MT_VM_*), the address, the length in bytes, and the whole
+ * pages of the range resident (mincore): for MT_VM_UNMAP before the call, for MT_VM_MAP after it
+ * (0 without asking for a fresh mapping). mremap is an unmap of the old range and a map of the new;
+ * mmap with MAP_FIXED over memory is an unmap of that range first. */
+enum {
+    MT_VM_MAP = 0,
+    MT_VM_UNMAP = 1,
 };
 
 /* Control commands (MT_EV_CONTROL payload, and mtrace_control()). */

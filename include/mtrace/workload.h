@@ -27,11 +27,11 @@ typedef struct mt_wl_rec {
     uint8_t op;
     uint64_t time_ns; /* since the start of the trace */
     uint64_t slot, slot2;
-    uint64_t size, count, align;
+    uint64_t size, count, align; /* mmap, munmap: size is the length in bytes */
     uint64_t old_size; /* requested bytes of the block in `slot` that free or realloc names */
     int64_t a, b;
     uint32_t thread;
-    uint64_t n;
+    uint64_t n; /* wait: the count; munmap: the offset in the mapping (and a: 1 when it is the last part) */
     uint64_t rss_kb, vm_kb;
     const uint8_t *data;
     uint32_t len;
@@ -177,6 +177,16 @@ static inline uint8_t *mt_wl_encode_op_(uint8_t *q, const mt_wl_rec_t *r, uint64
         q = mt_wl_put_uvarint_(q, r->thread);
         q = mt_wl_put_uvarint_(q, r->n);
         ++*waits;
+        break;
+    case MT_WL_MMAP:
+        q = mt_wl_put_uvarint_(q, r->slot);
+        q = mt_wl_put_uvarint_(q, r->size);
+        break;
+    case MT_WL_MUNMAP:
+        q = mt_wl_put_uvarint_(q, r->slot);
+        q = mt_wl_put_uvarint_(q, r->n);
+        q = mt_wl_put_uvarint_(q, r->size);
+        *q++ = r->a ? 1 : 0;
         break;
     case MT_WL_RSS:
         q = mt_wl_put_uvarint_(q, r->rss_kb);

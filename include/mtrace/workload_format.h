@@ -58,7 +58,9 @@ typedef struct mt_wl_header {
     uint64_t large_estimated;   /* of which the pages written were estimated (see the spec) */
     uint64_t large_pages;       /* their whole pages */
     uint64_t large_touched;     /* of which written, as the table says */
-    uint8_t reserved[56];
+    uint64_t program_maps;      /* MMAP ops: anonymous mappings the program made itself */
+    uint64_t program_peak_bytes; /* the most bytes of them mapped at once */
+    uint8_t reserved[40];
 } mt_wl_header_t;
 
 _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
@@ -134,7 +136,9 @@ typedef enum mt_wl_op {
     MT_WL_WAIT = 18,         /* thread index, count: wait until that thread has completed count ops */
     MT_WL_RSS = 19,          /* the traced program's VmRSS and VmSize in KiB at this point */
     MT_WL_MARK = 20,         /* label length, label */
-    MT_WL_OP_MAX = 20,
+    MT_WL_MMAP = 21,         /* version 3: slot, length: anonymous memory the program mapped itself */
+    MT_WL_MUNMAP = 22,       /* version 3: slot, offset, length, last (1: nothing of it is left mapped) */
+    MT_WL_OP_MAX = 22,
 } mt_wl_op_t;
 
 /* Same numbers as the trace's call opcodes, so names and counts line up. */

@@ -116,6 +116,20 @@ static void drop(wlb_t *b, uint64_t slot)
     b->slot_size[slot] = UINT64_MAX;
 }
 
+void wlb_mmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t len)
+{
+    slot_grow(b, slot);
+    b->maps++;
+    mt_wl_rec_t r = { .op = MT_WL_MMAP, .slot = slot, .size = len };
+    put(b, th, &r);
+}
+
+void wlb_munmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len, int last)
+{
+    mt_wl_rec_t r = { .op = MT_WL_MUNMAP, .slot = slot, .n = off, .size = len, .a = last };
+    put(b, th, &r);
+}
+
 void wlb_malloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t size)
 {
     mt_wl_rec_t r = { .op = MT_WL_MALLOC, .slot = slot, .size = size };
@@ -214,6 +228,7 @@ void wlb_close(wlb_t *b)
     memset(&h, 0, sizeof h);
     if (b->pages_evidence)
         h.flags |= MT_WLH_PAGES;
+    h.program_maps = b->maps;
     h.slots = b->max_slot;
     h.peak_live_bytes = b->peak;
     h.peak_live_time_ns = b->peak_ns;

@@ -234,6 +234,61 @@ START_TEST(touch_table_writes_the_share)
 }
 END_TEST
 
+/* The program's own mappings: 64 MiB mapped and written whole (no touch entry) count in the replay's
+ * RSS, and leave it when unmapped in two parts; the JSON counts them. */
+START_TEST(own_mappings_in_the_rss)
+{
+    char *wl = path_in(g_dir, "maps.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    wlb_mmap(&b, t, 1, 64 * MiB);
+    wlb_gap(&b, 400000000); /* 400 ms at the peak: the sampler sees it */
+    wlb_munmap(&b, t, 1, 0, 32 * MiB, 0);
+    wlb_munmap(&b, t, 1, 32 * MiB, 32 * MiB, 1);
+    wlb_close(&b);
+    static const char *const recorded[] = { "--timing", "recorded", NULL };
+    mt_jval_t *j = sim_json(wl, "maps.json", recorded);
+    ck_assert_uint_eq((uint64_t)jnum(j, "program_maps"), 1);
+    ck_assert_uint_eq((uint64_t)jnum(j, "program_maps_failed"), 0);
+    const double grew = jnum(j, "max_rss_kb") - jnum(j, "start_rss_kb");
+    ck_assert_msg(grew >= 60 * 1024, "RSS grew by %g KiB for a 64 MiB mapping written whole", grew);
+    /* the ideal is the allocator's: no malloc here */
+    ck_assert_uint_eq((uint64_t)jnum(j, "ideal_rss_kb"), 0);
+    mt_json_free(j);
+    free(wl);
+}
+END_TEST
+
+/* An unmap past the end of the mapping, or of a slot that holds none, stops the replay with the
+ * offset of the op: it would otherwise unmap the replay's own memory. */
+START_TEST(own_mappings_bad_unmap_refused)
+{
+    char *wl = path_in(g_dir, "badmap.mtw"), *err = path_in(g_dir, "stderr");
+    for (int k = 0; k < 2; k++) {
+        wlb_t b;
+        wlb_open(&b, wl);
+        const uint32_t t = wlb_thread(&b, 0);
+        wlb_mmap(&b, t, 1, MiB);
+        wlb_malloc(&b, t, 2, 100);
+        if (k == 0)
+            wlb_munmap(&b, t, 1, MiB / 2, MiB, 1); /* past the end */
+        else
+            wlb_munmap(&b, t, 2, 0, 4096, 1); /* a malloc block */
+        wlb_close(&b);
+        const char *argv[] = { SIM_EXE, wl, "--quiet", "--stall-timeout", "20", NULL };
+        const int rc = run(argv, NULL, err, NULL, 60);
+        char *e = read_text(err, NULL);
+        ck_assert_msg(rc == 1, "case %d: exit %d: %s", k, rc, e ? e : "");
+        ck_assert_msg(e && strstr(e, "munmap op") && strstr(e, "offset"), "case %d: %s", k, e ? e : "");
+        free(e);
+        unlink(wl);
+    }
+    free(err);
+    free(wl);
+}
+END_TEST
+
 /* ---- mallopt ------------------------------------------------------------------------------------ */
 
 /* 200 blocks of 256 KiB, each followed by a 64-byte block; all the 256 KiB blocks freed; then 200
@@ -449,6 +504,8 @@ static Suite *rss_suite(void)
         { "max_rss_covers_touched_peak", max_rss_covers_touched_peak },
         { "touch_modes", touch_modes },
         { "touch_table_writes_the_share", touch_table_writes_the_share },
+        { "own_mappings_in_the_rss", own_mappings_in_the_rss },
+        { "own_mappings_bad_unmap_refused", own_mappings_bad_unmap_refused },
         { "mallopt_changes_layout", mallopt_changes_layout },
         { "mallopt_top_pad_vm", mallopt_top_pad_vm },
         { "mallopt_bad_setting", mallopt_bad_setting },

@@ -117,16 +117,25 @@ void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label)
         tb_fail("mt_writer_event: %s", mt_writer_error(b->w));
 }
 
-void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when)
+/* An event whose payload is four uvarints, as libmtrace writes PAGES and VM. */
+static void event4(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_t v[4])
 {
     uint8_t payload[40], *q = payload;
-    q = mt_put_uvarint(q, ptr);
-    q = mt_put_uvarint(q, pages);
-    q = mt_put_uvarint(q, resident);
-    q = mt_put_uvarint(q, when);
-    const int rc = mt_writer_event(b->w, th, b->tid[th], MT_EV_PAGES, t, payload, (size_t)(q - payload));
+    for (int k = 0; k < 4; k++)
+        q = mt_put_uvarint(q, v[k]);
+    const int rc = mt_writer_event(b->w, th, b->tid[th], op, t, payload, (size_t)(q - payload));
     if (rc < 0)
         tb_fail("mt_writer_event: %s", mt_writer_error(b->w));
+}
+
+void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when)
+{
+    event4(b, th, t, MT_EV_PAGES, (const uint64_t[4]){ ptr, pages, resident, when });
+}
+
+void tb_vm(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident)
+{
+    event4(b, th, t, MT_EV_VM, (const uint64_t[4]){ kind, addr, len, resident });
 }
 
 static uint64_t usable_of(uint64_t requested)
@@ -348,6 +357,12 @@ char *op_str(const mt_wl_rec_t *r, char *buf, size_t cap)
         break;
     case MT_WL_USABLE_SIZE:
         snprintf(p, left, " #%" PRIu64, r->slot);
+        break;
+    case MT_WL_MMAP:
+        snprintf(p, left, " #%" PRIu64 " %" PRIu64, r->slot, r->size);
+        break;
+    case MT_WL_MUNMAP:
+        snprintf(p, left, " #%" PRIu64 " +%" PRIu64 " %" PRIu64 "%s", r->slot, r->n, r->size, r->a ? " last" : "");
         break;
     case MT_WL_MALLOPT:
         snprintf(p, left, " param=%" PRId64 " value=%" PRId64, r->a, r->b);

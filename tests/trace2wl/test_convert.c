@@ -265,6 +265,58 @@ START_TEST(page_evidence_becomes_touch_table)
 }
 END_TEST
 
+/* The program's own mappings: a map becomes an mmap op on a slot of its own; an unmap of a middle
+ * part, of the rest, and one spanning two mappings become munmap ops of the parts, the last part of
+ * a mapping marked so; its page evidence (a quarter of the first mapping resident as it went, all of
+ * the second) goes into the touch table like a block's. Unmaps of nothing mapped are dropped. */
+START_TEST(own_mappings_become_mmap_ops)
+{
+    char *tr = path_in(g_dir, "vm.mtr"), *wl = path_in(g_dir, "vm.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000000, c = a + MiB;
+    tb_start(&b, 1, 10, 0);
+    tb_vm(&b, 1, 20, MT_VM_MAP, a, MiB, 0);              /* op 2 */
+    tb_vm(&b, 1, 30, MT_VM_MAP, c, MiB, 0);              /* op 3 */
+    tb_vm(&b, 1, 40, MT_VM_UNMAP, a + 4096, 8192, 2);    /* op 4: a hole in the first */
+    tb_vm(&b, 1, 50, MT_VM_UNMAP, 0x1000, 4096, 1);      /* not the program's: nothing */
+    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, 2 * MiB, 318);      /* ops 5, 6, 7: the rest of both */
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.program_maps, 2);
+    ck_assert_uint_eq(st.program_peak_bytes, 2 * MiB);
+    wl_mem_t m;
+    wl_load(&m, wl);
+    static const char *const want[] = {
+        "thread_start",
+        "mmap #1 1048576",
+        "mmap #2 1048576",
+        "munmap #1 +4096 8192",
+        "munmap #1 +0 4096",
+        "munmap #1 +12288 1036288 last",
+        "munmap #2 +0 1048576 last",
+        NULL,
+    };
+    expect_stream(&m, 0, want);
+    wl_free(&m);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(mt_wl_header(w)->program_maps, 2);
+    /* 318 resident pages shared out by length: 1 + 157 to the first, 159 to the second (of 256
+     * each); with the hole's 2, the first had 160 of 256 written */
+    ck_assert_uint_eq(mt_wl_header(w)->touch_entries, 2);
+    mt_wl_touch_entry_t tab[2];
+    ck_assert_msg(mt_wl_read_touch(w, tab, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(tab[0].op, 2);
+    ck_assert_uint_eq(tab[1].op, 3);
+    mt_wl_close(w);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
 START_TEST(single_thread_slots_peak)
 {
     scen_t s;
@@ -965,6 +1017,7 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_calls", single_thread_calls));
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
+    suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
     suite_add_tcase(s, tcase("cross_thread_free", cross_thread_free));
     suite_add_tcase(s, tcase("cross_thread_realloc", cross_thread_realloc));
     suite_add_tcase(s, tcase("address_reuse_no_wait", address_reuse_no_wait));

@@ -1,0 +1,148 @@
+/* Anonymous memory the program maps itself (MT_EV_VM): mmap, munmap and mremap, interposed.
+ *
+ * Programs keep much of their memory outside malloc: Python's object arenas, a compiler's
+ * garbage-collected pages, any custom pool allocator. A replay of the malloc calls alone then
+ * reports a fraction of the program's RSS (a Python script: 8 of 47 MB, bench/RESULTS.md "Replay
+ * fidelity"), and every comparison is relative to the wrong total. So the program's own anonymous
+ * mappings are recorded with their resident pages when unmapped, and replayed as mappings.
+ *
+ * Not recorded: file mappings (not anonymous memory); the shim's own mappings (made while busy);
+ * the allocator's, when it calls mmap through the PLT (jemalloc, tcmalloc, mimalloc: the caller's
+ * object is the allocator's; glibc's malloc calls its internal mmap, which does not come here);
+ * madvise, brk and sbrk (not yet). These calls are system calls already: the shim's work here, a
+ * dladdr() for non-glibc allocators and a mincore() before an unmap, is of the same order.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+/* Pages per mincore() call: the vector lives on the caller's stack. */
+#define PAGES_PER_CALL 1024u
+
+/* Whether this call is the program's to record: tracing on, the shim not busy, and (under an
+ * allocator other than glibc's) the caller not the allocator. */
+static int recordable(const void *caller)
+{
+    if (mt_self.busy || atomic_load_explicit(&mt_g.off, memory_order_relaxed) || !mt_g.real.malloc)
+        return 0;
+    if (mt_g.glibc || !mt_g.alloc_base)
+        return 1;
+    Dl_info info;
+    return !(dladdr(caller, &info) && info.dli_fbase == mt_g.alloc_base);
+}
+
+/* Resident whole pages of [a, a + len); 0 when the range is not (all) mapped. */
+static uint64_t resident(uintptr_t a, size_t len)
+{
+    uint64_t lo, n = 0;
+    const uint64_t whole = mt_whole_pages(a, len, mt_g.page_size, &lo);
+    unsigned char vec[PAGES_PER_CALL];
+    for (uint64_t k = 0; k < whole;) {
+        const uint64_t np = whole - k < PAGES_PER_CALL ? whole - k : PAGES_PER_CALL;
+        if (mincore((void *)(uintptr_t)(lo + k * mt_g.page_size), np * mt_g.page_size, vec) != 0)
+            return 0;
+        for (uint64_t i = 0; i < np; i++)
+            n += vec[i] & 1;
+        k += np;
+    }
+    return n;
+}
+
+static void vm_event(uint64_t now, unsigned kind, const void *addr, size_t len, uint64_t pages)
+{
+    mt_thread_t *t = &mt_self;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint8_t payload[40], *q = payload;
+    q = mt_put_uvarint(q, kind);
+    q = mt_put_uvarint(q, (uint64_t)(uintptr_t)addr);
+    q = mt_put_uvarint(q, len);
+    q = mt_put_uvarint(q, pages);
+    mt_emit_event_at(t, MT_EV_VM, now, payload, (size_t)(q - payload));
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (mt_g.real.mmap)
+        return mt_g.real.mmap(addr, len, prot, flags, fd, off);
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static int real_munmap(void *addr, size_t len)
+{
+    if (mt_g.real.munmap)
+        return mt_g.real.munmap(addr, len);
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+/* Both names are exported under their own symbols: with _FILE_OFFSET_BITS=64 the headers turn a
+ * definition of mmap into one of mmap64 (on x86-64 they are the same call). */
+void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) __asm__("mmap");
+void *hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __asm__("mmap64");
+
+MT_EXPORT void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (!(flags & MAP_ANONYMOUS) || !recordable(__builtin_return_address(0)))
+        return real_mmap(addr, len, prot, flags, fd, off);
+    const uint64_t now = mt_now();
+    if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) /* what it replaces is unmapped */
+        vm_event(now, MT_VM_UNMAP, addr, len, resident((uintptr_t)addr, len));
+    void *r = real_mmap(addr, len, prot, flags, fd, off);
+    if (r != MAP_FAILED) {
+        const int saved = errno;
+        vm_event(now, MT_VM_MAP, r, len, (flags & MAP_POPULATE) ? resident((uintptr_t)r, len) : 0);
+        errno = saved;
+    }
+    return r;
+}
+
+MT_EXPORT void *hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+    __attribute__((alias("mmap")));
+
+MT_EXPORT int munmap(void *addr, size_t len)
+{
+    if (!recordable(__builtin_return_address(0)))
+        return real_munmap(addr, len);
+    const uint64_t now = mt_now();
+    const uint64_t pages = resident((uintptr_t)addr, len);
+    const int rc = real_munmap(addr, len);
+    if (rc == 0) {
+        const int saved = errno;
+        vm_event(now, MT_VM_UNMAP, addr, len, pages);
+        errno = saved;
+    }
+    return rc;
+}
+
+MT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    const int rec = recordable(__builtin_return_address(0));
+    const uint64_t now = rec ? mt_now() : 0;
+    const uint64_t pages = rec ? resident((uintptr_t)old, old_len) : 0;
+    void *r = mt_g.real.mremap ? mt_g.real.mremap(old, old_len, new_len, flags, want)
+                               : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    if (rec && r != MAP_FAILED) {
+        const int saved = errno;
+        /* The pages moved with the mapping: resident in the new range as they were in the old. */
+        vm_event(now, MT_VM_UNMAP, old, old_len, pages);
+        vm_event(now, MT_VM_MAP, r, new_len, resident((uintptr_t)r, new_len));
+        errno = saved;
+    }
+    return r;
+}

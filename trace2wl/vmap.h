@@ -1,0 +1,52 @@
+/* The program's own anonymous mappings while a trace is converted (the trace's MT_EV_VM events):
+ * which address ranges are mapped, by which mapping, so that an unmap of any range, parts of
+ * mappings or several at once included, becomes munmap ops on the right slots. */
+#ifndef MTRACE_VMAP_H
+#define MTRACE_VMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mt_vmap_map {
+    uint64_t base, len; /* as mapped */
+    uint64_t left;      /* bytes of it still mapped */
+    uint64_t op;        /* the mmap op's number in its thread's stream */
+    uint64_t key;       /* its page evidence's key (mt_touch_t), unique */
+    uint32_t slot, thread;
+    uint32_t next_free; /* free list of the array, index + 1 */
+} mt_vmap_map_t;
+
+/* A mapped range [lo, hi) of mapping `map`; the pieces are sorted and never overlap. */
+typedef struct mt_vmap_piece {
+    uint64_t lo, hi;
+    uint32_t map;
+} mt_vmap_piece_t;
+
+/* A part of a mapping that an unmap removed. */
+typedef struct mt_vmap_cut {
+    uint32_t map;
+    uint64_t lo, hi;
+} mt_vmap_cut_t;
+
+typedef struct mt_vmap {
+    mt_vmap_piece_t *piece;
+    uint64_t npiece, cap_piece;
+    mt_vmap_map_t *map;
+    uint64_t nmap, cap_map;
+    uint32_t free_head;
+    uint64_t next_key;
+    uint64_t mapped, peak_mapped; /* bytes */
+    uint64_t made;                /* mappings made */
+} mt_vmap_t;
+
+void mt_vmap_fini(mt_vmap_t *v);
+/* A new mapping of [base, base + len), which must not overlap a mapped range: its index, or
+ * -ENOMEM. */
+int64_t mt_vmap_add(mt_vmap_t *v, uint64_t base, uint64_t len, uint32_t slot, uint32_t thread, uint64_t op);
+/* Removes [lo, hi) from the mapped ranges; the parts removed, in address order, go to *cuts
+ * (realloc'ed by the call, *ncuts of them). 0 or -ENOMEM. A mapping whose `left` reaches 0 stays in
+ * the array until mt_vmap_release. */
+int mt_vmap_cut(mt_vmap_t *v, uint64_t lo, uint64_t hi, mt_vmap_cut_t **cuts, size_t *ncuts, size_t *cap);
+void mt_vmap_release(mt_vmap_t *v, uint32_t map);
+
+#endif
