@@ -1,36 +1,62 @@
 #!/usr/bin/env bash
 # Replay fidelity: each program recorded once on glibc's defaults, then run natively and replayed
 # on glibc, jemalloc, tcmalloc and mimalloc, and on glibc with mmap_threshold 4 KiB / 64 KiB / 1 MiB /
-# 32 MiB and arena_max=1; peak RSS native against replayed (medians of REPS runs), the allocators'
-# order by peak RSS, and each setting's change against glibc's defaults, native and replayed.
+# 32 MiB and arena_max=1. Per run: peak RSS and CPU time (user+sys), native against replayed
+# (medians of REPS runs). Reported per program: whether the replay's peak is within the rule of
+# issue 14 (10 % of the native peak, or 2 MiB for a native peak under 10 MiB); the allocators'
+# order by peak RSS and by CPU time, native and replayed, with the pairs the replay orders wrongly
+# although natively they are more than 5 % (peak RSS) or 15 % (CPU time) apart; each setting's
+# change of peak RSS against glibc's defaults, native and replayed, flagged when more than
+# 5 points apart.
 #
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial python (default: both)
-# Programs:
-#   partial    tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
-#   python     /usr/bin/python3.11 building and dropping dicts of strings (small blocks, pymalloc)
-# Writes a markdown report to stdout and to bench/out/fidelity.md.
+#   PROGRAMS   subset of: partial python python-malloc cc1 threads zstd (default: all)
+# Programs (each isolates one effect, or is a real Debian program):
+#   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
+#   python         /usr/bin/python3.11 building and dropping dicts of strings; pymalloc keeps small
+#                  objects in arenas it maps itself, which no malloc record shows
+#   python-malloc  the same with PYTHONMALLOC=malloc: every object is a malloc call
+#   cc1            gcc's cc1 compiling libmtrace/trace_reader.c at -O2 (obstacks, GC pages, many sizes)
+#   threads        tests/prog_shortthreads.c: 300 threads created and joined one after another,
+#                  50000 calls each (per-thread caches and arenas of threads that end)
+#   zstd           Debian's zstd -T2 compressing 48 MiB of generated text (2 worker threads,
+#                  buffers of MiBs passed between threads)
+# Writes a markdown report to stdout and to bench/out/fidelity.md, every run to bench/out/fidelity.tsv.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
-PROGRAMS=${PROGRAMS:-"partial python"}
+PROGRAMS=${PROGRAMS:-"partial python python-malloc cc1 threads zstd"}
+PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
-SIM=$BUILD/simulator/mtrace-sim
 PARTIAL=$BUILD/tests/e2e/prog_partial
+THREADS=$BUILD/tests/prog_shortthreads
+CC1=$(gcc -print-prog-name=cc1)
+MULTIARCH=$(gcc -print-multiarch 2>/dev/null || true)
 LIBDIR=/usr/lib/x86_64-linux-gnu
 declare -A LIB=([jemalloc]=$LIBDIR/libjemalloc.so.2 [tcmalloc]=$LIBDIR/libtcmalloc_minimal.so.4
                 [mimalloc]=$LIBDIR/libmimalloc.so.2)
-for f in "$CLI" "$SIM" "$PARTIAL" /usr/bin/time; do
-    [ -x "$f" ] || { echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" >&2; exit 1; }
+ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
+SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
+for f in "$CLI" "$PARTIAL" "$THREADS" /usr/bin/time "$PY" "$CC1" /usr/bin/zstd "${LIB[@]}"; do
+    [ -x "$f" ] || [ -f "$f" ] || {
+        echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
+             "(packages: scripts/packages.txt)" >&2
+        exit 1
+    }
 done
 unset MALLOC_PERTURB_ # glibc would write every byte of every block
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/mtfid.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p bench/out
+RAW=bench/out/fidelity.tsv # program run kind rep peak_kb cpu_s
+printf 'program\trun\tkind\trep\tpeak_kb\tcpu_s\n' >"$RAW"
+INFO=$TMP/info.tsv # program command threads calls large-blocks line
+: >"$INFO"
+
 cat >"$TMP/work.py" <<'PY'
 keep = []
 for r in range(40):
@@ -40,71 +66,186 @@ for r in range(40):
 print(len(keep))
 PY
 
-cmd_of() {
+# zstd's input: words drawn with a fixed seed, so that every run compresses the same bytes and the
+# ratio is that of text (about 3:1), not of a repeated pattern that zstd would skip through.
+case " $PROGRAMS " in *" zstd "*)
+    "$PY" - "$TMP/input.txt" <<'PY'
+import random, sys
+r = random.Random(1)
+words = ["".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(2, 9))) for _ in range(5000)]
+n = 0
+with open(sys.argv[1], "w") as out:
+    while n < 48 << 20:
+        line = " ".join(r.choice(words) for _ in range(12)) + " %d\n" % r.randint(0, 10**6)
+        out.write(line)
+        n += len(line)
+PY
+esac
+
+# prog_cmd NAME: sets CMD (the command, an array) and ENVV (NAME=VALUE settings the program needs,
+# given to the recording, the native runs and nothing else: the replay has no program to pass them to).
+prog_cmd() {
+    ENVV=()
     case $1 in
-    partial) echo "$PARTIAL -n 3000" ;;
-    python) echo "/usr/bin/python3.11 $TMP/work.py" ;;
+    partial) CMD=("$PARTIAL" -n 3000) ;;
+    python) CMD=("$PY" "$TMP/work.py") ;;
+    python-malloc) CMD=("$PY" "$TMP/work.py"); ENVV=(PYTHONMALLOC=malloc) ;;
+    cc1) CMD=("$CC1" -quiet ${MULTIARCH:+-imultiarch "$MULTIARCH"} -O2 -I"$ROOT/include"
+              "$ROOT/libmtrace/trace_reader.c" -o "$TMP/out.s") ;;
+    threads) CMD=("$THREADS" 300 50000) ;;
+    zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
+    *) echo "fidelity.sh: unknown program $1" >&2; exit 2 ;;
     esac
 }
 
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-
-# native NAME ALLOC SETTING: peak RSS in KiB (median), run with the allocator preloaded or the tunable set
+# native PROG RUN REP: one native run (CMD, ENVV set), on the run's allocator preloaded or with its
+# glibc tunable set; appends its peak RSS (KiB) and user+sys seconds to RAW.
 native() {
-    local prog=$1 alloc=$2 setting=$3 env=()
-    [ "$alloc" != glibc ] && env+=("LD_PRELOAD=${LIB[$alloc]}")
-    [ -n "$setting" ] && env+=("GLIBC_TUNABLES=glibc.malloc.${setting}")
-    for _ in $(seq "$REPS"); do
-        env "${env[@]}" /usr/bin/time -f '%M' -o "$TMP/time" $(cmd_of "$prog") >/dev/null 2>&1
-        tail -n 1 "$TMP/time"
-    done | median
+    local prog=$1 run=$2 rep=$3 env=("${ENVV[@]}")
+    case $run in
+    glibc) ;;
+    glibc\ *) env+=("GLIBC_TUNABLES=glibc.malloc.${run#glibc }") ;;
+    *) env+=("LD_PRELOAD=${LIB[$run]}") ;;
+    esac
+    if ! env "${env[@]}" /usr/bin/time -f '%M %U %S' -o "$TMP/time" "${CMD[@]}" >/dev/null 2>"$TMP/err"; then
+        echo "fidelity.sh: $prog ($run) failed natively:" >&2; cat "$TMP/err" "$TMP/time" >&2; exit 1
+    fi
+    # the last line: GNU time puts "Command exited with non-zero status" before it when there is one
+    tail -n 1 "$TMP/time" | awk -v p="$prog" -v r="$run" -v n="$rep" \
+        '{printf "%s\t%s\tnative\t%s\t%s\t%.2f\n", p, r, n, $1, $2 + $3}' >>"$RAW"
 }
 
-# replayed WL ALLOC SETTING: the replay's peak RSS in KiB (median)
+# replayed PROG WL RUN REP: one replay of WL on the run's allocator or glibc setting; appends the
+# replay's peak RSS (KiB) and its CPU time (cpu_us: user+sys of the whole replay) to RAW.
 replayed() {
-    local wl=$1 alloc=$2 setting=$3 args=()
-    [ -n "$setting" ] && args+=(--mallopt "$setting")
-    for _ in $(seq "$REPS"); do
-        "$CLI" replay "$wl" --allocator "$alloc" "${args[@]}" --json "$TMP/r.json" --quiet >/dev/null 2>&1
-        python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_rss_kb"])' "$TMP/r.json"
-    done | median
+    local prog=$1 wl=$2 run=$3 rep=$4 args=()
+    case $run in
+    glibc\ *) args=(--allocator glibc --mallopt "${run#glibc }") ;;
+    *) args=(--allocator "$run") ;;
+    esac
+    if ! "$CLI" replay "$wl" "${args[@]}" --json "$TMP/r.json" --quiet >/dev/null 2>"$TMP/err"; then
+        echo "fidelity.sh: replay of $prog ($run) failed:" >&2; cat "$TMP/err" >&2; exit 1
+    fi
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+print("%s\t%s\treplay\t%s\t%d\t%.4f" % (*sys.argv[2:5], d["max_rss_kb"], d["cpu_us"] / 1e6))' \
+        "$TMP/r.json" "$prog" "$run" "$rep" >>"$RAW"
 }
 
-{
-echo "## Replay fidelity ($(date -u +%Y-%m-%d), REPS=$REPS, \`bench/fidelity.sh\`)"
-echo
+RUNS=()
+for a in $ALLOCATORS; do RUNS+=("$a"); done
+for s in $SETTINGS; do RUNS+=("glibc $s"); done
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for prog in $PROGRAMS; do
-    "$CLI" record -o "$TMP/$prog.mtr" -- $(cmd_of "$prog") >/dev/null 2>&1
-    "$CLI" convert "$TMP/$prog.mtr" -o "$TMP/$prog.wl" >"$TMP/conv.out" 2>&1
-    echo "### $prog: \`$(cmd_of "$prog" | sed "s|$TMP/||")\`"
-    echo
-    sed -n 's/^  large blocks *//p' "$TMP/conv.out" | sed 's/^/large blocks: /'
-    echo
-    echo "| run | native peak RSS KiB | replay peak RSS KiB | replay/native |"
-    echo "| --- | ---: | ---: | ---: |"
-    declare -A N=() R=()
-    for alloc in glibc jemalloc tcmalloc mimalloc; do
-        N[$alloc]=$(native "$prog" "$alloc" "")
-        R[$alloc]=$(replayed "$TMP/$prog.wl" "$alloc" "")
-        echo "| $alloc | ${N[$alloc]} | ${R[$alloc]} | $(awk -v r="${R[$alloc]}" -v n="${N[$alloc]}" 'BEGIN{printf "%.3f", r/n}') |"
+    prog_cmd "$prog"
+    wl=$TMP/$prog.wl
+    # recorded once, on glibc's defaults; the program's settings (ENVV) reach it through mtrace's
+    # environment, so that no env process is traced before it
+    if ! env "${ENVV[@]}" "$CLI" record -o "$TMP/$prog.mtr" -- "${CMD[@]}" >/dev/null 2>"$TMP/err"; then
+        echo "fidelity.sh: recording $prog failed:" >&2; cat "$TMP/err" >&2; exit 1
+    fi
+    "$CLI" convert "$TMP/$prog.mtr" -o "$wl" >"$TMP/conv.out" 2>&1
+    "$PY" - "$prog" "$(printf '%s ' "${ENVV[@]}" "${CMD[@]}" | sed "s|$TMP/||g; s|$ROOT/||g; s| $||")" \
+        "$("$CLI" info --json "$wl")" "$(sed -n 's/^  large blocks *//p' "$TMP/conv.out")" >>"$INFO" <<'PY'
+import json, sys
+prog, cmd, info, large = sys.argv[1:]
+d = json.loads(info)
+print("\t".join([prog, cmd, str(d["threads"]), str(sum(d["calls"].values())), large]))
+PY
+    # in rounds, every run once before any twice, so that a disturbance of the shared machine falls
+    # on all runs alike rather than on one allocator's
+    for rep in $(seq "$REPS"); do
+        for run in "${RUNS[@]}"; do
+            echo "  $prog $run rep $rep" >&2
+            native "$prog" "$run" "$rep"
+            replayed "$prog" "$wl" "$run" "$rep"
+        done
     done
-    for setting in mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1; do
-        N[$setting]=$(native "$prog" glibc "$setting")
-        R[$setting]=$(replayed "$TMP/$prog.wl" glibc "$setting")
-        echo "| glibc $setting | ${N[$setting]} | ${R[$setting]} | $(awk -v r="${R[$setting]}" -v n="${N[$setting]}" 'BEGIN{printf "%.3f", r/n}') |"
-    done
-    echo
-    echo "Order by peak RSS, native: $(for a in glibc jemalloc tcmalloc mimalloc; do echo "${N[$a]} $a"; done | sort -n | awk '{printf "%s%s", (NR>1?" < ":""), $2}');" \
-         "replayed: $(for a in glibc jemalloc tcmalloc mimalloc; do echo "${R[$a]} $a"; done | sort -n | awk '{printf "%s%s", (NR>1?" < ":""), $2}')"
-    echo
-    echo "| setting | native change | replayed change | difference (points) |"
-    echo "| --- | ---: | ---: | ---: |"
-    for setting in mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1; do
-        awk -v s="$setting" -v n="${N[$setting]}" -v n0="${N[glibc]}" -v r="${R[$setting]}" -v r0="${R[glibc]}" 'BEGIN {
-            a = 100 * (n - n0) / n0; b = 100 * (r - r0) / r0
-            printf "| %s | %+.1f %% | %+.1f %% | %.1f |\n", s, a, b, (a > b ? a - b : b - a) }'
-    done
-    echo
-    unset N R
+    rm -f "$TMP/$prog.mtr" "$wl"
 done
-} | tee bench/out/fidelity.md
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+"$PY" - "$RAW" "$INFO" "$REPS" "$LOAD0" "$LOAD1" "$(git rev-parse --short HEAD)" "$(nproc)" \
+    "$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)" "$ALLOCATORS" "$SETTINGS" <<'PY' | tee bench/out/fidelity.md
+import collections, datetime, itertools, statistics, sys
+raw, info, reps, load0, load1, commit, ncpu, cpu, allocators, settings = sys.argv[1:]
+allocators, settings = allocators.split(), settings.split()
+runs = allocators + ["glibc " + s for s in settings]
+vals = collections.defaultdict(list)  # (program, run, kind) -> [(peak_kb, cpu_s)]
+with open(raw) as f:
+    next(f)
+    for line in f:
+        p, r, k, _, kb, s = line.rstrip("\n").split("\t")
+        vals[(p, r, k)].append((int(kb), float(s)))
+med = lambda p, r, k, i: statistics.median(v[i] for v in vals[(p, r, k)])
+spread = lambda p, r, k, i: (min(v[i] for v in vals[(p, r, k)]), max(v[i] for v in vals[(p, r, k)]))
+
+def within(rep, nat):
+    # issue 14: within 10 % of the native peak, or within 2 MiB where the native peak is under 10 MiB
+    return abs(rep - nat) <= (2048 if nat < 10240 else 0.10 * nat)
+
+def order(p, k, i):
+    return " < ".join(sorted(allocators, key=lambda a: med(p, a, k, i)))
+
+def misordered(p, i, pct):
+    """pairs of allocators natively more than pct % apart that the replay orders the other way"""
+    out = []
+    for a, b in itertools.combinations(allocators, 2):
+        na, nb = med(p, a, "native", i), med(p, b, "native", i)
+        ra, rb = med(p, a, "replay", i), med(p, b, "replay", i)
+        if abs(na - nb) > pct / 100 * min(na, nb) and (na < nb) != (ra < rb):
+            lo, hi = (a, b) if na < nb else (b, a)
+            apart = f"{100 * abs(na - nb) / min(na, nb):.0f} %" if min(na, nb) else "from 0"
+            out.append(f"{lo} < {hi} ({apart} apart)")
+    return out
+
+print(f"## Replay fidelity ({datetime.date.today()}, REPS={reps}, `bench/fidelity.sh`, commit {commit})\n")
+print(f"{ncpu} CPUs ({cpu}); load average {load0} before, {load1} after. Peak RSS in KiB, CPU time "
+      "(user+sys) in seconds, medians (native: GNU time, 10 ms steps); native CPU time is the "
+      "whole program's (its own work too), "
+      "the replay's is the replay's: compare their orders, not their values. **fail**: the replay's "
+      "peak is not within 10 % of the native one (2 MiB below 10 MiB). **!**: a miss by issue 14's "
+      "criteria.\n")
+summary = []
+for line in open(info):
+    p, cmd, threads, calls, large = line.rstrip("\n").split("\t")
+    print(f"### {p}: `{cmd}`\n")
+    print(f"{threads} threads, {calls} calls; large blocks: {large or '-'}\n")
+    print("| run | native peak | replay peak | replay/native | peak rule | native peak min..max "
+          "| replay peak min..max | native CPU s | replay CPU s |")
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    passed = 0
+    for r in runs:
+        n, rp = med(p, r, "native", 0), med(p, r, "replay", 0)
+        ok = within(rp, n)
+        passed += ok
+        print(f"| {r} | {n:.0f} | {rp:.0f} | {rp / n:.3f} | {'pass' if ok else '**fail**'} "
+              f"| {'..'.join(map(str, spread(p, r, 'native', 0)))} "
+              f"| {'..'.join(map(str, spread(p, r, 'replay', 0)))} "
+              f"| {med(p, r, 'native', 1):.2f} | {med(p, r, 'replay', 1):.3f} |")
+    rss_miss, cpu_miss = misordered(p, 0, 5), misordered(p, 1, 15)
+    print(f"\n- order by peak RSS, native: {order(p, 'native', 0)}; replayed: {order(p, 'replay', 0)}; "
+          f"pairs more than 5 % apart natively and ordered otherwise by the replay: "
+          f"{'**! ' + '; '.join(rss_miss) + '**' if rss_miss else 'none'}")
+    print(f"- order by CPU time, native: {order(p, 'native', 1)}; replayed: {order(p, 'replay', 1)}; "
+          f"pairs more than 15 % apart natively and ordered otherwise by the replay: "
+          f"{'**! ' + '; '.join(cpu_miss) + '**' if cpu_miss else 'none'}\n")
+    print("| setting | native change | replayed change | difference (points) |")
+    print("| --- | ---: | ---: | ---: |")
+    far = []
+    n0, r0 = med(p, "glibc", "native", 0), med(p, "glibc", "replay", 0)
+    for s in settings:
+        a = 100 * (med(p, "glibc " + s, "native", 0) - n0) / n0
+        b = 100 * (med(p, "glibc " + s, "replay", 0) - r0) / r0
+        if abs(a - b) > 5:
+            far.append(s)
+        print(f"| {s} | {a:+.1f} % | {b:+.1f} % | {abs(a - b):.1f}{' **!**' if abs(a - b) > 5 else ''} |")
+    print()
+    summary.append((p, threads, calls, passed, rss_miss, cpu_miss, far))
+print("### Summary\n")
+print(f"| program | threads | calls | peak within rule (of {len(runs)}) | peak RSS order: pairs missed (>5 %) "
+      "| CPU order: pairs missed (>15 %) | settings >5 points off |")
+print("| --- | ---: | ---: | ---: | --- | --- | --- |")
+for p, threads, calls, passed, rss_miss, cpu_miss, far in summary:
+    print(f"| {p} | {threads} | {calls} | {passed} | {'; '.join(rss_miss) or 'none'} "
+          f"| {'; '.join(cpu_miss) or 'none'} | {', '.join(far) or 'none'} |")
+PY

@@ -176,6 +176,7 @@ typedef struct sim {
     sim_series_row_t *series;
     uint64_t series_n, series_cap;
     uint64_t peak_rss_kb, peak_vm_kb;
+    uint64_t peak_anon_kb; /* sampled: resident less file-backed pages */
     uint64_t mapped_bytes; /* bookkeeping, as mapped */
     struct { void *p; size_t len; } maps[4096];
     _Atomic uint32_t nmaps;

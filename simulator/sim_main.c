@@ -233,30 +233,34 @@ static int plan_spawns(sim_t *s, mt_error_t *err)
 
 static int statm_fd = -1;
 
-static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages)
+/* Size, resident and file-backed resident pages (statm's first three fields). */
+static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages, uint64_t *file_pages)
 {
     char buf[128];
     const ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
     if (n <= 0)
         return -1;
     buf[n] = 0;
-    unsigned long long a, b;
-    if (sscanf(buf, "%llu %llu", &a, &b) != 2)
+    unsigned long long a, b, c;
+    if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
         return -1;
     *vm_pages = a;
     *rss_pages = b;
+    *file_pages = c;
     return 0;
 }
 
 static void sample(sim_t *s)
 {
-    uint64_t vm, rss;
-    if (read_statm(&vm, &rss) < 0)
+    uint64_t vm, rss, file;
+    if (read_statm(&vm, &rss, &file) < 0)
         return;
     const uint64_t kb = s->page / 1024;
     const int64_t live = sim_live_bytes(s);
     if (rss * kb > s->peak_rss_kb)
         s->peak_rss_kb = rss * kb;
+    if (rss > file && (rss - file) * kb > s->peak_anon_kb)
+        s->peak_anon_kb = (rss - file) * kb;
     if (vm * kb > s->peak_vm_kb)
         s->peak_vm_kb = vm * kb;
     if (s->series_n < s->series_cap) {
@@ -551,8 +555,8 @@ int main(int argc, char **argv)
     }
     const char *allocator = label ? label : s.alloc.lib;
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    uint64_t vm0, rss0;
-    if (statm_fd < 0 || read_statm(&vm0, &rss0) < 0) {
+    uint64_t vm0, rss0, file0;
+    if (statm_fd < 0 || read_statm(&vm0, &rss0, &file0) < 0) {
         fprintf(stderr, "mtrace-sim: cannot read /proc/self/statm\n");
         return 1;
     }
@@ -639,6 +643,15 @@ int main(int argc, char **argv)
     if (status)
         fclose(status);
     const uint64_t bookkeeping_kb = sim_resident_bytes(&s) / 1024;
+    /* The samples can miss a short peak; the kernel's high-water mark cannot, and the replay's own
+     * file-backed pages (its code and libraries) hardly change once it runs. */
+    {
+        uint64_t vm_end, rss_end, file_end;
+        const uint64_t kb = s.page / 1024;
+        if (read_statm(&vm_end, &rss_end, &file_end) == 0 && max_rss_kb > file_end * kb &&
+            max_rss_kb - file_end * kb > s.peak_anon_kb)
+            s.peak_anon_kb = max_rss_kb - file_end * kb;
+    }
     /* The functions the workload called that the allocator does not define (see sim_alloc.c). */
     uint32_t emulated = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
@@ -697,6 +710,14 @@ int main(int argc, char **argv)
             printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
                    commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)max_rss_kb),
                    100.0 * ((double)max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
+        /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
+         * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
+        if (h->source_peak_anon_kb && s.peak_anon_kb)
+            printf("anonymous memory (RSS less file pages): traced program's peak %s Kb (sampled); replay %s Kb "
+                   "(%+.1f %%)\n",
+                   commas(a, sizeof a, (long long)h->source_peak_anon_kb),
+                   commas(b, sizeof b, (long long)s.peak_anon_kb),
+                   100.0 * ((double)s.peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
     }
     /* Both outputs are written whole under temporary names and renamed into place only when both
      * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
@@ -752,6 +773,8 @@ int main(int argc, char **argv)
         mt_json_kv_u64(&j, "ideal_pages_kb", ideal_pages_kb);
         mt_json_kv_double(&j, "fragmentation", ideal_pages_kb ? (double)(max_rss_kb - start_rss_kb) / (double)ideal_pages_kb : 0);
         mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
+        mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
+        mt_json_kv_u64(&j, "max_anon_rss_kb", s.peak_anon_kb);
         mt_json_kv_u64(&j, "bookkeeping_kb", bookkeeping_kb);
         mt_json_kv_u64(&j, "far_slots", far_slots);
         mt_json_key(&j, "emulated");

@@ -137,7 +137,7 @@ typedef struct conv {
     double rate;
     uint64_t t0;
     uint64_t live_bytes, peak_bytes, peak_time_ns;
-    uint64_t source_peak_rss_kb;
+    uint64_t source_peak_rss_kb, source_peak_anon_kb;
     uint32_t page_kb;
     mt_touch_t touch;  /* page evidence of large blocks */
     mt_touch_t vtouch; /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
@@ -761,6 +761,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         w.rss_kb = (uint64_t)r->arg[1] * c->page_kb;
         if (w.rss_kb > c->source_peak_rss_kb)
             c->source_peak_rss_kb = w.rss_kb;
+        if (r->arg[1] > r->arg[2] && (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb > c->source_peak_anon_kb)
+            c->source_peak_anon_kb = (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb;
         return put(c, i, &w);
     }
     case MT_EV_PAGES: {
@@ -1014,6 +1016,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.peak_live_bytes = c.peak_bytes;
     fin.peak_live_time_ns = c.peak_time_ns;
     fin.source_peak_rss_kb = c.source_peak_rss_kb;
+    fin.source_peak_anon_kb = c.source_peak_anon_kb;
     fin.duration_ns = to_ns(&c, last_time);
     fin.unknown_frees = st->unknown_frees;
     fin.double_frees = st->double_frees;

@@ -60,7 +60,8 @@ typedef struct mt_wl_header {
     uint64_t large_touched;     /* of which written, as the table says */
     uint64_t program_maps;      /* MMAP ops: anonymous mappings the program made itself */
     uint64_t program_peak_bytes; /* the most bytes of them mapped at once */
-    uint8_t reserved[40];
+    uint64_t source_peak_anon_kb; /* from the RSS samples: resident less file-backed; 0 if none */
+    uint8_t reserved[32];
 } mt_wl_header_t;
 
 _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
