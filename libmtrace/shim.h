@@ -73,6 +73,9 @@ typedef struct mt_thread {
                          * is a signal handler's, counted as lost); 2: the shim's own libc calls */
     uint8_t exited;     /* THREAD_EXIT written */
     uint8_t started;    /* THREAD_START written */
+    /* page evidence's cost (shim_pages.c): counts made, time they took, from when */
+    uint32_t pages_counted;
+    uint64_t pages_spent, pages_epoch;
 } mt_thread_t;
 
 typedef struct mt_global {

@@ -11,7 +11,7 @@
  * block made of memory that earlier blocks had touched shows bounds only, which trace2wl narrows
  * with what the exact blocks say.
  *
- * Only blocks of MT_PAGES_MIN usable bytes or more, and only under glibc's allocator, whose chunk
+ * Counting has a budget per thread (may_count). Only blocks of MT_PAGES_MIN usable bytes or more, and only under glibc's allocator, whose chunk
  * header gives the usable size in the load that free() makes anyway: for smaller blocks the
  * syscall would cost more than the call (about 0.3 us plus 1 ns per page here), and the pages
  * a replay writes in excess are few.
@@ -44,6 +44,21 @@ static uint64_t resident_pages(uintptr_t lo, uint64_t n_pages)
     return n;
 }
 
+/* What counting may cost a thread: its first PAGES_FREE_COUNTS counts, then no more than 1 /
+ * PAGES_TIME_SHARE of its time since its first. A program that allocates and frees large heap
+ * blocks without writing them paid two mincore() calls over every page per pair: 35 -> 1 800 ns a
+ * pair for 64 KiB, 16 000 to 23 000 ns for 4 MiB (bench/RESULTS.md). Past the budget the event
+ * says "not counted", and trace2wl estimates the block from those counted. */
+#define PAGES_FREE_COUNTS 256u
+#define PAGES_TIME_SHARE 50u
+
+static int may_count(mt_thread_t *t, uint64_t now)
+{
+    if (!t->pages_epoch)
+        t->pages_epoch = now;
+    return t->pages_counted < PAGES_FREE_COUNTS || t->pages_spent * PAGES_TIME_SHARE <= now - t->pages_epoch;
+}
+
 void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, int fresh)
 {
     mt_thread_t *t = &mt_self;
@@ -53,7 +68,17 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint64_t lo;
     const uint64_t whole = mt_whole_pages((uintptr_t)p, usable, mt_g.page_size, &lo);
-    const uint64_t resident = fresh || !whole ? 0 : resident_pages((uintptr_t)lo, whole);
+    uint64_t resident = 0;
+    if (!fresh && whole) {
+        if (may_count(t, now)) {
+            const uint64_t t0 = mt_now();
+            resident = resident_pages((uintptr_t)lo, whole);
+            t->pages_spent += mt_now() - t0;
+            t->pages_counted++;
+        } else {
+            when |= MT_PAGES_UNCOUNTED;
+        }
+    }
     if (resident != UINT64_MAX) {
         uint8_t payload[40], *q = payload;
         q = mt_put_uvarint(q, (uint64_t)(uintptr_t)p);

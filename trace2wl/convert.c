@@ -768,14 +768,18 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
     case MT_EV_PAGES: {
         if (r->nargs < 4)
             return 0;
-        const uint64_t p = (uint64_t)r->arg[0];
+        const uint64_t p = (uint64_t)r->arg[0], pages = (uint64_t)r->arg[1];
+        const int counted = !(r->arg[3] & MT_PAGES_UNCOUNTED);
+        const uint64_t resident = counted ? (uint64_t)r->arg[2] : 0; /* flagged below: not used */
         block_t *b = mt_ptr_map_find(&c->live, p);
-        if (r->arg[3] == MT_PAGES_AT_ALLOC) {
+        if ((r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC) {
             /* Right after the op that made the block, in this thread: it is the block's toucher. */
             if (!b)
                 return 0;
-            return mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, (uint64_t)r->arg[1],
-                                 (uint64_t)r->arg[2]);
+            rc = mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, pages, resident);
+            if (rc == 0 && !counted)
+                mt_touch_uncounted(&c->touch, p, MT_TOUCH_MADE_UNCOUNTED);
+            return rc;
         }
         if (!b && c->hard_blocked && !force) {
             /* Right before the free or realloc of the block, which may be made by a held record. */
@@ -783,7 +787,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             *out = HELD;
             return 0;
         }
-        mt_touch_ending(&c->touch, p, (uint64_t)r->arg[2]);
+        mt_touch_ending(&c->touch, p, resident);
+        if (!counted)
+            mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
         return 0;
     }
     case MT_EV_VM:

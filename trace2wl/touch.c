@@ -59,18 +59,18 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
 {
     if (!b->pages)
         return 0;
+    const int made_known = !(b->uncounted & MT_TOUCH_MADE_UNCOUNTED);
+    const int ended_known = b->ended != UINT64_MAX && !(b->uncounted & MT_TOUCH_ENDED_UNCOUNTED);
     uint64_t written;
-    if (b->ended != UINT64_MAX && b->made == 0) {
+    if (made_known && b->made == 0 && ended_known) {
         written = b->ended < b->pages ? b->ended : b->pages;
         t->exact++;
         t->exact_pages += b->pages;
         t->exact_written += written;
-    } else if (b->ended != UINT64_MAX) {
-        const uint64_t hi = b->ended < b->pages ? b->ended : b->pages;
-        written = estimate(t, b->pages, b->ended > b->made ? b->ended - b->made : 0, hi);
-        t->estimated++;
     } else {
-        written = estimate(t, b->pages, 0, b->pages);
+        const uint64_t hi = ended_known && b->ended < b->pages ? b->ended : b->pages;
+        const uint64_t lo = ended_known && made_known && b->ended > b->made ? b->ended - b->made : 0;
+        written = estimate(t, b->pages, lo < hi ? lo : hi, hi);
         t->estimated++;
     }
     t->blocks++;
@@ -121,8 +121,10 @@ void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident)
 {
     t->seen = 1;
     mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
-    if (e)
+    if (e) {
         t->blk[e->value].ended = resident;
+        t->blk[e->value].uncounted &= ~MT_TOUCH_ENDED_UNCOUNTED; /* a new count, until said otherwise */
+    }
 }
 
 void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident)
@@ -133,6 +135,13 @@ void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident)
         return;
     mt_touch_block_t *b = &t->blk[e->value];
     b->ended = (b->ended == UINT64_MAX ? 0 : b->ended) + resident;
+}
+
+void mt_touch_uncounted(mt_touch_t *t, uint64_t p, int which)
+{
+    mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
+    if (e)
+        t->blk[e->value].uncounted |= which;
 }
 
 int mt_touch_ended(mt_touch_t *t, uint64_t p)

@@ -15,6 +15,7 @@ typedef struct mt_touch_block {
     uint64_t ended;    /* resident before the call that ended it; UINT64_MAX: not seen */
     uint32_t thread;
     uint32_t next_free; /* free list of the array, index + 1 */
+    int uncounted;      /* MT_TOUCH_*_UNCOUNTED: evidence not counted (estimated, never exact) */
 } mt_touch_block_t;
 
 typedef struct mt_touch {
@@ -38,6 +39,10 @@ void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
 /* Evidence that `resident` more of its pages were resident in a part of block p that ends now (a
  * mapping unmapped piece by piece): added up. */
 void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident);
+/* Some of the live block at p's evidence was not counted (MT_PAGES_UNCOUNTED): its written pages
+ * are estimated within what is known. */
+enum { MT_TOUCH_MADE_UNCOUNTED = 1, MT_TOUCH_ENDED_UNCOUNTED = 2 };
+void mt_touch_uncounted(mt_touch_t *t, uint64_t p, int which);
 /* The block at p has ended: its entry is decided. 0 or -ENOMEM. */
 int mt_touch_ended(mt_touch_t *t, uint64_t p);
 /* The end of the trace: the blocks still live are decided, and the table sorted. 0 or -ENOMEM. */

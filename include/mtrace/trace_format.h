@@ -184,6 +184,8 @@ static inline uint64_t mt_whole_pages(uint64_t a, uint64_t bytes, uint64_t page,
 enum {
     MT_PAGES_AT_ALLOC = 0, /* after the call that made the block (before the program used it) */
     MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
+    MT_PAGES_UNCOUNTED = 2, /* or'ed in: not counted (the thread's time for counting is spent); the
+                             * resident field is 0 and means nothing */
 };
 
 /* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by

@@ -269,6 +269,40 @@ END_TEST
  * part, of the rest, and one spanning two mappings become munmap ops of the parts, the last part of
  * a mapping marked so; its page evidence (a quarter of the first mapping resident as it went, all of
  * the second) goes into the touch table like a block's. Unmaps of nothing mapped are dropped. */
+/* Evidence the recorder did not count (its budget spent) is never taken as exact: a fresh block
+ * whose end was not counted, and a block whose making was not, are estimated like the counted
+ * fresh block before them (a quarter), within what is known. */
+START_TEST(uncounted_evidence_is_estimated)
+{
+    char *tr = path_in(g_dir, "unc.mtr"), *wl = path_in(g_dir, "unc.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000010;
+    tb_start(&b, 1, 10, 0);
+    tb_malloc(&b, 1, 20, MiB, a);                                           /* op 2: exact, 64 of 256 */
+    tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);
+    tb_free(&b, 1, 30, a);
+    tb_malloc(&b, 1, 40, MiB, a);                                           /* op 4: end not counted */
+    tb_pages(&b, 1, 40, a, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, 50, a, 256, 0, MT_PAGES_AT_END | MT_PAGES_UNCOUNTED);
+    tb_free(&b, 1, 50, a);
+    tb_malloc(&b, 1, 60, MiB, a);                                           /* op 6: making not counted */
+    tb_pages(&b, 1, 60, a, 256, 0, MT_PAGES_AT_ALLOC | MT_PAGES_UNCOUNTED);
+    tb_pages(&b, 1, 70, a, 256, 200, MT_PAGES_AT_END);
+    tb_free(&b, 1, 70, a);
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.large_exact, 1);
+    ck_assert_uint_eq(st.large_estimated, 2);
+    ck_assert_uint_eq(st.large_touched, 3 * 64);
+    ck_assert_uint_eq(st.touch_entries, 3);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
 START_TEST(own_mappings_become_mmap_ops)
 {
     char *tr = path_in(g_dir, "vm.mtr"), *wl = path_in(g_dir, "vm.wl");
@@ -1018,6 +1052,7 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
     suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
+    suite_add_tcase(s, tcase("uncounted_evidence_is_estimated", uncounted_evidence_is_estimated));
     suite_add_tcase(s, tcase("cross_thread_free", cross_thread_free));
     suite_add_tcase(s, tcase("cross_thread_realloc", cross_thread_realloc));
     suite_add_tcase(s, tcase("address_reuse_no_wait", address_reuse_no_wait));
