@@ -659,29 +659,32 @@ int main(int argc, char **argv)
             emulated |= 1u << op;
 
     if (!quiet) {
+        /* The first eleven lines keep the order and shape of the original simulator's summary, which
+         * benchmark scripts read by line number with patterns anchored at the line's start: figures
+         * unpadded, whole, with thousands separators; "threads" plural even for one (the patterns end
+         * there); lines 5 and 6 (from 0) hold what the original printed there no figure of. */
         char a[32], b[32], c[32];
-        printf("%15s cycles\n", commas(a, sizeof a, (long long)cycles));
-        printf("%15s usec wall time\n", commas(a, sizeof a, (long long)(wall_ns / 1000)));
-        printf("%15s usec across %u thread%s\n", commas(a, sizeof a, (long long)(thread_cpu_ns / 1000)), s.nthreads,
-               s.nthreads == 1 ? "" : "s");
-        printf("%15s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(max_rss_kb - start_rss_kb)),
+        printf("%s cycles\n", commas(a, sizeof a, (long long)cycles));
+        printf("%s usec wall time\n", commas(a, sizeof a, (long long)(wall_ns / 1000)));
+        printf("%s usec across %u threads\n", commas(a, sizeof a, (long long)(thread_cpu_ns / 1000)), s.nthreads);
+        printf("%s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(max_rss_kb - start_rss_kb)),
                commas(b, sizeof b, (long long)start_rss_kb), commas(c, sizeof c, (long long)max_rss_kb));
-        printf("%15s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)ideal_kb));
-        static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
-        for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
-            const sim_opstat_t *st = &total[classic[k]];
-            printf("Avg %s time: %6.1f in %10s calls\n", mt_wl_op_name(classic[k]), avg_cycles(st, 0),
-                   commas(a, sizeof a, (long long)st->calls));
-        }
+        printf("%s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)ideal_kb));
         printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
                allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
         uint64_t descheduled = 0;
         for (unsigned op = 1; op < SIM_OPS; op++)
             descheduled += descheduled_calls(&total[op]);
-        printf("averages leave out %s calls timed at %s cycles or more (descheduled), of ops whose median is at most "
-               "%s\n",
+        printf("averages below leave out %s calls timed at %s cycles or more (descheduled), of ops whose median is "
+               "at most %s\n",
                commas(a, sizeof a, (long long)descheduled), commas(b, sizeof b, (long long)SIM_DESCHED_CYCLES),
                commas(c, sizeof c, (long long)SIM_DESCHED_MEDIAN_MAX));
+        static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
+        for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
+            const sim_opstat_t *st = &total[classic[k]];
+            printf("Avg %s time: %s in %s calls\n", mt_wl_op_name(classic[k]),
+                   commas(a, sizeof a, (long long)(avg_cycles(st, 0) + 0.5)), commas(b, sizeof b, (long long)st->calls));
+        }
         if (emulated) {
             printf("emulated (the allocator does not define them):");
             for (unsigned op = 1; op < SIM_OPS; op++)
