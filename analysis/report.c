@@ -171,14 +171,9 @@ static unsigned log2_bucket(uint64_t v)
     return b < MT_HIST_BUCKETS ? b : MT_HIST_BUCKETS - 1; /* sizes of 2^63 and more share the last */
 }
 
-/* count * size for calloc and reallocarray, size otherwise. A product past 2^64 (a call that must
- * have failed, or a damaged trace) is UINT64_MAX, never the wrapped value. */
 static uint64_t requested(const mt_record_t *r)
 {
-    uint64_t n = r->size;
-    if ((r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(r->count, r->size, &n))
-        n = UINT64_MAX;
-    return n;
+    return mt_requested(r->op, r->count, r->size);
 }
 
 /* Byte totals stop at UINT64_MAX instead of wrapping (only a damaged trace gets there). */

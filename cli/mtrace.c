@@ -379,10 +379,7 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
                 /* by the calls that returned a block, as mtrace report counts them; never wrapped */
                 const int block = r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT &&
                                   !(r.flags & MT_FLAG_NULL);
-                uint64_t req = r.size;
-                if ((r.op == MT_OP_CALLOC || r.op == MT_OP_REALLOCARRAY) &&
-                    __builtin_mul_overflow(r.count, r.size, &req))
-                    req = UINT64_MAX;
+                const uint64_t req = mt_requested(r.op, r.count, r.size);
                 if (block && __builtin_add_overflow(s->bytes_requested, req, &s->bytes_requested))
                     s->bytes_requested = UINT64_MAX;
             } else {

@@ -365,15 +365,14 @@ static inline uintptr_t heap_top(void)
     return curbrk ? (uintptr_t)*curbrk : 0;
 }
 
-/* The size a block call asked for: the product of calloc's and reallocarray's count and size, the
- * aligned calls' size after their alignment, else the one size. */
+/* The size a block call asked for (mt_requested), from the hooks' arguments: calloc's and
+ * reallocarray's count and size are n1 and n2, the aligned calls' alignment and size too, the others'
+ * size is n1. */
 static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
 {
-    if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY)
-        return n1 * n2;
-    if (op == MT_OP_MEMALIGN || op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN)
-        return n2;
-    return n1;
+    const int size_second = op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY || op == MT_OP_MEMALIGN ||
+                            op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN;
+    return mt_requested(op, n1, size_second ? n2 : n1);
 }
 
 /* Encodes at p the record of a call that returned block r (NULL: failed; `err` is posix_memalign's

@@ -437,7 +437,7 @@ HOT int slot_release(conv_t *c, uint32_t i, uint32_t slot)
 
 static uint64_t requested(const mt_record_t *r)
 {
-    return (r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+    return mt_requested(r->op, r->count, r->size);
 }
 
 /* A block comes alive at address p in thread i's op that completes as op number seq. */

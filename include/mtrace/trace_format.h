@@ -135,6 +135,18 @@ typedef enum mt_op {
     MT_OP_MAX = 31,
 } mt_op_t;
 
+/* The bytes a call asked for, "requested" wherever mtrace counts or compares sizes: count * size for
+ * calloc and reallocarray, size for every other call (the aligned calls' size, not their alignment).
+ * A product past 2^64 - 1 is 2^64 - 1, never the wrapped value: no call that returned a block asked
+ * for that much, so only a failed call or a damaged trace has one. */
+static inline uint64_t mt_requested(unsigned op, uint64_t count, uint64_t size)
+{
+    uint64_t n = size;
+    if ((op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(count, size, &n))
+        n = UINT64_MAX;
+    return n;
+}
+
 #define MT_FIRST_EVENT MT_EV_THREAD_START
 
 /* Flag bits in a record's first byte (calls only). */
