@@ -461,18 +461,13 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
 /* Saturates: a damaged trace's times must not overflow the conversion. */
 static uint64_t lifetime_ns(const mt_trace_t *t, uint64_t from, uint64_t to)
 {
-    if (to <= from)
-        return 0;
-    const double rate = mt_trace_ticks_per_sec(t) > 0 ? mt_trace_ticks_per_sec(t) : 1e9;
-    const double ns = (double)(to - from) * 1e9 / rate;
-    return ns >= 1.8e19 ? UINT64_MAX : (uint64_t)ns;
+    return to > from ? mt_ticks_ns(to - from, mt_trace_ticks_per_sec(t)) : 0;
 }
 
 static double seconds(const mt_trace_t *t, uint64_t time)
 {
-    const double rate = mt_trace_ticks_per_sec(t);
     const uint64_t t0 = mt_trace_header(t)->start_time;
-    return rate > 0 && time > t0 ? (double)(time - t0) / rate : 0;
+    return time > t0 ? mt_ticks_seconds(time - t0, mt_trace_ticks_per_sec(t)) : 0;
 }
 
 int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)

@@ -575,7 +575,7 @@ static int cmd_info(int argc, char **argv)
 
 static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint64_t t0)
 {
-    const double ts = rate > 0 ? (double)(r->time - t0) / rate : (double)(r->time - t0);
+    const double ts = r->time > t0 ? mt_ticks_seconds(r->time - t0, rate) : 0;
     printf("%u %.9f %s", thread, ts, mt_op_name(r->op));
     switch (r->op) {
     case MT_OP_FREE:
