@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mtrace.h"
+#include "same_object.h"
 #include "shim.h"
 
 mt_global_t mt_g = { .fd = -1, .off = 1 };
@@ -110,11 +111,7 @@ static size_t emu_usable_size(void *p)
 /* Resolves `name` in the objects after ours; NULL unless it comes from the same object as malloc. */
 static void *resolve_same(const char *name, const void *malloc_base)
 {
-    void *f = dlsym(RTLD_NEXT, name);
-    Dl_info info;
-    if (!f || !dladdr(f, &info) || info.dli_fbase != malloc_base)
-        return NULL;
-    return f;
+    return mt_sym_in_object(RTLD_NEXT, name, malloc_base);
 }
 
 static _Atomic int resolve_state; /* 0 not started, 1 in progress, 2 done */

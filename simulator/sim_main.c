@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "file_io.h"
+#include "statm.h"
 #include "mtrace/json_writer.h"
 #include "sim.h"
 
@@ -236,17 +237,12 @@ static int statm_fd = -1;
 /* Size, resident and file-backed resident pages (statm's first three fields). */
 static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages, uint64_t *file_pages)
 {
-    char buf[128];
-    const ssize_t n = pread(statm_fd, buf, sizeof buf - 1, 0);
-    if (n <= 0)
+    uint64_t v[3];
+    if (mt_statm_read(statm_fd, v) < 0)
         return -1;
-    buf[n] = 0;
-    unsigned long long a, b, c;
-    if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
-        return -1;
-    *vm_pages = a;
-    *rss_pages = b;
-    *file_pages = c;
+    *vm_pages = v[0];
+    *rss_pages = v[1];
+    *file_pages = v[2];
     return 0;
 }
 
