@@ -143,9 +143,5 @@ static Suite *write_fail_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(write_fail_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(write_fail_suite());
 }
