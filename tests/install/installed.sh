@@ -3,7 +3,8 @@
 # libmtrace.so, mtrace.h and mtrace.pc under D; a program built with `pkg-config --cflags --libs
 # mtrace` (pointed into D) and -std=c11 -Wpedantic -Werror calls the control API and gets -ENODEV
 # untraced; D's own `mtrace record` traces it with D's own libmtrace.so (not the build tree's, not
-# one installed on this machine) and D's `mtrace replay` replays it with D's own mtrace-sim.
+# one installed on this machine) and D's `mtrace replay` replays it with D's own mtrace-sim; D moved
+# elsewhere still uses its own libmtrace.so.
 #   usage: installed.sh BUILD_DIR CC...
 set -u
 unset MALLOC_PERTURB_ MTRACE_SHIM
@@ -85,4 +86,13 @@ PY
     fail "installed mtrace convert: $(cat "$work/convert.out")"
 "$mtrace" replay "$work/phase.wl" --allocator glibc >"$work/replay.out" 2>&1 ||
     fail "installed mtrace replay (with the installed mtrace-sim): $(cat "$work/replay.out")"
-echo "ok: installed under $d, built with pkg-config, traced and replayed from the installed tree"
+# The tree moved elsewhere still uses its own shim (found relative to the program, not at the prefix).
+moved=$work/moved
+mv "$d" "$moved"
+mtrace=$moved${mtrace#"$d"}
+(cd "$work" && "$mtrace" record -o "$work/moved.mtr" -- "$work/phase") >"$work/moved.out" 2>"$work/moved.err" ||
+    fail "the moved tree's mtrace record: $(cat "$work/moved.err")"
+read -r _ _ _ _ _ _ _ preload <"$work/moved.out"
+[ "$(realpath "$preload")" = "$(realpath "$moved${shim#"$d"}")" ] ||
+    fail "the moved tree's mtrace preloaded $preload"
+echo "ok: installed under $d, built with pkg-config, traced and replayed from the installed tree, and moved"
