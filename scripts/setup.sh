@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages mtrace needs. scripts/packages.txt lists what the tools need to build
 # and run (compiler, meson, zstd, libunwind, libdw, gnuplot for `mtrace plot`);
-# scripts/packages-tests.txt what the tests and the demo need besides (Check, the allocators the demo
-# replays on, the real programs the end-to-end tests trace, clang for the fuzz targets).
+# scripts/packages-tests.txt what the tests, the demo and the benchmarks need besides (Check, the
+# allocators the demo replays on, the real programs the end-to-end tests trace, clang for the fuzz
+# targets, GNU time for the benchmarks).
 #
 #   scripts/setup.sh          both lists (the README's demo and the test suite)
 #   scripts/setup.sh --tool   the tools only (enough for `meson setup build -Dtests=false -Dbench=false`)
@@ -14,7 +15,7 @@ lists="$dir/packages.txt $dir/packages-tests.txt"
 case "${1:-}" in
     --tool) lists="$dir/packages.txt" ;;
     "") ;;
-    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '1d; /^#/!q; s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
 esac
 if [ "$(id -u)" = 0 ]; then

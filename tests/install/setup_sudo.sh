@@ -54,6 +54,10 @@ run 1000 && fail "as a user without sudo it succeeded"
 [ -e "$work/log" ] && fail "as a user without sudo it ran: $(cat "$work/log")"
 grep -q "not root and sudo is not installed" "$work/out" || fail "no reason given: $(cat "$work/out")"
 
+run 1000 --help || fail "--help: exit $?"
+grep -q -- "--tool" "$work/out" || fail "--help printed: $(cat "$work/out")"
+[ -e "$work/log" ] && fail "--help ran: $(cat "$work/log")"
+
 run 0 --bogus && fail "an unknown option was accepted"
 grep -q "unknown option --bogus" "$work/out" || fail "unknown option: $(cat "$work/out")"
 echo "ok: root runs apt-get itself, a user goes through sudo, no sudo is an error"
