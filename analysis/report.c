@@ -767,6 +767,42 @@ static void json_hist(mt_json_t *j, const char *key, const uint64_t *h)
     mt_json_end_array(j);
 }
 
+/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 peak bytes, 3 leaked bytes. */
+static uint64_t callsite_key(const mt_callsite_t *c, int k)
+{
+    return k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+}
+
+typedef struct callsite_rank {
+    uint64_t key;
+    size_t at; /* in the report's callsites */
+} callsite_rank_t;
+
+static int cmp_callsite_rank(const void *pa, const void *pb)
+{
+    const callsite_rank_t *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key > b->key ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The n callsites into out by key k, highest first; equal keys keep their order in `in` (by calls).
+ * qsort on (key, position): a program with many callsites made the insertion sort that was here
+ * quadratic. 0, or -ENOMEM. */
+static int rank_callsites(const mt_callsite_t *in, size_t n, int k, mt_callsite_t *out)
+{
+    callsite_rank_t *rank = malloc((n + 1) * sizeof *rank);
+    if (!rank)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        rank[i] = (callsite_rank_t){ callsite_key(&in[i], k), i };
+    qsort(rank, n, sizeof *rank, cmp_callsite_rank);
+    for (size_t i = 0; i < n; i++)
+        out[i] = in[rank[i].at];
+    free(rank);
+    return 0;
+}
+
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
 {
     uint64_t total = 0;
@@ -896,26 +932,14 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
         if (!sorted)
             return;
-        if (r->ncallsites)
-            memcpy(sorted, r->callsites, r->ncallsites * sizeof *sorted);
-        for (size_t i = 1; i < r->ncallsites; i++) { /* insertion sort on the chosen key */
-            const mt_callsite_t x = sorted[i];
-            const uint64_t kx = k == 0 ? x.calls : k == 1 ? x.bytes : k == 2 ? x.peak_bytes : x.leaked_bytes;
-            size_t j = i;
-            while (j > 0) {
-                const mt_callsite_t *y = &sorted[j - 1];
-                const uint64_t ky = k == 0 ? y->calls : k == 1 ? y->bytes : k == 2 ? y->peak_bytes : y->leaked_bytes;
-                if (ky >= kx)
-                    break;
-                sorted[j] = sorted[j - 1];
-                j--;
-            }
-            sorted[j] = x;
+        if (rank_callsites(r->callsites, r->ncallsites, k, sorted) < 0) {
+            free(sorted);
+            return;
         }
         fprintf(f, "\ntop callsites by %s\n", by[k]);
         for (size_t i = 0; i < r->ncallsites && i < (top ? top : 10); i++) {
             const mt_callsite_t *c = &sorted[i];
-            const uint64_t v = k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+            const uint64_t v = callsite_key(c, k);
             if (!v)
                 break;
             char where[600];

@@ -29,7 +29,9 @@ extern char **environ;
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
-/* The shim next to this executable in a build tree, else the installed one. */
+/* The shim next to this executable in a build tree, else where the install puts it relative to this
+ * executable (an installed tree copied elsewhere, or installed with --destdir, uses its own shim),
+ * else at the installed path. */
 static int find_shim(char *out, size_t cap)
 {
     const char *env = getenv("MTRACE_SHIM");
@@ -44,9 +46,14 @@ static int find_shim(char *out, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = 0;
-            const int w = snprintf(out, cap, "%.*s/../libmtrace/libmtrace.so", (int)(cap - 32), exe);
-            if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0)
-                return 0;
+            static const char *const rel[] = { "../libmtrace/libmtrace.so", MT_SHIM_FROM_BINDIR };
+            for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+                if (!rel[i][0])
+                    continue; /* an absolute bindir or libdir: only the installed path below */
+                const int w = snprintf(out, cap, "%s/%s", exe, rel[i]);
+                if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0)
+                    return 0;
+            }
         }
     }
     snprintf(out, cap, "%s", MT_SHIM_INSTALL_PATH);

@@ -189,7 +189,7 @@ static inline int spin_once(const sim_t *s, const sim_thread_t *o, uint64_t spun
     if (state != SIM_RUNNING && !(state == SIM_ASLEEP && spun < WAKE_TICKS))
         return 0;
     if (spun < PAUSE_TICKS && atomic_load_explicit(&s->runnable, memory_order_relaxed) <= s->ncpus)
-        __builtin_ia32_pause();
+        mt_cpu_relax();
     else
         sched_yield();
     return 1;
@@ -256,7 +256,7 @@ static void pace(const sim_t *s, uint64_t op_ns)
             const struct timespec ts = { 0, (long)(due - now - 100000) };
             nanosleep(&ts, NULL);
         } else {
-            __builtin_ia32_pause();
+            mt_cpu_relax();
         }
     }
 }
