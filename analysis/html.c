@@ -195,10 +195,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         for (size_t i = 0; i < r->ncallsites && i < 50; i++) {
             const mt_callsite_t *c = &r->callsites[i];
             char where[600], by[32], pk[32], lk[32];
-            if (c->file)
-                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
-            else
-                snprintf(where, sizeof where, "%s", c->module);
+            mt_callsite_where(c, where, sizeof where);
             human(by, sizeof by, (double)c->bytes);
             human(pk, sizeof pk, (double)c->peak_bytes);
             human(lk, sizeof lk, (double)c->leaked_bytes);

@@ -381,8 +381,11 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                 site = y;
                 found = 1;
             }
-            if (names)
-                names[s->nframes - 1 - k] = intern(pv, y.function);
+            if (names) {
+                char label[600];
+                mt_symbol_label(&y, label, sizeof label);
+                names[s->nframes - 1 - k] = intern(pv, label);
+            }
         }
         if (names) {
             mt_folded_t *g = realloc(fl, (nfl + 1) * sizeof *g);
@@ -395,10 +398,12 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
             fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
         }
         const char *fn = intern(pv, site.function), *file = intern(pv, site.file), *mod = intern(pv, site.module);
+        /* Without a symbol, the address in its module tells sites apart (and symbolizes later). */
+        const uint64_t off = strcmp(site.function, "??") ? 0 : site.offset;
         mt_callsite_t *c = NULL;
         for (size_t k = 0; k < rep->ncallsites; k++) {
             mt_callsite_t *x = &rep->callsites[k];
-            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod) {
+            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod && x->offset == off) {
                 c = x;
                 break;
             }
@@ -414,7 +419,7 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                 rep->callsites = n;
             }
             c = &rep->callsites[rep->ncallsites++];
-            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line };
+            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line, .offset = off };
         }
         c->calls += s->calls;
         c->bytes += s->bytes;
@@ -445,7 +450,9 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
             fputc(',', f);
             mt_put_csv_field(f, c->file);
             fprintf(f, ",%u,", c->line);
-            mt_put_csv_field(f, c->module);
+            char where[600];
+            mt_callsite_where(c, where, sizeof where);
+            mt_put_csv_field(f, c->file ? c->module : where);
             fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->calls, c->bytes,
                     c->leaked_blocks, c->leaked_bytes, c->peak_bytes);
         }
@@ -709,6 +716,18 @@ void mt_report_free(mt_report_t *rep)
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
+void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap)
+{
+    if (c->file)
+        snprintf(buf, cap, "%s:%u", c->file, c->line);
+    else if (!strcmp(c->function, "??") && strcmp(c->module, "??") != 0)
+        snprintf(buf, cap, "%s+0x%" PRIx64, c->module, c->offset);
+    else if (!strcmp(c->function, "??"))
+        snprintf(buf, cap, "?? 0x%" PRIx64, c->offset);
+    else
+        snprintf(buf, cap, "%s", c->module);
+}
+
 static const char *human(char *buf, size_t cap, double v)
 {
     static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -849,6 +868,8 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             }
             mt_json_kv_u64(&j, "line", c->line);
             mt_json_kv_cstr(&j, "module", c->module);
+            if (!strcmp(c->function, "??"))
+                mt_json_kv_u64(&j, "offset", c->offset);
             mt_json_kv_u64(&j, "calls", c->calls);
             mt_json_kv_u64(&j, "bytes", c->bytes);
             mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
@@ -929,10 +950,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             if (!v)
                 break;
             char where[600];
-            if (c->file)
-                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
-            else
-                snprintf(where, sizeof where, "%s", c->module);
+            mt_callsite_where(c, where, sizeof where);
             fprintf(f, "  %12s  ", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v));
             mt_put_safe(f, c->function, strlen(c->function));
             fputs("  ", f);

@@ -14,12 +14,22 @@
  * symbolize to module+offset. Separate debug info for a matching file is found by libdwfl's standard
  * search (build-id, .gnu_debuglink, the default debuginfo path).
  *
- * Names come from the symbol table as libdw gives them: C++ names stay mangled (demangling would need
- * libstdc++'s __cxa_demangle, which this C library does not link).
+ * Names come from the symbol table and are demangled with libiberty's cplus_demangle (C++ and both
+ * Rust manglings, legacy and v0; libstdc++'s __cxa_demangle knows C++ only and would pull the C++
+ * runtime into every C tool). A name the demangler does not take (a C name) stays as it is.
+ *
+ * File and line: the line table's entry for the address, except where that entry is in a system
+ * header (code of /usr/include/c++ and the like inlined into the program): then the call site of the
+ * innermost inlined call whose caller is outside the system headers, read from the DWARF scopes at
+ * the address, so that a template's frame names the user's line that instantiated it.
  */
 #define _GNU_SOURCE
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +458,95 @@ static const char *source_path(mt_symbolizer_t *s, const char *file, const char 
     return r;
 }
 
+int mt_source_is_system(const char *file)
+{
+    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/", "/usr/lib/llvm-", NULL };
+    if (!file)
+        return 0;
+    for (const char *const *d = dirs; *d; d++)
+        if (!strncmp(file, *d, strlen(*d)))
+            return 1;
+    return 0;
+}
+
+/* The interned demangled form of a symbol name, or NULL when it is no C++ or Rust name. DMGL_AUTO:
+ * Rust first (its legacy names are also valid C++ names), then C++; DMGL_RUST alone would refuse C++. */
+static const char *demangled(mt_symbolizer_t *s, const char *name, size_t n)
+{
+    if (n < 3 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+        return NULL;
+    char *raw = strndup(name, n);
+    if (!raw)
+        return NULL;
+    char *d = cplus_demangle(raw, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
+    free(raw);
+    if (!d)
+        return NULL;
+    const char *r = intern(s, d);
+    free(d);
+    return r;
+}
+
+/* The inlined calls whose code holds pc, outermost first, found by descending from `parent` through
+ * the DIEs whose ranges hold it (namespaces and classes, which have none, are searched whole: C++
+ * puts functions there). dwarf_getscopes would not do: past the first inlined call it follows the
+ * abstract definition, not the caller. Returns the new count. */
+enum { MAX_INLINE_DEPTH = 64 };
+
+static int inline_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int n, int depth)
+{
+    Dwarf_Die child;
+    if (depth > MAX_INLINE_DEPTH || dwarf_child(parent, &child) != 0)
+        return n;
+    do {
+        const int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type) {
+            const int m = inline_chain(&child, pc, chain, n, depth + 1);
+            if (m != n)
+                return m;
+            continue;
+        }
+        if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block)
+            continue;
+        if (dwarf_haspc(&child, pc) <= 0)
+            continue;
+        if (tag == DW_TAG_inlined_subroutine && n < MAX_INLINE_DEPTH)
+            chain[n++] = child;
+        return inline_chain(&child, pc, chain, n, depth + 1);
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return n;
+}
+
+/* Where code of a system header inlined at pc was called from the user's code: the call site of the
+ * innermost inlined call made from outside the system headers. 1 with *file, *line set; 0 if none. */
+static int user_call_site(mt_symbolizer_t *s, sym_module_t *m, uint64_t pc, const char **file, unsigned *line)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, pc, &bias);
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+        return 0;
+    Dwarf_Die chain[MAX_INLINE_DEPTH];
+    const int n = inline_chain(cu, pc - bias, chain, 0, 0);
+    Dwarf_Attribute a;
+    const char *comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+    for (int i = n - 1; i >= 0; i--) {
+        Dwarf_Word fidx = 0, lno = 0;
+        if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &fidx) != 0 ||
+            dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &lno) != 0 || fidx >= nfiles)
+            continue;
+        const char *f = dwarf_filesrc(files, fidx, NULL, NULL);
+        const char *path = f && *f ? source_path(s, f, comp_dir) : NULL;
+        if (!path || mt_source_is_system(path))
+            continue;
+        *file = path;
+        *line = (unsigned)lno;
+        return 1;
+    }
+    return 0;
+}
+
 static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
 {
     const char *unknown = intern(s, UNKNOWN);
@@ -470,7 +569,10 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
     if (fn && *fn) {
         /* without a symbol version ("__libc_start_main@@GLIBC_2.34" is __libc_start_main) */
         const char *at = strchr(fn + 1, '@');
-        const char *f = intern_n(s, fn, at ? (size_t)(at - fn) : strlen(fn));
+        const size_t n = at ? (size_t)(at - fn) : strlen(fn);
+        const char *f = demangled(s, fn, n);
+        if (!f)
+            f = intern_n(s, fn, n);
         if (f)
             out->function = f;
     }
@@ -483,6 +585,18 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
             out->line = out->file && lineno > 0 ? (unsigned)lineno : 0;
         }
     }
+    if (mt_source_is_system(out->file))
+        user_call_site(s, m, pc, &out->file, &out->line);
+}
+
+void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
+{
+    if (sym->function && strcmp(sym->function, UNKNOWN) != 0)
+        snprintf(buf, cap, "%s", sym->function);
+    else if (sym->module && strcmp(sym->module, UNKNOWN) != 0)
+        snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->offset);
+    else
+        snprintf(buf, cap, "?? 0x%" PRIx64, sym->offset);
 }
 
 int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out)

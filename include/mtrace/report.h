@@ -18,8 +18,13 @@ extern "C" {
 typedef struct mt_callsite {
     const char *function, *file, *module;
     unsigned line;
+    uint64_t offset; /* function "??": the return address in its module (module "??": the address) */
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
 } mt_callsite_t;
+
+/* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
+ * symbol, "?? 0xADDRESS" outside every module). */
+void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap);
 
 typedef struct mt_report {
     const char *path;
