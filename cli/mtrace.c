@@ -910,9 +910,25 @@ static void usage_report(FILE *f)
 {
     fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
                "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
+               "                     [--skip-frames PATTERN,...] [--no-auto-skip] [--tree-depth N]\n"
                "                     [--html OUT.html] TRACE [RESULT.json...]\n"
                "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
-               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n");
+               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n"
+               "  and the caller trees: allocating functions with their callers (bottom-up) and the callers\n"
+               "  down to them (top-down), with calls, bytes, bytes at the peak and leaks at each level.\n"
+               "  --skip-frames    allocation wrappers to see through (fnmatch patterns, e.g. 'xmalloc,z*alloc*');\n"
+               "                   a function that only allocates for several callers is skipped too, unless\n"
+               "                   --no-auto-skip; the output lists every frame skipped and why\n"
+               "  --tree-depth N   levels of the caller trees shown (default 5)\n");
+}
+
+/* Splits a --skip-frames list at its commas into `v` (up to `cap` patterns); the count. */
+static size_t split_patterns(char *list, const char **v, size_t n, size_t cap)
+{
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < cap; tok = strtok_r(NULL, ",", &save))
+        if (*tok)
+            v[n++] = tok;
+    return n;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -922,7 +938,9 @@ static int cmd_report(int argc, char **argv)
     unsigned top = 0;
     const char *path = NULL, *html = NULL;
     const char *results[64];
+    const char *skip[64];
     int nresults = 0;
+    o.skip = skip;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json"))
@@ -939,6 +957,19 @@ static int cmd_report(int argc, char **argv)
             o.flame_weight = argv[++i];
         else if (!strcmp(a, "--callsites-csv") && v)
             o.callsites_csv = argv[++i];
+        else if (!strcmp(a, "--skip-frames") && v)
+            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
+        else if (!strcmp(a, "--no-auto-skip"))
+            o.no_auto_skip = 1;
+        else if (!strcmp(a, "--tree-depth") && v) {
+            char *end;
+            const unsigned long d = strtoul(argv[++i], &end, 10);
+            if (end == argv[i] || *end || d < 1 || d > 64) {
+                fprintf(stderr, "mtrace report: --tree-depth wants 1 to 64, not '%s'\n", argv[i]);
+                return 2;
+            }
+            o.tree_depth = (unsigned)d;
+        }
         else if (!strcmp(a, "--html") && v)
             html = argv[++i];
         else if (!strcmp(a, "--help")) {

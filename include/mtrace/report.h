@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mtrace/callers.h"
 #include "mtrace/compare.h"
 #include "mtrace/trace_reader.h"
 
@@ -54,6 +55,8 @@ typedef struct mt_report {
     size_t nseries;
     mt_callsite_t *callsites;                /* sorted by calls, descending */
     size_t ncallsites;
+    mt_callers_t callers;                    /* the caller trees and the wrappers skipped */
+    unsigned tree_depth;                     /* levels of the trees printed */
     int has_stacks;
     int truncated, complete;
     /* private */
@@ -65,7 +68,13 @@ typedef struct mt_report_opts {
     const char *flamegraph; /* write an SVG flame graph here */
     const char *flame_weight; /* bytes (default), calls, leaked, peak */
     const char *callsites_csv;
+    const char *const *skip; /* --skip-frames: fnmatch patterns of allocation wrappers */
+    size_t nskip;
+    int no_auto_skip;        /* no detection of wrappers */
+    unsigned tree_depth;     /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
 } mt_report_opts_t;
+
+#define MT_TREE_DEPTH 5
 
 /* Reads the trace and fills the report. 0, or negative with the message in err. */
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
