@@ -21,6 +21,7 @@
 #include "mtrace/replay.h"
 #include "sweep.h"
 #include "mtrace/report.h"
+#include "mtrace/report_diff.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
@@ -1013,6 +1014,57 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
+/* ---- mtrace diff -------------------------------------------------------------------------------- */
+
+static void usage_diff(FILE *f)
+{
+    fprintf(f, "usage: mtrace diff [--json] [--top N] [--skip-frames PATTERN,...] [--no-auto-skip] BEFORE AFTER\n"
+               "  the change in calls, bytes, bytes at the peak and leaks per allocating function between two\n"
+               "  traces recorded with --stacks (a run before and after a change), biggest movers first;\n"
+               "  wrappers are skipped as by mtrace report, the same ones in both traces\n");
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+    mt_table_fmt_t fmt = MT_TABLE_TEXT;
+    mt_report_opts_t o = { 0 };
+    const char *skip[64], *path[2] = { NULL, NULL };
+    unsigned top = 0;
+    o.skip = skip;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json"))
+            fmt = MT_TABLE_JSON;
+        else if (!strcmp(a, "--top") && v)
+            top = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--skip-frames") && v)
+            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
+        else if (!strcmp(a, "--no-auto-skip"))
+            o.no_auto_skip = 1;
+        else if (!strcmp(a, "--help")) {
+            usage_diff(stdout);
+            return 0;
+        } else if (a[0] != '-' && !path[1])
+            path[path[0] ? 1 : 0] = a;
+        else {
+            usage_diff(stderr);
+            return 2;
+        }
+    }
+    if (!path[1]) {
+        usage_diff(stderr);
+        return 2;
+    }
+    mt_report_t ra, rb;
+    mt_error_t err;
+    if (mt_report_diff_build(&ra, &rb, path[0], path[1], &o, &err) < 0)
+        return mt_fail(&err);
+    mt_report_diff_print(&ra, &rb, stdout, fmt, top);
+    mt_report_free(&ra);
+    mt_report_free(&rb);
+    return 0;
+}
+
 /* ---- mtrace plot -------------------------------------------------------------------------------- */
 
 static void usage_plot(FILE *f)
@@ -1124,6 +1176,7 @@ static const command_t commands[] = {
     { "dump", cmd_dump, "print a trace one record per line" },
     { "pack", cmd_pack, "compress a trace with zstd" },
     { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
+    { "diff", cmd_diff, "the change per allocating function between two traces, biggest movers first" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
     { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },

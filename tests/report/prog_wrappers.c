@@ -4,6 +4,7 @@
  *   build_index:  20 x my_xmalloc(50) and 5 x my_xcalloc(4, 8)
  *   emit_output:   7 x my_xcalloc(2, 16)
  * and one malloc(999) in main, never freed. Everything else is freed before the end.
+ * PROG_WRAPPERS_EMIT=N (0 to 29) makes emit_output's count N: one changed callsite, for mtrace diff.
  * Built with -g -O0 -fno-builtin: every call is a real call and a real frame. */
 #include <stdlib.h>
 
@@ -23,7 +24,7 @@ __attribute__((noinline)) static void *my_xcalloc(size_t n, size_t size)
     return p;
 }
 
-static void *keep[64];
+static void *keep[64]; /* 10 + 25 + at most 29 */
 static unsigned nkeep;
 
 __attribute__((noinline)) static void parse_input(void)
@@ -42,7 +43,9 @@ __attribute__((noinline)) static void build_index(void)
 
 __attribute__((noinline)) static void emit_output(void)
 {
-    for (int i = 0; i < 7; i++)
+    const char *env = getenv("PROG_WRAPPERS_EMIT");
+    const int n = env && atoi(env) >= 0 && atoi(env) < 30 ? atoi(env) : 7;
+    for (int i = 0; i < n; i++)
         keep[nkeep++] = my_xcalloc(2, 16);
 }
 
