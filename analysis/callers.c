@@ -112,16 +112,29 @@ static int tree_add(mt_caller_tree_t *t, const mt_frame_in_t *frames, const mt_s
 
 /* ---- wrappers ---------------------------------------------------------------------------------- */
 
+/* Distinct calling functions, counted exactly up to MT_WRAPPER_MIN_CALLERS (what the rule asks). */
+typedef struct caller_count {
+    const char *seen[MT_WRAPPER_MIN_CALLERS - 1];
+    uint32_t n;
+} caller_count_t;
+
+static void note_caller(caller_count_t *c, const char *caller)
+{
+    if (c->n >= MT_WRAPPER_MIN_CALLERS)
+        return;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->seen[i] == caller)
+            return;
+    if (c->n < MT_WRAPPER_MIN_CALLERS - 1)
+        c->seen[c->n] = caller;
+    c->n++;
+}
+
 typedef struct fn_stat {
-    const char *first_caller; /* the first calling function seen */
-    uint32_t callers;         /* distinct calling functions, counted up to 2 exactly, then more */
+    caller_count_t callers;
     int not_leaf, others;
     uint64_t calls;
 } fn_stat_t;
-
-typedef struct skip_set {
-    mt_ptr_map_t fn; /* label -> 1 + index into skipped */
-} skip_set_t;
 
 static const char *matching_pattern(const mt_callers_opts_t *o, const char *function)
 {
@@ -167,7 +180,7 @@ static int add_skipped(mt_callers_t *c, mt_ptr_map_t *skipped, const char *funct
         return -ENOMEM;
     c->skipped = n;
     c->skipped[c->nskipped++] =
-        (mt_skipped_frame_t){ function, pattern, st ? st->calls : 0, st ? st->callers : 0 };
+        (mt_skipped_frame_t){ function, pattern, st ? st->calls : 0, st ? st->callers.n : 0 };
     return mt_ptr_map_put(skipped, (uint64_t)(uintptr_t)function, c->nskipped);
 }
 
@@ -203,7 +216,8 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
                 nst++;
             }
             fn_stat_t *x = &st[e->value];
-            if (k > leaf) {
+            /* A frame without a symbol is named by its address, not by its function: no wrapper. */
+            if (k > leaf || frames[s->frame[k]].unnamed) {
                 x->not_leaf = 1;
                 continue;
             }
@@ -211,13 +225,7 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
             x->calls += s->fig.calls;
             if (k + 1 == s->nframes)
                 continue; /* the stack ends here (cut at its depth): no caller to count */
-            const char *caller = frames[s->frame[k + 1]].sym.function;
-            if (!x->first_caller) {
-                x->first_caller = caller;
-                x->callers = 1;
-            } else if (caller != x->first_caller && x->callers < 2) {
-                x->callers = 2; /* more than one: what the rule asks */
-            }
+            note_caller(&x->callers, frames[s->frame[k + 1]].sym.function);
         }
     }
     for (uint64_t i = 0; rc == 0 && i < idx.cap; i++) {
@@ -225,7 +233,7 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
             continue;
         const fn_stat_t *x = &st[idx.v[i].value];
         const char *fn = (const char *)(uintptr_t)idx.v[i].key;
-        if (x->not_leaf || x->others || x->callers < MT_WRAPPER_MIN_CALLERS || !x->calls ||
+        if (x->not_leaf || x->others || x->callers.n < MT_WRAPPER_MIN_CALLERS || !x->calls ||
             matching_pattern(o, fn))
             continue;
         if ((rc = add_skipped(c, skipped, fn, NULL, x)) == 0)
@@ -264,6 +272,14 @@ static int pattern_skips(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
 
 /* ---- building ---------------------------------------------------------------------------------- */
 
+static int cmp_skipped(const void *a, const void *b)
+{
+    const mt_skipped_frame_t *x = a, *y = b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return strcmp(x->function, y->function);
+}
+
 int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
                      size_t nstacks, const mt_callers_opts_t *o)
 {
@@ -294,22 +310,17 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
     for (size_t k = 0; rc == 0 && k < c->nskipped; k++) {
         if (c->skipped[k].callers)
             continue;
-        const char *first = NULL;
-        for (size_t i = 0; i < nstacks && c->skipped[k].callers < 2; i++) {
+        caller_count_t n = { { 0 }, 0 };
+        for (size_t i = 0; i < nstacks && n.n < MT_WRAPPER_MIN_CALLERS; i++) {
             const mt_stack_in_t *s = &stacks[i];
-            for (uint32_t j = 0; j + 1 < s->nframes && j < c->leaf[i]; j++) {
-                if (frames[s->frame[j]].sym.function != c->skipped[k].function)
-                    continue;
-                const char *caller = frames[s->frame[j + 1]].sym.function;
-                if (!first) {
-                    first = caller;
-                    c->skipped[k].callers = 1;
-                } else if (caller != first) {
-                    c->skipped[k].callers = 2;
-                }
-            }
+            for (uint32_t j = 0; j + 1 < s->nframes && j < c->leaf[i]; j++)
+                if (frames[s->frame[j]].sym.function == c->skipped[k].function)
+                    note_caller(&n, frames[s->frame[j + 1]].sym.function);
         }
+        c->skipped[k].callers = n.n;
     }
+    if (rc == 0 && c->nskipped)
+        qsort(c->skipped, c->nskipped, sizeof *c->skipped, cmp_skipped);
     mt_ptr_map_fini(&skipped);
     if (rc < 0)
         mt_callers_free(c);
@@ -462,15 +473,14 @@ void mt_callers_print_skipped(const mt_callers_t *c, FILE *f)
         fprintf(f, "wrappers skipped: none\n");
         return;
     }
-    fprintf(f, "wrappers skipped (their callers are shown in their place):\n");
-    for (size_t i = 0; i < c->nskipped; i++) {
+    enum { SHOWN = 10 };
+    fprintf(f, "wrappers skipped (their callers are shown in their place), most calls first:\n");
+    for (size_t i = 0; i < c->nskipped && i < SHOWN; i++) {
         const mt_skipped_frame_t *s = &c->skipped[i];
         fputs("  ", f);
         mt_put_safe(f, s->function, strlen(s->function));
-        fprintf(f, "  %" PRIu64 " calls from %s: ", s->calls,
-                s->callers > 1 ? "several functions"
-                : s->callers   ? "one function"
-                               : "no function");
+        fprintf(f, "  %" PRIu64 " calls from %u%s function%s: ", s->calls, s->callers,
+                s->callers >= MT_WRAPPER_MIN_CALLERS ? " or more" : "", s->callers == 1 ? "" : "s");
         if (s->pattern) {
             fputs("matches --skip-frames '", f);
             mt_put_safe(f, s->pattern, strlen(s->pattern));
@@ -479,6 +489,8 @@ void mt_callers_print_skipped(const mt_callers_t *c, FILE *f)
             fputs("detected (every record through it is an allocation made in it)\n", f);
         }
     }
+    if (c->nskipped > SHOWN)
+        fprintf(f, "  and %zu more (all of them in the JSON's skipped_frames)\n", c->nskipped - SHOWN);
 }
 
 void mt_callers_json_skipped(const mt_callers_t *c, mt_json_t *j)

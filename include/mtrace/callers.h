@@ -8,8 +8,9 @@
  *   - and no code of a system header (out-of-line template code such as std::vector's) unless every
  *     later frame is one too.
  * A wrapper is detected when a function is the allocating function of every stack it appears in,
- * no stack through it records anything but allocation calls (no free), and it is called from at
- * least MT_WRAPPER_MIN_CALLERS distinct functions. Detection repeats with the wrappers found so far
+ * no stack through it records anything but allocation calls (no free), it is called from at least
+ * MT_WRAPPER_MIN_CALLERS distinct functions, and it has a symbol (a frame without one is named by
+ * its address, which tells nothing of its function). Detection repeats with the wrappers found so far
  * skipped (xcalloc that calls xmalloc is found in the second round), at most MT_WRAPPER_ROUNDS times.
  */
 #ifndef MTRACE_CALLERS_H
@@ -25,7 +26,7 @@
 extern "C" {
 #endif
 
-#define MT_WRAPPER_MIN_CALLERS 2
+#define MT_WRAPPER_MIN_CALLERS 3
 #define MT_WRAPPER_ROUNDS 4
 
 /* One distinct frame. `sym.function` is its label (mt_symbol_label) and every string is interned:
@@ -65,7 +66,7 @@ typedef struct mt_skipped_frame {
     const char *function;
     const char *pattern; /* the --skip-frames pattern that matched it; NULL: detected */
     uint64_t calls;      /* allocation calls through it */
-    uint32_t callers;    /* distinct calling functions */
+    uint32_t callers;    /* distinct calling functions, counted up to MT_WRAPPER_MIN_CALLERS */
 } mt_skipped_frame_t;
 
 typedef struct mt_callers {
