@@ -351,6 +351,41 @@ START_TEST(wrong_build_id)
 }
 END_TEST
 
+/* The symbol table read once and bisected: every address inside a function, its first byte, its
+ * middle and its last, gives that function (or an alias at its address), in libc (.dynsym only) and
+ * in libcallee.so (.symtab); the main program's own symbols too. */
+START_TEST(symbol_table_covers_whole_functions)
+{
+    self_modules_t *sm = self_modules();
+    mt_symbolizer_t *s = open_sym(self_exe());
+    for (size_t i = 0; i < sm->n; i++)
+        ck_assert_int_eq(mt_symbolizer_add_module(s, &sm->m[i]), 0);
+    void *self = dlopen(NULL, RTLD_LAZY);
+    ck_assert_ptr_nonnull(self);
+    static const char *const names[] = { "getpid", "qsort", "strtol", "fopen", "callee_alloc", "callee_call" };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        void *fn = dlsym(self, names[k]);
+        ck_assert_msg(fn != NULL, "%s: %s", names[k], dlerror());
+        Dl_info info;
+        const ElfW(Sym) *es = NULL;
+        ck_assert(dladdr1(fn, &info, (void **)&es, RTLD_DL_SYMENT) != 0 && es != NULL);
+        ck_assert_uint_gt(es->st_size, 2);
+        const uint64_t at[] = { 0, es->st_size / 2, es->st_size - 1 };
+        for (size_t j = 0; j < 3; j++) {
+            mt_symbol_t sym;
+            /* mt_symbolize takes a return address and looks up the byte before it */
+            ck_assert_int_eq(mt_symbolize(s, (uint64_t)(uintptr_t)fn + at[j] + 1, &sym), 0);
+            void *named = dlsym(self, sym.function);
+            ck_assert_msg(!strcmp(sym.function, names[k]) || named == fn,
+                          "%s+%llu symbolized as %s", names[k], (unsigned long long)at[j], sym.function);
+        }
+    }
+    dlclose(self);
+    mt_symbolizer_close(s);
+    free(sm);
+}
+END_TEST
+
 START_TEST(stripped_libc_and_vdso)
 {
     self_modules_t *sm = self_modules();
@@ -458,6 +493,7 @@ static Suite *symbolize_suite(void)
     tcase_add_test(tc, generations);
     tcase_add_test(tc, wrong_build_id);
     tcase_add_test(tc, stripped_libc_and_vdso);
+    tcase_add_test(tc, symbol_table_covers_whole_functions);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocator");
     tcase_add_test(tc, allocator_frames);
