@@ -15,7 +15,7 @@
 #include "mtrace/report.h"
 #include "file_io.h"
 
-static void esc(FILE *f, const char *s)
+void mt_html_escape(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
@@ -26,6 +26,11 @@ static void esc(FILE *f, const char *s)
         default: fputc(*s, f);
         }
     }
+}
+
+static void esc(FILE *f, const char *s)
+{
+    mt_html_escape(f, s);
 }
 
 /* Copies an SVG file into the page, without its XML prolog (not allowed inside HTML). */

@@ -233,6 +233,70 @@ void mt_report_diff_print(const mt_report_t *a, const mt_report_t *b, FILE *f, m
     free(rows);
 }
 
+/* ---- the page ---------------------------------------------------------------------------------- */
+
+static void html_total(FILE *f, const char *what, uint64_t a, uint64_t b, int bytes)
+{
+    char x[32], y[32], d[32];
+    if (bytes)
+        fprintf(f, "<tr><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", what,
+                mt_human_bytes(x, sizeof x, (double)a), mt_human_bytes(y, sizeof y, (double)b),
+                signed_bytes(d, sizeof d, delta(a, b)));
+    else
+        fprintf(f,
+                "<tr><td class=\"l\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%+" PRId64
+                "</td></tr>\n",
+                what, a, b, delta(a, b));
+}
+
+int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *out, unsigned top,
+                        mt_error_t *err)
+{
+    mt_out_t page;
+    int rc = mt_out_open(&page, out, err);
+    if (rc < 0)
+        return rc;
+    FILE *f = page.f;
+    size_t n, unchanged;
+    row_t *rows = diff_rows(a, b, &n, &unchanged);
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtrace diff</title><style>"
+          "body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
+          "td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}.l{text-align:left}"
+          "code{background:#f4f4f4}</style></head><body>\n<h1>mtrace diff</h1>\n<p><code>",
+          f);
+    mt_html_escape(f, a->path);
+    fputs("</code> &rarr; <code>", f);
+    mt_html_escape(f, b->path);
+    fputs("</code></p>\n<table><tr><th></th><th>before</th><th>after</th><th>change</th></tr>\n", f);
+    html_total(f, "allocations", a->allocations, b->allocations, 0);
+    html_total(f, "peak live", a->peak_live_bytes, b->peak_live_bytes, 1);
+    html_total(f, "leaked", a->leaked_bytes, b->leaked_bytes, 1);
+    fprintf(f,
+            "</table>\n<h2>Changes per allocating function, biggest movers first</h2>\n"
+            "<p>%zu changed, %zu unchanged.</p>\n<table><tr><th>calls</th><th>bytes</th><th>at peak</th>"
+            "<th>leaked</th><th class=\"l\">function</th><th class=\"l\">where</th></tr>\n",
+            n, unchanged);
+    for (size_t i = 0; rows && i < n && (!top || i < top); i++) {
+        const row_t *r = &rows[i];
+        const mt_caller_node_t *node = r->b ? r->b : r->a;
+        char by[32], pk[32], lk[32], where[600];
+        fprintf(f, "<tr><td>%+" PRId64 "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\"><code>",
+                r->d_calls, signed_bytes(by, sizeof by, r->d_bytes), signed_bytes(pk, sizeof pk, r->d_peak),
+                signed_bytes(lk, sizeof lk, r->d_leaked));
+        mt_html_escape(f, node->sym->function);
+        mt_frame_where(node->sym, where, sizeof where);
+        fputs("</code></td><td class=\"l\">", f);
+        mt_html_escape(f, where);
+        fputs(!r->a ? " (new)" : !r->b ? " (gone)" : "", f);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n</body></html>\n", f);
+    free(rows);
+    rc = mt_out_commit(&page, err);
+    mt_out_abort(&page);
+    return rc;
+}
+
 /* ---- building both ----------------------------------------------------------------------------- */
 
 static int detected_in(const mt_report_t *r, const char *fn)

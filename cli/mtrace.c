@@ -1018,7 +1018,8 @@ static int cmd_report(int argc, char **argv)
 
 static void usage_diff(FILE *f)
 {
-    fprintf(f, "usage: mtrace diff [--json] [--top N] [--skip-frames PATTERN,...] [--no-auto-skip] BEFORE AFTER\n"
+    fprintf(f, "usage: mtrace diff [--json|--html OUT.html] [--top N] [--skip-frames PATTERN,...] [--no-auto-skip]\n"
+               "                   BEFORE AFTER\n"
                "  the change in calls, bytes, bytes at the peak and leaks per allocating function between two\n"
                "  traces recorded with --stacks (a run before and after a change), biggest movers first;\n"
                "  wrappers are skipped as by mtrace report, the same ones in both traces\n");
@@ -1028,13 +1029,15 @@ static int cmd_diff(int argc, char **argv)
 {
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
     mt_report_opts_t o = { 0 };
-    const char *skip[64], *path[2] = { NULL, NULL };
+    const char *skip[64], *path[2] = { NULL, NULL }, *html = NULL;
     unsigned top = 0;
     o.skip = skip;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json"))
             fmt = MT_TABLE_JSON;
+        else if (!strcmp(a, "--html") && v)
+            html = argv[++i];
         else if (!strcmp(a, "--top") && v)
             top = (unsigned)atoi(argv[++i]);
         else if (!strcmp(a, "--skip-frames") && v)
@@ -1059,10 +1062,16 @@ static int cmd_diff(int argc, char **argv)
     mt_error_t err;
     if (mt_report_diff_build(&ra, &rb, path[0], path[1], &o, &err) < 0)
         return mt_fail(&err);
-    mt_report_diff_print(&ra, &rb, stdout, fmt, top);
+    int rc = 0;
+    if (html && mt_report_diff_html(&ra, &rb, html, top, &err) < 0)
+        rc = mt_fail(&err);
+    else if (html)
+        fprintf(stderr, "mtrace: wrote %s\n", html);
+    else
+        mt_report_diff_print(&ra, &rb, stdout, fmt, top);
     mt_report_free(&ra);
     mt_report_free(&rb);
-    return 0;
+    return rc;
 }
 
 /* ---- mtrace plot -------------------------------------------------------------------------------- */

@@ -23,6 +23,11 @@ int mt_report_diff_build(mt_report_t *a, mt_report_t *b, const char *pa, const c
 void mt_report_diff_print(const mt_report_t *a, const mt_report_t *b, FILE *f, mt_table_fmt_t fmt,
                           unsigned top);
 
+/* The same as one self-contained HTML page, written whole under a fresh name and renamed to `out`.
+ * 0, or negative with the message in err (nothing left at out). */
+int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *out, unsigned top,
+                        mt_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,8 +3,8 @@
 # blocks of 32 bytes through my_xcalloc in the first and 12 in the second (PROG_WRAPPERS_EMIT=12).
 #   usage: diff.sh MTRACE PROG_WRAPPERS
 # The diff names exactly that function, with +5 calls, +160 bytes, +160 bytes at the peak and no
-# change of leaks, in text and JSON, and nothing else; a run against itself changes nothing; with
-# --no-auto-skip the change is placed on the wrapper my_xcalloc; bad arguments are refused.
+# change of leaks, in text, JSON and HTML, and nothing else; a run against itself changes nothing;
+# with --no-auto-skip the change is placed on the wrapper my_xcalloc; bad arguments are refused.
 # Not in sanitized builds (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
@@ -51,6 +51,11 @@ rows=$(sed -n '/^changes per allocating function/,$p' d.txt | tail -n +3)
 printf '%s\n' "$rows" | grep -qE '^ +\+5 +\+160 B +\+160 B +0 B  emit_output  .*prog_wrappers\.c:[0-9]+$' ||
     fail "text: no '+5 +160 B +160 B 0 B emit_output' row: $rows"
 grep -q '^wrappers skipped in both: my_x' d.txt || fail "text: the wrappers skipped are not named: $(cat d.txt)"
+t 60 "$mtrace" diff --html d.html a.mtr b.mtr 2>err || fail "diff --html: $(cat err)"
+fns=$(grep -o '<td class="l"><code>[^<]*</code>' d.html | sed 's/.*<code>//; s/<.*//' | tr '\n' ' ')
+[ "$fns" = "emit_output " ] || fail "HTML page: functions listed: '$fns'"
+grep -q '<tr><td>+5</td><td>+160 B</td><td>+160 B</td><td>0 B</td><td class="l"><code>emit_output</code>' d.html ||
+    fail "HTML page: no +5 / +160 B row for emit_output"
 "$mtrace" diff a.mtr >/dev/null 2>&1 && fail "diff with one trace accepted"
 "$mtrace" diff a.mtr missing.mtr >/dev/null 2>err && fail "diff with a missing trace succeeded"
 grep -q 'missing.mtr' err || fail "diff with a missing trace: the message does not name it: $(cat err)"
