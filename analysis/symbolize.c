@@ -27,6 +27,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libiberty/demangle.h>
@@ -59,6 +60,9 @@ typedef struct sym_module {
     struct msym *syms; /* the module's code symbols by address, read once (NULL: not read yet) */
     size_t nsyms;
     int syms_failed;   /* no table: dwfl_module_addrinfo does the lookups */
+    uint64_t *starts;  /* the functions' starts at run time from .eh_frame_hdr, sorted */
+    size_t nstarts;
+    int starts_read;
 } sym_module_t;
 
 /* One code symbol of a module: [lo, hi) at run time; hi == lo for a symbol without a size, which
@@ -217,6 +221,7 @@ void mt_symbolizer_close(mt_symbolizer_t *s)
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
         free(s->mods[i].syms);
+        free(s->mods[i].starts);
         free(s->mods[i].path);
     }
     free(s->mods);
@@ -472,7 +477,8 @@ static const char *source_path(mt_symbolizer_t *s, const char *file, const char 
 
 int mt_source_is_system(const char *file)
 {
-    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/", "/usr/lib/llvm-", NULL };
+    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
+                                        "/usr/lib/llvm-", NULL };
     if (!file)
         return 0;
     for (const char *const *d = dirs; *d; d++)
@@ -630,10 +636,69 @@ static const char *symbol_at(sym_module_t *m, uint64_t pc)
     return lo < m->nsyms ? y->name : NULL; /* sizeless: up to the next symbol, not past the last */
 }
 
+/* ---- functions without a symbol ---------------------------------------------------------------- */
+
+/* .eh_frame_hdr's search table lists the start of every function that has unwind information
+ * (every function of a C or C++ program built by GCC or Clang), sorted. Read when the table is in
+ * the usual form: version 1, a 4-byte count (DW_EH_PE_udata4) and entries of two 4-byte offsets
+ * from the section's start (DW_EH_PE_datarel | DW_EH_PE_sdata4); anything else leaves no starts. */
+enum { EH_HDR_VERSION = 1, EH_PE_UDATA4 = 0x03, EH_PE_SDATA4 = 0x0b, EH_PE_DATAREL_SDATA4 = 0x3b };
+
+static void read_function_starts(sym_module_t *m)
+{
+    m->starts_read = 1;
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(m->mod, &bias);
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (!name || strcmp(name, ".eh_frame_hdr") != 0)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        const uint8_t *p = d ? d->d_buf : NULL;
+        /* header: version, eh_frame_ptr's encoding, the count's, the table's; eh_frame_ptr (4 bytes
+         * in the encodings compilers use), the count */
+        if (!p || d->d_size < 12 || p[0] != EH_HDR_VERSION ||
+            ((p[1] & 0x0f) != EH_PE_SDATA4 && (p[1] & 0x0f) != EH_PE_UDATA4) || p[2] != EH_PE_UDATA4 ||
+            p[3] != EH_PE_DATAREL_SDATA4)
+            return;
+        uint32_t count;
+        memcpy(&count, p + 8, sizeof count);
+        if (count > (d->d_size - 12) / 8 || !(m->starts = malloc(((size_t)count + 1) * sizeof *m->starts)))
+            return;
+        for (uint32_t i = 0; i < count; i++) {
+            int32_t loc;
+            memcpy(&loc, p + 12 + 8 * (size_t)i, sizeof loc);
+            m->starts[i] = sh.sh_addr + (uint64_t)(int64_t)loc + bias;
+        }
+        m->nstarts = count;
+        return;
+    }
+}
+
+/* The start of the function holding pc (at run time), or 0. */
+static uint64_t function_start(sym_module_t *m, uint64_t pc)
+{
+    if (!m->starts_read)
+        read_function_starts(m);
+    size_t lo = 0, hi = m->nstarts;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (m->starts[mid] <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? m->starts[lo - 1] : 0;
+}
+
 static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
 {
     const char *unknown = intern(s, UNKNOWN);
-    *out = (mt_symbol_t){ unknown ? unknown : UNKNOWN, NULL, 0, unknown ? unknown : UNKNOWN, ra };
+    *out = (mt_symbol_t){ unknown ? unknown : UNKNOWN, NULL, 0, unknown ? unknown : UNKNOWN, ra, 0 };
     if (ra == 0)
         return;
     const uint64_t pc = ra - 1; /* the call instruction, not the one after it */
@@ -647,6 +712,9 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
     if (m->state != MOD_OPEN)
         return;
     const char *fn = symbol_at(m, pc);
+    const uint64_t start = fn && *fn ? 0 : function_start(m, pc);
+    if (start > m->bias)
+        out->start = start - m->bias;
     if (fn && *fn) {
         /* without a symbol version ("__libc_start_main@@GLIBC_2.34" is __libc_start_main) */
         const char *at = strchr(fn + 1, '@');
@@ -675,7 +743,7 @@ void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
     if (sym->function && strcmp(sym->function, UNKNOWN) != 0)
         snprintf(buf, cap, "%s", sym->function);
     else if (sym->module && strcmp(sym->module, UNKNOWN) != 0)
-        snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->offset);
+        snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->start ? sym->start : sym->offset);
     else
         snprintf(buf, cap, "?? 0x%" PRIx64, sym->offset);
 }
@@ -683,7 +751,7 @@ void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
 int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out)
 {
     if (s->ranges_dirty && rebuild_ranges(s) < 0) {
-        *out = (mt_symbol_t){ UNKNOWN, NULL, 0, UNKNOWN, return_address };
+        *out = (mt_symbol_t){ UNKNOWN, NULL, 0, UNKNOWN, return_address, 0 };
         return -ENOMEM;
     }
     if (s->capcache) {

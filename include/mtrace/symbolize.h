@@ -22,6 +22,8 @@ typedef struct mt_symbol {
     unsigned line;        /* 0 without debug info */
     const char *module;   /* base name of the object, or "??" */
     uint64_t offset;      /* address relative to the module's load bias */
+    uint64_t start;       /* without a symbol: its function's start relative to the bias, from the
+                           * module's .eh_frame_hdr; 0 when unknown */
 } mt_symbol_t;
 
 /* `exe` names the main program (the trace's MT_STR_EXE string), whose MODULE events have no name. */
@@ -43,8 +45,10 @@ int mt_symbol_is_allocator_frame(const mt_symbol_t *sym);
  * /usr/local/include, /usr/lib/gcc or /usr/lib/llvm-* (the C++ library's headers among them). */
 int mt_source_is_system(const char *file);
 
-/* The frame's name as people read it: the function, or module+0xOFFSET where there is no symbol (so
- * that it can be symbolized later), or "?? 0xADDRESS" outside every module. */
+/* The frame's name as people read it: the function; where there is no symbol, module+0xSTART, its
+ * function's start (so that the frames of one stripped function are one, and it can be symbolized
+ * later), or module+0xOFFSET where the unwind tables do not tell the function; "?? 0xADDRESS"
+ * outside every module. */
 void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap);
 
 #ifdef __cplusplus

@@ -14,3 +14,15 @@ void callee_call(void (*fn)(void), unsigned *line)
 {
     fn(); *line = __LINE__;
 }
+
+/* A function with no symbol once the library is stripped (test_symbolize): static and not inlined. */
+static __attribute__((noinline)) void *hidden_alloc(size_t n)
+{
+    void *p = malloc(n);
+    return p;
+}
+
+void *(*callee_hidden(void))(size_t)
+{
+    return hidden_alloc;
+}
