@@ -338,12 +338,10 @@ void mt_callers_free(mt_callers_t *c)
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-static const mt_caller_tree_t *sort_tree;
-
-static int cmp_node(const void *a, const void *b)
+static int cmp_node(const void *a, const void *b, void *tree)
 {
-    const mt_figures_t *x = &sort_tree->node[*(const uint32_t *)a].fig,
-                       *y = &sort_tree->node[*(const uint32_t *)b].fig;
+    const mt_caller_tree_t *t = tree;
+    const mt_figures_t *x = &t->node[*(const uint32_t *)a].fig, *y = &t->node[*(const uint32_t *)b].fig;
     if (x->calls != y->calls)
         return x->calls > y->calls ? -1 : 1;
     return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
@@ -360,8 +358,7 @@ uint32_t *mt_caller_children(const mt_caller_tree_t *t, uint32_t node, uint32_t 
         return NULL;
     for (uint32_t i = t->node[node].first_child, k = 0; i; i = t->node[i].next_sibling)
         v[k++] = i;
-    sort_tree = t; /* qsort has no context argument; the output is single-threaded */
-    qsort(v, count, sizeof *v, cmp_node);
+    qsort_r(v, count, sizeof *v, cmp_node, (void *)t);
     *n = count;
     return v;
 }
