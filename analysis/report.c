@@ -479,8 +479,8 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
             fl = g;
             fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
         }
-        /* Without a symbol (the label is module+0xOFFSET), the function is "??" and the address in
-         * its module tells sites apart (and symbolizes later). */
+        /* Without a symbol the function is "??" and the return address in its module tells sites
+         * apart (and symbolizes later). */
         const int unknown = leaf >= in->nframes || pv->frames[in->frame[leaf]].unnamed;
         const char *fn = unknown ? intern(pv, "??") : site.function, *file = site.file, *mod = site.module;
         const uint64_t off = unknown ? site.offset : 0;
