@@ -351,15 +351,23 @@ START_TEST(wrong_build_id)
 }
 END_TEST
 
+/* A symbolizer that knows every module of this process (listed in *sm, to free). */
+static mt_symbolizer_t *open_self(self_modules_t **sm)
+{
+    *sm = self_modules();
+    mt_symbolizer_t *s = open_sym(self_exe());
+    for (size_t i = 0; i < (*sm)->n; i++)
+        ck_assert_int_eq(mt_symbolizer_add_module(s, &(*sm)->m[i]), 0);
+    return s;
+}
+
 /* The symbol table read once and bisected: every address inside a function, its first byte, its
  * middle and its last, gives that function (or an alias at its address), in libc (.dynsym only) and
  * in libcallee.so (.symtab); the main program's own symbols too. */
 START_TEST(symbol_table_covers_whole_functions)
 {
-    self_modules_t *sm = self_modules();
-    mt_symbolizer_t *s = open_sym(self_exe());
-    for (size_t i = 0; i < sm->n; i++)
-        ck_assert_int_eq(mt_symbolizer_add_module(s, &sm->m[i]), 0);
+    self_modules_t *sm;
+    mt_symbolizer_t *s = open_self(&sm);
     void *self = dlopen(NULL, RTLD_LAZY);
     ck_assert_ptr_nonnull(self);
     static const char *const names[] = { "getpid", "qsort", "strtol", "fopen", "callee_alloc", "callee_call" };
@@ -428,6 +436,30 @@ START_TEST(stripped_function_named_by_its_start)
     free(cmd);
     free(copy);
     free(dir);
+    free(sm);
+}
+END_TEST
+
+/* Rust names, both manglings, demangled (functions of libcallee.so named with __asm__). */
+START_TEST(rust_names_demangled)
+{
+    self_modules_t *sm;
+    mt_symbolizer_t *s = open_self(&sm);
+    void *self = dlopen(NULL, RTLD_LAZY);
+    ck_assert_ptr_nonnull(self);
+    static const char *const cases[][2] = {
+        { "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" },
+        { "_RNvNtCs1234_7mycrate3bar3baz", "mycrate::bar::baz" },
+    };
+    for (size_t k = 0; k < 2; k++) {
+        void *fn = dlsym(self, cases[k][0]);
+        ck_assert_msg(fn != NULL, "%s: %s", cases[k][0], dlerror());
+        mt_symbol_t sym;
+        ck_assert_int_eq(mt_symbolize(s, (uint64_t)(uintptr_t)fn + 1, &sym), 0);
+        ck_assert_str_eq(sym.function, cases[k][1]);
+    }
+    dlclose(self);
+    mt_symbolizer_close(s);
     free(sm);
 }
 END_TEST
@@ -541,6 +573,7 @@ static Suite *symbolize_suite(void)
     tcase_add_test(tc, stripped_libc_and_vdso);
     tcase_add_test(tc, symbol_table_covers_whole_functions);
     tcase_add_test(tc, stripped_function_named_by_its_start);
+    tcase_add_test(tc, rust_names_demangled);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocator");
     tcase_add_test(tc, allocator_frames);
