@@ -188,15 +188,11 @@ static int grow(uint64_t want)
     return 0;
 }
 
+/* A string that does not fit is left out; the list stays whole. */
 static uint8_t *put_str(uint8_t *p, uint8_t *end, unsigned tag, const char *s, size_t len)
 {
-    if (p + 4 + len + 4 > end) /* keep room for the terminating tag */
-        return p;
-    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
-    memcpy(p, &t, 2);
-    memcpy(p + 2, &l, 2);
-    memcpy(p + 4, s, len);
-    return p + 4 + len;
+    uint8_t *const q = mt_str_put(p, end, tag, s, len);
+    return q ? q : p;
 }
 
 static size_t read_small_file(const char *path, char *buf, size_t cap)

@@ -69,15 +69,13 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
             goto done;
         }
         /* Keep the header and its strings up to the end tag; the rest of the chunk is padding. */
-        size_t end = MT_HEADER_STRINGS_OFFSET;
-        while (end + 4 <= MT_CHUNK_SIZE) {
-            uint16_t tag, len;
-            memcpy(&tag, head + end, 2);
-            memcpy(&len, head + end + 2, 2);
-            if (tag == MT_STR_END || end + 4 + len > MT_CHUNK_SIZE)
-                break;
-            end += 4 + (size_t)len;
+        const uint8_t *sp = head + MT_HEADER_STRINGS_OFFSET;
+        unsigned tag;
+        const char *str;
+        size_t len;
+        while (mt_str_next(&sp, head + MT_CHUNK_SIZE, &tag, &str, &len)) {
         }
+        size_t end = (size_t)(sp - head);
         end = end + 4 <= MT_CHUNK_SIZE ? end : MT_CHUNK_SIZE - 4;
         memset(head + end, 0, 4);
         end = (end + 4 + 7) & ~(size_t)7;

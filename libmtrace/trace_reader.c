@@ -286,21 +286,7 @@ const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t) { return t->thread_c
 const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len)
 {
     /* A cut file ends the list where its bytes end: a string cut short is not returned. */
-    const uint8_t *p = t->head + MT_HEADER_STRINGS_OFFSET, *end = t->head + t->head_len;
-    while (p + 4 <= end) {
-        uint16_t tg, l;
-        memcpy(&tg, p, 2);
-        memcpy(&l, p + 2, 2);
-        if (tg == MT_STR_END || p + 4 + l > end)
-            break;
-        if (tg == tag && n-- == 0) {
-            if (len)
-                *len = l;
-            return (const char *)p + 4;
-        }
-        p += 4 + l;
-    }
-    return NULL;
+    return mt_str_find(t->head + MT_HEADER_STRINGS_OFFSET, t->head + t->head_len, tag, n, len);
 }
 
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t)

@@ -610,21 +610,7 @@ const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i) { return i 
 
 const char *mt_wl_string(const mt_wl_t *w, unsigned tag, unsigned n, size_t *len)
 {
-    const uint8_t *p = w->strings, *end = w->strings + w->strings_len;
-    while (p + 4 <= end) {
-        uint16_t tg, l;
-        memcpy(&tg, p, 2);
-        memcpy(&l, p + 2, 2);
-        if (tg == MT_STR_END || p + 4 + l > end)
-            break;
-        if (tg == tag && n-- == 0) {
-            if (len)
-                *len = l;
-            return (const char *)p + 4;
-        }
-        p += 4 + l;
-    }
-    return NULL;
+    return mt_str_find(w->strings, w->strings + w->strings_len, tag, n, len);
 }
 
 void mt_wl_cursor_init(mt_wl_cursor_t *c, const mt_wl_t *w, uint32_t thread, uint8_t *raw, uint8_t *z, void *dctx)

@@ -911,31 +911,20 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     read_creators(&c);
 
     /* The workload header carries the trace's identity and settings (its strings, as they are). */
-    size_t slen = 0;
-    uint8_t strings[8192];
+    uint8_t strings[8192], *const strings_end = strings + sizeof strings, *sp = strings;
+    const size_t path_len = strnlen(trace_path, 2048);
     for (unsigned tag = MT_STR_CMDLINE; tag <= MT_STR_HOST; tag++) {
         size_t len;
         const char *s;
         for (unsigned k = 0; (s = mt_trace_string(c.trace, tag, k, &len)); k++) {
-            if (slen + 4 + len + 4 + 4 + strlen(trace_path) > sizeof strings)
+            uint8_t *const q = mt_str_put(sp, strings_end - (4 + path_len), tag, s, len); /* the path's room kept */
+            if (!q)
                 break;
-            const uint16_t tg = (uint16_t)tag, l = (uint16_t)len;
-            memcpy(strings + slen, &tg, 2);
-            memcpy(strings + slen + 2, &l, 2);
-            memcpy(strings + slen + 4, s, len);
-            slen += 4 + len;
+            sp = q;
         }
     }
-    {
-        const size_t len = strnlen(trace_path, 2048);
-        const uint16_t tg = MT_STR_PATH, l = (uint16_t)len;
-        memcpy(strings + slen, &tg, 2);
-        memcpy(strings + slen + 2, &l, 2);
-        memcpy(strings + slen + 4, trace_path, len);
-        slen += 4 + len;
-        memset(strings + slen, 0, 4);
-        slen += 4;
-    }
+    sp = mt_str_close(mt_str_put(sp, strings_end, MT_STR_PATH, trace_path, path_len));
+    const size_t slen = (size_t)(sp - strings);
     mt_wl_header_t hdr = { .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
     if (th->flags & MT_HDR_TRUNCATED)
         hdr.flags |= MT_WLH_SRC_TRUNCATED;

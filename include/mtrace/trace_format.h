@@ -52,6 +52,65 @@ enum {
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
 };
 
+/* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
+ * header keeps the list) and every reader. An entry is a u16 tag, a u16 length and the bytes; tag
+ * MT_STR_END (four zero bytes) ends the list. Header-only and malloc-free: the recorder writes it. */
+
+/* Appends an entry at p if it fits before `end` with room left for the end tag: returns the new end
+ * of the list, or NULL (nothing written) when it does not fit or the tag or length is out of range. */
+static inline uint8_t *mt_str_put(uint8_t *p, const uint8_t *end, unsigned tag, const void *s, size_t len)
+{
+    if (tag == MT_STR_END || tag > 0xffff || len > 0xffff || (size_t)(end - p) < 4 + len + 4)
+        return NULL;
+    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
+    __builtin_memcpy(p, &t, 2);
+    __builtin_memcpy(p + 2, &l, 2);
+    if (len)
+        __builtin_memcpy(p + 4, s, len);
+    return p + 4 + len;
+}
+
+/* Ends the list at p (mt_str_put kept the room): returns the byte after the end tag. */
+static inline uint8_t *mt_str_close(uint8_t *p)
+{
+    __builtin_memset(p, 0, 4);
+    return p + 4;
+}
+
+/* The entry at *pp before `end`: 1 with its tag, bytes and length, *pp moved past it; 0 at the end
+ * tag or where an entry does not fit before `end` (a list cut short ends at its last whole entry). */
+static inline int mt_str_next(const uint8_t **pp, const uint8_t *end, unsigned *tag, const char **s, size_t *len)
+{
+    const uint8_t *p = *pp;
+    if (end - p < 4)
+        return 0;
+    uint16_t t, l;
+    __builtin_memcpy(&t, p, 2);
+    __builtin_memcpy(&l, p + 2, 2);
+    if (t == MT_STR_END || (size_t)(end - p) < 4u + l)
+        return 0;
+    *tag = t;
+    *s = (const char *)p + 4;
+    *len = l;
+    *pp = p + 4 + l;
+    return 1;
+}
+
+/* The n-th (from 0) entry with `tag` of the list at p, or NULL; its length in *len if len. */
+static inline const char *mt_str_find(const uint8_t *p, const uint8_t *end, unsigned tag, unsigned n, size_t *len)
+{
+    unsigned t;
+    const char *s;
+    size_t l;
+    while (mt_str_next(&p, end, &t, &s, &l))
+        if (t == tag && n-- == 0) {
+            if (len)
+                *len = l;
+            return s;
+        }
+    return NULL;
+}
+
 /* File header: the first bytes of chunk 0, little-endian, fixed offsets (see the spec's table). */
 typedef struct mt_file_header {
     uint8_t magic[8];
