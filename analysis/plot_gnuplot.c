@@ -182,6 +182,25 @@ const char *mt_gp_text(char *buf, size_t cap, const char *s)
     return buf;
 }
 
+const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width)
+{
+    /* The program by its file name, not its path; then, if still too long, the middle elided. */
+    const char *const end_of_prog = command ? command + strcspn(command, " ") : NULL;
+    const char *p = command;
+    for (const char *c = command; c && c < end_of_prog; c++)
+        if (*c == '/' && c + 1 < end_of_prog)
+            p = c + 1;
+    char shortened[1024];
+    const size_t len = p ? strlen(p) : 0;
+    if (len <= width || width < 16 || width >= sizeof shortened) {
+        snprintf(shortened, sizeof shortened, "%s", p ? p : "");
+    } else {
+        const size_t tail = width / 3, head = width - tail - 5;
+        snprintf(shortened, sizeof shortened, "%.*s ... %s", (int)head, p, p + len - tail);
+    }
+    return mt_gp_text(buf, cap, shortened);
+}
+
 const char *mt_gp_file(char *buf, size_t cap, const char *path)
 {
     /* as mt_gp_put_file: a relative name gets "./", which no special name of gnuplot's starts with */

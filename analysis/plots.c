@@ -143,7 +143,7 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
         return -1;
     }
     char title[1200];
-    mt_gp_text(title, sizeof title, r->command);
+    mt_gp_title(title, sizeof title, r->command, 90);
     fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
                  "set title '%s' noenhanced\nplot ", title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
@@ -177,16 +177,20 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
         return -1;
     }
     char title[1200];
-    mt_gp_text(title, sizeof title, r->command);
-    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
-                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
+    mt_gp_title(title, sizeof title, r->command, 70);
+    /* Counts span decades (millions of small blocks, a few large ones): a log scale shows both. */
+    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\nset logscale y\nset yrange [0.8:*]\n"
+                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations (log scale)'\n"
+                 "set xtics rotate by -45\n"
                  "set title 'allocation sizes: %s' noenhanced\nplot ", title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
     fprintf(s.f, " using 1:3:xtic(2) with boxes notitle\n");
     return script_draw(&s, ok, out, &data);
 }
 
-/* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
+/* RSS, ideal and the traced program's RSS, one replay result per line colour, against the share of
+ * the workload's ops done (the series' sixth column): a time axis common to every replay, where each
+ * replay's own seconds would stretch one allocator's curve against another's. */
 int mt_plot_replays(const char *const *results, int n, const char *out)
 {
     if (mt_gp_check_output(out) < 0)
@@ -194,8 +198,8 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
     script_t s;
     if (script_open(&s) < 0)
         return -1;
-    fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\n"
-                 "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ");
+    fprintf(s.f, "set grid\nset key top left\nset xlabel 'workload ops done (%%)'\nset xrange [0:100]\n"
+                 "set ylabel 'MiB'\nset yrange [0:*]\nset title 'replay: RSS against ideal RSS'\nplot ");
     int ok = 1;
     for (int i = 0; i < n; i++) {
         mt_jval_t *j;
@@ -220,13 +224,13 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             ok = 0;
             break;
         }
-        fprintf(s.f, " using 1:($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
-                     "'' using 1:($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
+        fprintf(s.f, " using ($6*100):($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
+                     "'' using ($6*100):($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
                 i + 1, title, i + 1, title);
         if (i == 0) { /* the traced program's own curve, once */
             fputs(", ", s.f);
             mt_gp_put_file(s.f, series); /* accepted just above */
-            fputs(" using 1:($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'", s.f);
+            fputs(" using ($6*100):($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'", s.f);
         }
     }
     fputc('\n', s.f);

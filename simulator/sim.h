@@ -126,6 +126,7 @@ typedef struct sim_alloc {
 typedef struct sim_series_row {
     double t;
     uint64_t rss_kb, vm_kb, ideal_kb, source_rss_kb;
+    double done; /* the share of the workload's ops completed: a time axis common to every replay */
 } sim_series_row_t;
 
 typedef struct sim {

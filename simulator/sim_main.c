@@ -246,11 +246,21 @@ static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages, uint64_t *file_pa
     return 0;
 }
 
+/* The ops the replay threads have completed, all together. */
+static uint64_t ops_done(const sim_t *s)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
+    return sum;
+}
+
 static void sample(sim_t *s)
 {
     uint64_t vm, rss, file;
     if (read_statm(&vm, &rss, &file) < 0)
         return;
+    const uint64_t all_ops = mt_wl_header(s->wl)->ops;
     const uint64_t kb = s->page / 1024;
     const int64_t live = sim_live_bytes(s);
     if (rss * kb > s->peak_rss_kb)
@@ -266,6 +276,7 @@ static void sample(sim_t *s)
         r->vm_kb = vm * kb;
         r->ideal_kb = live > 0 ? (uint64_t)live / 1024 : 0;
         r->source_rss_kb = atomic_load_explicit(&s->source_rss_kb, memory_order_relaxed);
+        r->done = all_ops ? (double)ops_done(s) / (double)all_ops : 1;
     }
 }
 
@@ -279,9 +290,7 @@ static void *sampler_main(void *arg)
     while (atomic_load(&s->running)) {
         nanosleep(&period, NULL);
         sample(s);
-        uint64_t sum = 0;
-        for (uint32_t i = 0; i < s->nthreads; i++)
-            sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
+        const uint64_t sum = ops_done(s);
         const uint64_t now = mt_mono_ns();
         if (sum != last_sum) {
             last_sum = sum;
@@ -822,11 +831,11 @@ int main(int argc, char **argv)
     }
     if (series_path) {
         FILE *const f = series_out.f;
-        fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\n");
+        fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done\n");
         for (uint64_t i = 0; i < s.series_n; i++) {
             const sim_series_row_t *r = &s.series[i];
-            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", r->t, r->rss_kb, r->vm_kb,
-                    r->ideal_kb, r->source_rss_kb);
+            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.6f\n", r->t, r->rss_kb,
+                    r->vm_kb, r->ideal_kb, r->source_rss_kb, r->done);
         }
     }
     if ((series_path && mt_out_commit(&series_out, &err) < 0) || (json_path && mt_out_commit(&json_out, &err) < 0)) {

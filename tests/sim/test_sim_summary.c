@@ -267,7 +267,8 @@ START_TEST(quiet_and_label)
 }
 END_TEST
 
-/* --rss-series: a header and rows of five numbers, time not going back, ideal never above the peak. */
+/* --rss-series: a header and rows of six numbers, time and ops done not going back, ideal never above
+ * the peak, the last row with every op done. */
 START_TEST(rss_series)
 {
     char *wl = path_in(g_dir, "paced.mtw"), *series = path_in(g_dir, "series.tsv"),
@@ -289,21 +290,23 @@ START_TEST(rss_series)
     char *text = read_text(series, NULL);
     ck_assert_ptr_nonnull(text);
     char *l0 = line_at(text, 0);
-    ck_assert_str_eq(l0, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb");
+    ck_assert_str_eq(l0, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done");
     const size_t rows = count_lines(text) - 1;
     ck_assert_msg(rows >= 10, "%zu rows for 200 ms sampled every 5 ms", rows);
-    double prev_t = -1;
+    double prev_t = -1, prev_done = 0, done = 0;
     unsigned long long max_rss = 0, max_ideal = 0;
     for (size_t i = 1; i <= rows; i++) {
         char *l = line_at(text, i);
-        match(l, "^[0-9]+\\.[0-9]{4}\t[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+$", "series row");
+        match(l, "^[0-9]+\\.[0-9]{4}\t[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+\t[01]\\.[0-9]{6}$", "series row");
         double ts;
         unsigned long long rss, vm, ideal, src;
-        ck_assert_int_eq(sscanf(l, "%lf %llu %llu %llu %llu", &ts, &rss, &vm, &ideal, &src), 5);
+        ck_assert_int_eq(sscanf(l, "%lf %llu %llu %llu %llu %lf", &ts, &rss, &vm, &ideal, &src, &done), 6);
         ck_assert(ts >= prev_t);
+        ck_assert_msg(done >= prev_done && done <= 1, "ops done %f after %f", done, prev_done);
         ck_assert(rss <= vm);
         ck_assert_uint_eq(src, 0); /* the workload has no RSS records */
         prev_t = ts;
+        prev_done = done;
         if (rss > max_rss)
             max_rss = rss;
         if (ideal > max_ideal)
@@ -312,6 +315,8 @@ START_TEST(rss_series)
     }
     ck_assert_uint_le(max_ideal, (uint64_t)jnum(j, "ideal_rss_kb"));
     ck_assert_uint_ge(max_ideal, 10 * 1024); /* sampled while blocks were live */
+    ck_assert_msg(done == 1.0, "the last sample has %f of the ops done", done); /* taken after the threads */
+    ck_assert_msg(prev_t > 0 && rows > 2, "a series of %zu rows", rows);
     /* the peak is the kernel's high-water mark: never below what the samples saw */
     ck_assert_uint_le(max_rss, (uint64_t)jnum(j, "max_rss_kb"));
     mt_json_free(j);
