@@ -60,19 +60,33 @@ static int64_t pagemap_resident(int fd, const uint8_t *p, size_t len, size_t pag
     return pages;
 }
 
-/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
-static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
+/* Resident pages of the pages that [p, p + len) lies on, by mincore() with a vector of `cap`. */
+static int64_t mincore_pages_with(const void *p, size_t len, size_t page, unsigned char *vec, size_t cap)
 {
-    static unsigned char vec[1u << 16];
+    const uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    len += (uintptr_t)p - lo;
     int64_t pages = 0;
-    for (size_t off = 0; off < len; off += sizeof vec * page) {
-        const size_t part = len - off < sizeof vec * page ? len - off : sizeof vec * page;
-        if (mincore((void *)(p + off), part, vec) < 0)
+    for (size_t off = 0; off < len; off += cap * page) {
+        const size_t part = len - off < cap * page ? len - off : cap * page;
+        if (mincore((void *)(lo + off), part, vec) < 0)
             continue;
         for (size_t k = 0; k < (part + page - 1) / page; k++)
             pages += vec[k] & 1;
     }
     return pages;
+}
+
+/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
+static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
+{
+    static unsigned char vec[1u << 16];
+    return mincore_pages_with(p, len, page, vec, sizeof vec);
+}
+
+int64_t sim_mincore_pages(const void *p, size_t len, size_t page)
+{
+    unsigned char vec[1024]; /* on the calling replay thread's stack */
+    return mincore_pages_with(p, len, page, vec, sizeof vec);
 }
 
 uint64_t sim_resident_bytes(const sim_t *s)
@@ -259,6 +273,13 @@ static void sample(sim_t *s)
     const int64_t live = sim_live_bytes(s);
     if (rss * kb > s->peak_rss_kb)
         s->peak_rss_kb = rss * kb;
+    /* Read after the RSS, with the pages being written: a mapping's pages are counted once written,
+     * and a count that missed some would leave pages of the program's in the RSS less them. */
+    const int64_t own_now = atomic_load_explicit(&s->maps_resident, memory_order_relaxed) +
+                            atomic_load_explicit(&s->maps_writing, memory_order_relaxed);
+    const uint64_t own = own_now > 0 ? (uint64_t)own_now : 0;
+    if (rss > own && (rss - own) * kb > s->peak_rss_less_maps_kb)
+        s->peak_rss_less_maps_kb = (rss - own) * kb;
     if (rss > file && (rss - file) * kb > s->peak_anon_kb)
         s->peak_anon_kb = (rss - file) * kb;
     if (vm * kb > s->peak_vm_kb)
@@ -384,6 +405,21 @@ static int load_touch_table(sim_t *s, mt_error_t *err)
         t->touch_end = &tab[k];
     }
     return 0;
+}
+
+/* Which share of the replay's RSS is the program's own mappings and which the allocator's. */
+typedef struct rss_share {
+    uint64_t maps_peak_kb; /* the program's own mappings, resident, at most (counted at every op) */
+    uint64_t heap_kb;      /* the RSS less them, at most (sampled), less the RSS at the replay's start:
+                            * the allocator's heap and the replay's own bookkeeping */
+} rss_share_t;
+
+static rss_share_t rss_share(const sim_t *s, uint64_t start_rss_kb)
+{
+    const uint64_t kb = s->page / 1024;
+    rss_share_t r = { .maps_peak_kb = (uint64_t)atomic_load(&s->maps_resident_peak) * kb };
+    r.heap_kb = s->peak_rss_less_maps_kb > start_rss_kb ? s->peak_rss_less_maps_kb - start_rss_kb : 0;
+    return r;
 }
 
 static const char *touch_name(sim_touch_t touch)
@@ -652,6 +688,7 @@ int main(int argc, char **argv)
             max_rss_kb - file_end * kb > s.peak_anon_kb)
             s.peak_anon_kb = max_rss_kb - file_end * kb;
     }
+    const rss_share_t share = rss_share(&s, start_rss_kb);
     /* The functions the workload called that the allocator does not define (see sim_alloc.c). */
     uint32_t emulated = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
@@ -699,10 +736,18 @@ int main(int argc, char **argv)
                    "before format 3, or not on glibc's allocator)\n");
         else
             printf("touch: %s (as asked)\n", touch_name(s.touch));
-        if (maps)
+        if (maps) {
             printf("program's own mappings: %s replayed (at most %s Kb mapped at once%s), in the RSS above\n",
                    commas(a, sizeof a, (long long)maps), commas(b, sizeof b, (long long)(h->program_peak_bytes / 1024)),
                    map_failed ? "; some could not be mapped" : "");
+            if (h->program_brk_peak_bytes || h->program_advises)
+                printf("  of them by the program's brk/sbrk at most %s Kb; %s madvise ops dropped pages\n",
+                       commas(a, sizeof a, (long long)(h->program_brk_peak_bytes / 1024)),
+                       commas(b, sizeof b, (long long)h->program_advises));
+            printf("  resident at most %s Kb; the RSS less them (the allocator's heap, the replay's own) at most %s Kb "
+                   "above the replay's start (sampled)\n",
+                   commas(a, sizeof a, (long long)share.maps_peak_kb), commas(b, sizeof b, (long long)share.heap_kb));
+        }
         if (far_slots)
             printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                    far_slots);
@@ -761,6 +806,10 @@ int main(int argc, char **argv)
         mt_json_kv_u64(&j, "program_maps", maps);
         mt_json_kv_u64(&j, "program_maps_failed", map_failed);
         mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
+        mt_json_kv_u64(&j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
+        mt_json_kv_u64(&j, "program_advises", h->program_advises);
+        mt_json_kv_u64(&j, "program_peak_resident_kb", share.maps_peak_kb);
+        mt_json_kv_u64(&j, "rss_less_program_peak_kb", share.heap_kb);
         mt_json_kv_u64(&j, "threads", s.nthreads);
         mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
         mt_json_kv_u64(&j, "cpu_us", cpu_us);

@@ -584,22 +584,29 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 t->work->c.map_failed++;
             }
             t->work->c.maps++;
+            const int64_t writing = p ? (int64_t)((r.size + s->page - 1) / s->page) : 0;
+            sim_maps_writing(s, writing);
             touch(s, t, p, r.size);
-            if (sim_maps_put(s, r.slot, p, r.size) < 0) {
+            const int put = sim_maps_put(s, r.slot, p, r.size);
+            sim_maps_writing(s, -writing);
+            if (put < 0) {
                 thread_fail(s, t, "more of the program's own mappings live at once than the workload's header "
                                   "counts mappings");
                 if (p)
                     munmap(p, r.size);
             }
             break;
-        case MT_WL_MUNMAP: {
-            const int u = sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a);
+        case MT_WL_MUNMAP:
+        case MT_WL_MADVISE: {
+            const int u = r.op == MT_WL_MUNMAP ? sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a)
+                                               : sim_maps_advise(s, r.slot, r.n, r.size, (int)r.a, r.count);
             if (u < 0) {
                 char msg[300];
                 snprintf(msg, sizeof msg,
-                         "offset %llu: munmap op at byte %zu of the frame's data (thread %u) names %s of slot "
+                         "offset %llu: %s op at byte %zu of the frame's data (thread %u) names %s of slot "
                          "%llu: expected a part of a mapping the program made",
-                         (unsigned long long)t->work->frame_off, (size_t)(t->work->op_at - t->work->raw), t->index,
+                         (unsigned long long)t->work->frame_off, mt_wl_op_name(r.op),
+                         (size_t)(t->work->op_at - t->work->raw), t->index,
                          u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
                 thread_fail(s, t, msg);
             }

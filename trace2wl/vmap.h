@@ -1,6 +1,6 @@
 /* The program's own anonymous mappings while a trace is converted (the trace's MT_EV_VM events):
- * which address ranges are mapped, by which mapping, so that an unmap of any range, parts of
- * mappings or several at once included, becomes munmap ops on the right slots. */
+ * which address ranges are mapped, by which mapping, so that an unmap or an madvise of any range,
+ * parts of mappings or several at once included, becomes ops on the right slots. */
 #ifndef MTRACE_VMAP_H
 #define MTRACE_VMAP_H
 
@@ -10,10 +10,11 @@
 typedef struct mt_vmap_map {
     uint64_t base, len; /* as mapped */
     uint64_t left;      /* bytes of it still mapped */
-    uint64_t op;        /* the mmap op's number in its thread's stream */
+    uint64_t op;        /* its last toucher's op number (the mmap, then madvise and munmap ops) */
     uint64_t key;       /* its page evidence's key (mt_touch_t), unique */
-    uint32_t slot, thread;
+    uint32_t slot, thread; /* thread: its last toucher, whose op a later use waits for */
     uint32_t next_free; /* free list of the array, index + 1 */
+    int brk;            /* pages the program's brk/sbrk added to the break, not an mmap */
 } mt_vmap_map_t;
 
 /* A mapped range [lo, hi) of mapping `map`; the pieces are sorted and never overlap. */
@@ -22,7 +23,7 @@ typedef struct mt_vmap_piece {
     uint32_t map;
 } mt_vmap_piece_t;
 
-/* A part of a mapping that an unmap removed. */
+/* A part of a mapping that an unmap removed (or an madvise names). */
 typedef struct mt_vmap_cut {
     uint32_t map;
     uint64_t lo, hi;
@@ -36,13 +37,16 @@ typedef struct mt_vmap {
     uint32_t free_head;
     uint64_t next_key;
     uint64_t mapped, peak_mapped; /* bytes */
+    uint64_t brk_mapped, peak_brk; /* bytes of them the break holds */
     uint64_t made;                /* mappings made */
 } mt_vmap_t;
 
 void mt_vmap_fini(mt_vmap_t *v);
-/* A new mapping of [base, base + len), which must not overlap a mapped range: its index, or
- * -ENOMEM. */
-int64_t mt_vmap_add(mt_vmap_t *v, uint64_t base, uint64_t len, uint32_t slot, uint32_t thread, uint64_t op);
+/* A new mapping of [base, base + len), which must not overlap a mapped range (`brk`: pages of the
+ * break): its index, or -ENOMEM. */
+int64_t mt_vmap_add(mt_vmap_t *v, uint64_t base, uint64_t len, uint32_t slot, uint32_t thread, uint64_t op, int brk);
+/* The mapped parts of [lo, hi), in address order, to *cuts as mt_vmap_cut does, removing nothing. */
+int mt_vmap_parts(const mt_vmap_t *v, uint64_t lo, uint64_t hi, mt_vmap_cut_t **cuts, size_t *ncuts, size_t *cap);
 /* Removes [lo, hi) from the mapped ranges; the parts removed, in address order, go to *cuts
  * (realloc'ed by the call, *ncuts of them). 0 or -ENOMEM. A mapping whose `left` reaches 0 stays in
  * the array until mt_vmap_release. */
