@@ -626,16 +626,6 @@ static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resi
     return put(c, i, &w);
 }
 
-/* A VM event's fifth field (the reader decodes four): 1 and *v, or 0 when the payload has none. */
-static int vm_fifth(const mt_record_t *r, uint64_t *v)
-{
-    const uint8_t *p = r->data, *end = r->data + r->len;
-    for (int k = 0; k < 5; k++)
-        if (mt_get_uvarint(&p, end, v) < 0)
-            return 0;
-    return 1;
-}
-
 typedef enum { APPLIED, HELD } outcome_t;
 
 /* Applies thread i's head record, or holds it back (the thread becomes blocked). `force` applies a
@@ -855,7 +845,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         if (r->nargs < 4)
             return 0;
         uint64_t fifth = 0;
-        const int has_fifth = vm_fifth(r, &fifth);
+        const int has_fifth = mt_vmap_event_fifth(r, &fifth);
         if (r->arg[0] == MT_VM_MAP)
             return vm_map(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3],
                           has_fifth && fifth == MT_VM_VIA_BRK, ns);

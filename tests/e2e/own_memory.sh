@@ -5,6 +5,7 @@
 # the break's pages, the converter makes them madvise, mmap and munmap ops, and the replay holds the
 # break's 48 MiB and gives the mapping's pages back where the program did: its peak RSS lands near
 # the traced program's (without them it held the 4 MiB the mapping had at its end, and no break).
+# mtrace report and the replay say how much of it is the program's own, not the allocator's.
 # Memory only, wide bounds; no times asserted.
 #   usage: own_memory.sh MTRACE_BINARY PROG_OWNMEM
 set -u
@@ -18,6 +19,21 @@ fail() { echo "FAIL: $*"; exit 1; }
 for k in mapped advised sbrk_grew brk_grew sbrk_shrank brk_shrank unmapped; do
     grep -q "^$k 1$" "$work/out" || fail "the traced program's $k: $(cat "$work/out")"
 done
+"$mtrace" report --json "$work/p.mtr" >"$work/report.json" 2>"$work/report.err" ||
+    fail "report failed: $(cat "$work/report.err")"
+python3 - "$work/report.json" <<'PY' || exit 1
+import json, sys
+o = json.load(open(sys.argv[1]))["own_memory"]
+print("report: own memory", o)
+want = {"maps": 3, "brk_maps": 2, "advises": 1, "peak_brk_bytes": 48 << 20, "peak_mapped_bytes": 80 << 20}
+bad = {k: o[k] for k in want if o[k] != want[k]}
+if bad:
+    print("FAIL: mtrace report's own_memory: %s, expected %s" % (bad, want)); sys.exit(1)
+# the break's phase is the anonymous peak: the mapping (80 MiB mapped, 4 MiB written) and the break
+if not 48 * 1024 <= o["anon_peak_kb"] <= 64 * 1024 or o["live_at_anon_peak_bytes"] != 0:
+    print("FAIL: anonymous peak %d KiB, malloc live %d bytes then" % (o["anon_peak_kb"], o["live_at_anon_peak_bytes"]))
+    sys.exit(1)
+PY
 "$mtrace" convert "$work/p.mtr" -o "$work/p.wl" >"$work/convert.out" 2>&1 || fail "convert failed: $(cat "$work/convert.out")"
 grep -q "^  program's own brk   at most 48.0 MiB" "$work/convert.out" || fail "no brk of 48 MiB: $(cat "$work/convert.out")"
 grep -q "^  program's madvise   1 ops" "$work/convert.out" || fail "no madvise: $(cat "$work/convert.out")"

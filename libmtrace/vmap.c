@@ -1,4 +1,4 @@
-/* The program's own mappings during a conversion: a sorted array of pieces (mapped ranges) over a
+/* The program's own mappings as a trace makes them: a sorted array of pieces (mapped ranges) over a
  * free-listed array of mappings. A program has few mappings of its own at once (Python: one per
  * 1 MiB arena; a compiler: its collector's chunks), and maps or unmaps at the pace of system
  * calls, so an insertion that moves the array's tail costs nothing next to the records between. */

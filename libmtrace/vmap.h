@@ -1,11 +1,14 @@
-/* The program's own anonymous mappings while a trace is converted (the trace's MT_EV_VM events):
- * which address ranges are mapped, by which mapping, so that an unmap or an madvise of any range,
- * parts of mappings or several at once included, becomes ops on the right slots. */
+/* The program's own anonymous mappings as a trace's MT_EV_VM events make and unmap them: which
+ * address ranges are mapped, by which mapping, so that an unmap or an madvise of any range, parts of
+ * mappings or several at once included, names the right ones (trace2wl: ops on their slots;
+ * mtrace report: how much the program held outside malloc). */
 #ifndef MTRACE_VMAP_H
 #define MTRACE_VMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "mtrace/trace_reader.h"
 
 typedef struct mt_vmap_map {
     uint64_t base, len; /* as mapped */
@@ -52,5 +55,16 @@ int mt_vmap_parts(const mt_vmap_t *v, uint64_t lo, uint64_t hi, mt_vmap_cut_t **
  * the array until mt_vmap_release. */
 int mt_vmap_cut(mt_vmap_t *v, uint64_t lo, uint64_t hi, mt_vmap_cut_t **cuts, size_t *ncuts, size_t *cap);
 void mt_vmap_release(mt_vmap_t *v, uint32_t map);
+
+/* A VM event's fifth field (the reader decodes four into arg[]): 1 and *v, or 0 when the payload
+ * has none (MT_VM_MAP and MT_VM_UNMAP of mmap, from a shim before revision 2026-11-25). */
+static inline int mt_vmap_event_fifth(const mt_record_t *r, uint64_t *v)
+{
+    const uint8_t *p = r->data, *end = r->data + r->len;
+    for (int k = 0; k < 5; k++)
+        if (mt_get_uvarint(&p, end, v) < 0)
+            return 0;
+    return 1;
+}
 
 #endif
