@@ -54,6 +54,7 @@ typedef struct sim_counts {
     uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
     uint64_t maps, map_failed; /* the program's own mappings replayed, and those mmap refused */
     uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
+    uint64_t busy_cycles; /* its time from start to end less its waits and its pacing: replaying */
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
 

@@ -445,7 +445,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     mt_error_t err;
     int rc, stopped = 0;
     set_run_state(s, t, SIM_RUNNING);
-    const uint64_t cpu0 = thread_cpu_ns();
+    const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles();
+    uint64_t paced = 0; /* cycles spent waiting for an op's recorded time */
     t->work = sim_work_take(s, t);
     if (!t->work) {
         snprintf(err.msg, sizeof err.msg, "cannot map the replay buffers: %s", strerror(errno));
@@ -465,8 +466,11 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             thread_fail(s, t, msg);
             break;
         }
-        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT)
+        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT) {
+            const uint64_t p0 = sim_cycles();
             pace(s, r.time_ns);
+            paced += sim_cycles() - p0;
+        }
         uint64_t c0, c1;
         void *p;
         switch (r.op) {
@@ -625,6 +629,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     if (rc < 0)
         thread_fail(s, t, err.msg);
     t->work->c.cpu_ns += thread_cpu_ns() - cpu0;
+    const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;
+    t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
     sim_work_give_back(s, t->work);
     t->work = NULL;
     finish(s, t);

@@ -358,6 +358,47 @@ START_TEST(descheduled_calls_left_out_of_averages)
 }
 END_TEST
 
+/* The replay's own cost per op is its threads' time outside the allocator's calls: an allocator
+ * whose malloc of 1234 bytes works 20 us of CPU (sleepy_malloc.so) shows in the allocator's time,
+ * not in the replay's own. */
+START_TEST(replay_overhead_leaves_the_allocator_out)
+{
+    if (sanitizer_skip("replay_overhead_leaves_the_allocator_out"))
+        return;
+    char *wl = path_in(g_dir, "busy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
+         *err = path_in(g_dir, "stderr");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        wlb_malloc(&b, t, 1, 1234);
+        wlb_free(&b, t, 1);
+    }
+    wlb_close(&b);
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
+    const int rc = run(argv, out, err, NULL, 60);
+    char *text = read_text(out, NULL), *e = read_text(err, NULL);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
+    mt_jval_t *j = load_json(json);
+    const double alloc_us = jnum(j, "allocator_us"), own = jnum(j, "replay_overhead_ns_per_op");
+    const double per_call = jnum(j, "allocator_ns_per_call"), wall_us = jnum(j, "wall_us");
+    /* 1000 mallocs of 20 us of CPU each, and 1000 quick frees: at least 10 us per call */
+    ck_assert_msg(alloc_us >= 18000 && alloc_us <= wall_us, "%.0f us in the allocator, %.0f us of wall time", alloc_us,
+                  wall_us);
+    ck_assert_msg(per_call >= 9000, "%.0f ns per allocator call", per_call);
+    ck_assert_msg(own > 0 && own < 2000, "the replay's own cost: %.1f ns per op", own);
+    ck_assert_msg(strstr(text, "\ntime: ") && strstr(text, "usec in the allocator's calls; the replay's own "),
+                  "the summary lacks the time line:\n%s", text);
+    mt_json_free(j);
+    free(text);
+    free(e);
+    free(wl);
+    free(json);
+    free(out);
+    free(err);
+}
+END_TEST
+
 /* Usage errors: exit 2. */
 START_TEST(usage_errors)
 {
@@ -395,6 +436,7 @@ static Suite *summary_suite(void)
         { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
         { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
         { "descheduled_calls_left_out_of_averages", descheduled_calls_left_out_of_averages },
+        { "replay_overhead_leaves_the_allocator_out", replay_overhead_leaves_the_allocator_out },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
