@@ -311,6 +311,34 @@ START_TEST(thread_time_is_cpu_time)
 }
 END_TEST
 
+/* Replays 1000 pairs of malloc(size) and free on sleepy_malloc.so through mtrace replay: its JSON
+ * result, and its output in *text (the caller frees both). */
+static mt_jval_t *replay_on_sleepy(uint64_t size, char **text)
+{
+    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
+         *err = path_in(g_dir, "stderr");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        wlb_malloc(&b, t, 1, size);
+        wlb_free(&b, t, 1);
+    }
+    wlb_close(&b);
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
+    const int rc = run(argv, out, err, NULL, 60);
+    char *e = read_text(err, NULL);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
+    *text = read_text(out, NULL);
+    mt_jval_t *j = load_json(json);
+    free(e);
+    free(wl);
+    free(json);
+    free(out);
+    free(err);
+    return j;
+}
+
 /* Calls during which the thread was off its CPU are left out of the averages, and the summary and
  * the JSON say how many and by which rule: on sleepy_malloc.so, 20 of 1000 mallocs of 4321 bytes
  * sleep 5 ms (10 million cycles and more at 2 GHz). Counted in, as before, they made the average
@@ -320,21 +348,8 @@ START_TEST(descheduled_calls_left_out_of_averages)
 {
     if (sanitizer_skip("descheduled_calls_left_out_of_averages"))
         return;
-    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
-         *err = path_in(g_dir, "stderr");
-    wlb_t b;
-    wlb_open(&b, wl);
-    const uint32_t t = wlb_thread(&b, 0);
-    for (uint64_t i = 1; i <= 1000; i++) {
-        wlb_malloc(&b, t, 1, 4321);
-        wlb_free(&b, t, 1);
-    }
-    wlb_close(&b);
-    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
-    const int rc = run(argv, out, err, NULL, 60);
-    char *text = read_text(out, NULL), *e = read_text(err, NULL);
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
-    mt_jval_t *j = load_json(json);
+    char *text;
+    mt_jval_t *j = replay_on_sleepy(4321, &text);
     const double avg = jnum2(j, "avg_cycles", "malloc");
     ck_assert_msg(avg < 20000, "average malloc %.1f cycles", avg);
     const double all = jnum2(j, "avg_cycles_all", "malloc"), out_calls = jnum2(j, "descheduled_calls", "malloc");
@@ -350,11 +365,6 @@ START_TEST(descheduled_calls_left_out_of_averages)
     ck_assert_msg(strstr(text, want), "the summary lacks '%s':\n%s", want + 1, text);
     mt_json_free(j);
     free(text);
-    free(e);
-    free(wl);
-    free(json);
-    free(out);
-    free(err);
 }
 END_TEST
 
@@ -365,21 +375,8 @@ START_TEST(replay_overhead_leaves_the_allocator_out)
 {
     if (sanitizer_skip("replay_overhead_leaves_the_allocator_out"))
         return;
-    char *wl = path_in(g_dir, "busy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
-         *err = path_in(g_dir, "stderr");
-    wlb_t b;
-    wlb_open(&b, wl);
-    const uint32_t t = wlb_thread(&b, 0);
-    for (uint64_t i = 1; i <= 1000; i++) {
-        wlb_malloc(&b, t, 1, 1234);
-        wlb_free(&b, t, 1);
-    }
-    wlb_close(&b);
-    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
-    const int rc = run(argv, out, err, NULL, 60);
-    char *text = read_text(out, NULL), *e = read_text(err, NULL);
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
-    mt_jval_t *j = load_json(json);
+    char *text;
+    mt_jval_t *j = replay_on_sleepy(1234, &text);
     const double alloc_us = jnum(j, "allocator_us"), own = jnum(j, "replay_overhead_ns_per_op");
     const double per_call = jnum(j, "allocator_ns_per_call"), wall_us = jnum(j, "wall_us");
     /* 1000 mallocs of 20 us of CPU each, and 1000 quick frees: at least 10 us per call */
@@ -391,11 +388,6 @@ START_TEST(replay_overhead_leaves_the_allocator_out)
                   "the summary lacks the time line:\n%s", text);
     mt_json_free(j);
     free(text);
-    free(e);
-    free(wl);
-    free(json);
-    free(out);
-    free(err);
 }
 END_TEST
 
