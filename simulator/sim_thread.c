@@ -301,21 +301,41 @@ static inline void completed(sim_t *s, sim_thread_t *t)
         sim_spawn(s, s->spawns[t->spawn_first + t->next_spawn++].child);
 }
 
+/* The calling thread's CPU time. A replay thread's time is its CPU time, not the wall time from its
+ * start to its end: that counted the time it waited for other threads asleep, and the main thread's
+ * wait at every join (on a loaded 2-CPU machine a 2-thread replay reported 3.6 s across its threads
+ * for 1.8 s of wall time). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* --timing recorded: keep the traced gap before each op. */
-static void pace(const sim_t *s, uint64_t op_ns)
+static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns)
 {
     const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
+    if (mt_mono_ns() >= due)
+        return;
+    /* The CPU time of waiting (the spin before the op) is not the replay's: the thread's time leaves
+     * it out. Read only when the replay is ahead of the program's time, so it costs nothing. */
+    const uint64_t cpu0 = thread_cpu_ns();
     for (;;) {
         const uint64_t now = mt_mono_ns();
         if (now >= due)
-            return;
+            break;
         if (due - now > 200000) {
-            const struct timespec ts = { 0, (long)(due - now - 100000) };
+            /* whole seconds apart: a tv_nsec of a second or more is refused, and the loop would spin */
+            const uint64_t ns = due - now - 100000;
+            const struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
             nanosleep(&ts, NULL);
         } else {
             __builtin_ia32_pause();
         }
     }
+    *cpu_ns += thread_cpu_ns() - cpu0;
 }
 
 /* ---- the slot table ------------------------------------------------------------------------------
@@ -415,17 +435,6 @@ static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t
     s->slots[slot] = 0;
 }
 
-/* The calling thread's CPU time. A replay thread's time is its CPU time, not the wall time from its
- * start to its end: that counted the time it waited for other threads asleep, and the main thread's
- * wait at every join (on a loaded 2-CPU machine a 2-thread replay reported 3.6 s across its threads
- * for 1.8 s of wall time). */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The end of thread t, whether it ran or not. */
 static void finish(sim_t *s, sim_thread_t *t)
@@ -446,7 +455,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     int rc, stopped = 0;
     set_run_state(s, t, SIM_RUNNING);
     const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles();
-    uint64_t paced = 0; /* cycles spent waiting for an op's recorded time */
+    uint64_t paced = 0, paced_cpu = 0; /* cycles, and CPU ns, spent waiting for an op's recorded time */
     t->work = sim_work_take(s, t);
     if (!t->work) {
         snprintf(err.msg, sizeof err.msg, "cannot map the replay buffers: %s", strerror(errno));
@@ -467,8 +476,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             break;
         }
         if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT) {
-            const uint64_t p0 = sim_cycles();
-            pace(s, r.time_ns);
+                const uint64_t p0 = sim_cycles();
+            pace(s, r.time_ns, &paced_cpu);
             paced += sim_cycles() - p0;
         }
         uint64_t c0, c1;
@@ -628,7 +637,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     }
     if (rc < 0)
         thread_fail(s, t, err.msg);
-    t->work->c.cpu_ns += thread_cpu_ns() - cpu0;
+    const uint64_t cpu = thread_cpu_ns() - cpu0;
+    t->work->c.cpu_ns += cpu > paced_cpu ? cpu - paced_cpu : 0;
     const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;
     t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
     sim_work_give_back(s, t->work);

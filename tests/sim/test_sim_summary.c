@@ -391,6 +391,33 @@ START_TEST(replay_overhead_leaves_the_allocator_out)
 }
 END_TEST
 
+/* Pacing (--timing recorded, the default) is not the replay's time: a gap of 1.5 s between two calls
+ * is slept, not spun. A sleep asked for in one piece of more than a second was refused by
+ * nanosleep(), and the thread spun until the gap was under a second: 0.5 s of CPU time. */
+START_TEST(pacing_sleeps_long_gaps)
+{
+    char *wl = path_in(g_dir, "gap.mtw"), *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    wlb_malloc(&b, t, 1, 100);
+    wlb_gap(&b, 1500000000);
+    wlb_free(&b, t, 1);
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "recorded");
+    const double wall_us = jnum(j, "wall_us"), thread_us = jnum(j, "thread_us"), cpu_us = jnum(j, "cpu_us");
+    ck_assert_msg(wall_us >= 1400000, "wall %.0f us for a recorded gap of 1.5 s", wall_us);
+    ck_assert_msg(thread_us < 100000 && cpu_us < 250000, "%.0f us across the threads, %.0f us of the process's CPU",
+                  thread_us, cpu_us);
+    mt_json_free(j);
+    free(wl);
+    free(json);
+}
+END_TEST
+
 /* Usage errors: exit 2. */
 START_TEST(usage_errors)
 {
@@ -429,6 +456,7 @@ static Suite *summary_suite(void)
         { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
         { "descheduled_calls_left_out_of_averages", descheduled_calls_left_out_of_averages },
         { "replay_overhead_leaves_the_allocator_out", replay_overhead_leaves_the_allocator_out },
+        { "pacing_sleeps_long_gaps", pacing_sleeps_long_gaps },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
