@@ -223,13 +223,20 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
             logx ? "set logscale x 2" : "", mt_gp_text(x, sizeof x, xlabel), ngroups);
     for (int g = 0; g < ngroups; g++)
         fprintf(f, "%s'%s'", g ? "," : "", mt_gp_text(t, sizeof t, names[g]));
+    fprintf(f, "]\nset key top left inside\nset yrange [0:*]\n");
+    /* Columns (cli/sweep.c): value; RSS median, low, high, default; CPU median, low, high, default.
+     * Bars: the noise interval of the runs; dashed: the group's default (no setting). */
+    static const char *const ylabel[2] = { "peak RSS (MiB)", "CPU time (ms)" };
     int rc = 0;
     for (int k = 0; k < 2 && rc == 0; k++) {
-        fprintf(f, k == 0 ? "]\nset ylabel 'peak RSS (MiB)'\nset key top left inside\nplot for [i=0:%d] "
-                          : "set ylabel 'wall time (ms)'\nplot for [i=0:%d] ",
-                ngroups - 1);
+        const int c = 2 + 4 * k;
+        fprintf(f, "set ylabel '%s'\nplot for [i=0:%d] ", ylabel[k], ngroups - 1);
         rc = mt_gp_put_file(f, dat);
-        fprintf(f, " index i using 1:%d with linespoints lw 2 title T[i+1] noenhanced\n", k == 0 ? 3 : 2);
+        fprintf(f, " index i using 1:%d:%d:%d with yerrorlines lw 2 lc i+1 title T[i+1] noenhanced, for [i=0:%d] ",
+                c, c + 1, c + 2, ngroups - 1);
+        if (rc == 0)
+            rc = mt_gp_put_file(f, dat);
+        fprintf(f, " index i using 1:%d with lines dt 2 lc i+1 title T[i+1].' default' noenhanced\n", c + 3);
     }
     fprintf(f, "unset multiplot\n");
     if (fclose(f) != 0) {

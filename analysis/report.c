@@ -172,14 +172,9 @@ static unsigned log2_bucket(uint64_t v)
     return b < MT_HIST_BUCKETS ? b : MT_HIST_BUCKETS - 1; /* sizes of 2^63 and more share the last */
 }
 
-/* count * size for calloc and reallocarray, size otherwise. A product past 2^64 (a call that must
- * have failed, or a damaged trace) is UINT64_MAX, never the wrapped value. */
 static uint64_t requested(const mt_record_t *r)
 {
-    uint64_t n = r->size;
-    if ((r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(r->count, r->size, &n))
-        n = UINT64_MAX;
-    return n;
+    return mt_requested(r->op, r->count, r->size);
 }
 
 /* Byte totals stop at UINT64_MAX instead of wrapping (only a damaged trace gets there). */
@@ -513,18 +508,13 @@ static void note_anon_sample(struct mt_report_own *own, const mt_vmap_t *v, cons
 
 static uint64_t lifetime_ns(const mt_trace_t *t, uint64_t from, uint64_t to)
 {
-    if (to <= from)
-        return 0;
-    const double rate = mt_trace_ticks_per_sec(t) > 0 ? mt_trace_ticks_per_sec(t) : 1e9;
-    const double ns = (double)(to - from) * 1e9 / rate;
-    return ns >= 1.8e19 ? UINT64_MAX : (uint64_t)ns;
+    return to > from ? mt_ticks_ns(to - from, mt_trace_ticks_per_sec(t)) : 0;
 }
 
 static double seconds(const mt_trace_t *t, uint64_t time)
 {
-    const double rate = mt_trace_ticks_per_sec(t);
     const uint64_t t0 = mt_trace_header(t)->start_time;
-    return rate > 0 && time > t0 ? (double)(time - t0) / rate : 0;
+    return time > t0 ? mt_ticks_seconds(time - t0, mt_trace_ticks_per_sec(t)) : 0;
 }
 
 int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)

@@ -6,24 +6,26 @@
 # With -p every worker is pinned, worker i to the i-th CPU (churn -p): the CPUs of a virtual machine
 # can differ in speed by tens of percent (bench/cpu_scaling.sh), and an unpinned 1-thread run lands
 # on either, which widens the spread of the differences severalfold.
-#   usage: bench/ab_overhead.sh [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS_PER_THREAD] [-p] SHIM.so...
+#   usage: bench/ab_overhead.sh [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS_PER_THREAD] [-p] [-a 'CHURN ARGS'] SHIM.so...
+# -a passes more options to churn, e.g. -a '-l 8192 -S 65536' for the large working set (~100 MB live).
 #   defaults: BUILD build-bench (its bench/churn), 1 thread, 15 rounds, 5000000 calls per thread
 # Prints per shim: the median added ns per call with its quartiles, and for each later shim its
 # paired difference to the first one and in how many rounds it was lower.
 set -eu
-build=build-bench threads=1 rounds=15 calls=5000000 pin=
-while getopts b:t:r:n:p o; do
+build=build-bench threads=1 rounds=15 calls=5000000 pin= extra=
+while getopts b:t:r:n:pa: o; do
     case $o in
     b) build=$OPTARG ;;
     t) threads=$OPTARG ;;
     r) rounds=$OPTARG ;;
     n) calls=$OPTARG ;;
     p) pin=-p ;;
+    a) extra=$OPTARG ;;
     *) exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS] [-p] SHIM.so..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS] [-p] [-a ARGS] SHIM.so..." >&2; exit 2; }
 churn=$build/bench/churn
 [ -x "$churn" ] || { echo "ab_overhead.sh: $churn missing; build first: meson setup $build && ninja -C $build" >&2; exit 1; }
 for so in "$@"; do
@@ -33,10 +35,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cpu_ns() { sed -n 's/^threads=.*cpu_ns_per_call=//p'; }
 for _ in $(seq "$rounds"); do
-    line="$("$churn" $pin -t "$threads" -n "$calls" | cpu_ns)"
+    line="$("$churn" $pin $extra -t "$threads" -n "$calls" | cpu_ns)"
     for so in "$@"; do
         rm -f "$tmp/t.mtr"
-        line="$line $(LD_PRELOAD=$(realpath "$so") MTRACE_OUT=$tmp/t.mtr "$churn" $pin -t "$threads" -n "$calls" | cpu_ns)"
+        line="$line $(LD_PRELOAD=$(realpath "$so") MTRACE_OUT=$tmp/t.mtr "$churn" $pin $extra -t "$threads" -n "$calls" | cpu_ns)"
     done
     echo "$line"
 done | python3 -c '

@@ -379,10 +379,7 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
                 /* by the calls that returned a block, as mtrace report counts them; never wrapped */
                 const int block = r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT &&
                                   !(r.flags & MT_FLAG_NULL);
-                uint64_t req = r.size;
-                if ((r.op == MT_OP_CALLOC || r.op == MT_OP_REALLOCARRAY) &&
-                    __builtin_mul_overflow(r.count, r.size, &req))
-                    req = UINT64_MAX;
+                const uint64_t req = mt_requested(r.op, r.count, r.size);
                 if (block && __builtin_add_overflow(s->bytes_requested, req, &s->bytes_requested))
                     s->bytes_requested = UINT64_MAX;
             } else {
@@ -578,7 +575,7 @@ static int cmd_info(int argc, char **argv)
 
 static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint64_t t0)
 {
-    const double ts = rate > 0 ? (double)(r->time - t0) / rate : (double)(r->time - t0);
+    const double ts = r->time > t0 ? mt_ticks_seconds(r->time - t0, rate) : 0;
     printf("%u %.9f %s", thread, ts, mt_op_name(r->op));
     switch (r->op) {
     case MT_OP_FREE:

@@ -65,7 +65,9 @@ static void usage(FILE *f)
                "  sweep.csv: the settings, then wall_ms, cpu_ms (medians, ms), max_rss_mib, ideal_mib (MiB),\n"
                "  fragmentation (peak RSS over ideal), runs, the spreads (_min, _q1, _q3, _max of cpu_ms,\n"
                "  wall_ms, max_rss_mib), cpu_change_pct, wall_change_pct, rss_change_pct_of_default_peak_rss,\n"
-               "  time_verdict, memory_verdict and noise_measured against the baseline.\n",
+               "  time_verdict, memory_verdict and noise_measured against the baseline.\n"
+               "  sweep.png: peak RSS and CPU time (medians) along the first setting's values, bars for the\n"
+               "  runs' spread, the default's median as a dashed line; both y axes start at zero.\n",
             MT_REPLAY_MAX_REPEAT);
 }
 
@@ -335,7 +337,9 @@ static void print_header(FILE *fc, const sweep_t *s)
 }
 
 /* The plot's data: one block per group (the same allocator and the same values of the other
- * parameters), along the first parameter; baselines have no value of it and are left out. */
+ * parameters), along the first parameter. A row: the value, then for peak RSS and for CPU time the
+ * median, the noise interval (mt_spread_range) and the median of the group's baseline (the default,
+ * drawn as a line: baselines have no value of the parameter). */
 static int put_plot_data(FILE *fd, const sweep_t *s, char (*names)[256], const char **name_ptrs)
 {
     const int per_group = s->nval[0];
@@ -353,7 +357,12 @@ static int put_plot_data(FILE *fd, const sweep_t *s, char (*names)[256], const c
                     if (*c == '\'' || *c == '_')
                         *c = ' ';
             }
-            fprintf(fd, "%.0f %.3f %.3f\n", pt->x, pt->wall_ms.median, pt->rss_mib.median);
+            const point_t *b = &s->pts[pt->base];
+            double rlo, rhi, clo, chi;
+            mt_spread_range(&pt->rss_mib, &rlo, &rhi);
+            mt_spread_range(&pt->cpu_ms, &clo, &chi);
+            fprintf(fd, "%.0f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.3f\n", pt->x, pt->rss_mib.median, rlo, rhi,
+                    b->rss_mib.median, pt->cpu_ms.median, clo, chi, b->cpu_ms.median);
         }
         fprintf(fd, "\n\n");
         name_ptrs[g] = names[g];

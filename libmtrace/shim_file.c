@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "shim.h"
+#include "statm.h"
 
 extern char **environ;
 
@@ -598,32 +599,16 @@ void mt_stop_tracing(int err, const char *why)
     emit_final(t, MT_EV_TRUNCATED, payload, (size_t)(q - payload));
 }
 
-/* Parses "size resident shared ..." from /proc/self/statm. The file is opened for each sample (a
- * few microseconds every 10 ms): a descriptor kept open could be closed by the program and its
- * number reused for one of the program's files. */
+/* statm is opened for each sample (a few microseconds every 10 ms): a descriptor kept open could be
+ * closed by the program and its number reused for one of the program's files. */
 static int read_statm(uint64_t v[3])
 {
-    char buf[128];
     const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    const int rc = mt_statm_read(fd, v);
     close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = 0;
-    const char *s = buf;
-    for (int i = 0; i < 3; i++) {
-        uint64_t x = 0;
-        while (*s == ' ')
-            s++;
-        if (*s < '0' || *s > '9')
-            return -1;
-        while (*s >= '0' && *s <= '9')
-            x = x * 10 + (uint64_t)(*s++ - '0');
-        v[i] = x;
-    }
-    return 0;
+    return rc;
 }
 
 void mt_sample_rss(mt_thread_t *t, uint64_t now)

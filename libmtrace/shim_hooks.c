@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mtrace.h"
+#include "same_object.h"
 #include "shim.h"
 
 mt_global_t mt_g = { .fd = -1, .off = 1 };
@@ -110,11 +111,7 @@ static size_t emu_usable_size(void *p)
 /* Resolves `name` in the objects after ours; NULL unless it comes from the same object as malloc. */
 static void *resolve_same(const char *name, const void *malloc_base)
 {
-    void *f = dlsym(RTLD_NEXT, name);
-    Dl_info info;
-    if (!f || !dladdr(f, &info) || info.dli_fbase != malloc_base)
-        return NULL;
-    return f;
+    return mt_sym_in_object(RTLD_NEXT, name, malloc_base);
 }
 
 static _Atomic int resolve_state; /* 0 not started, 1 in progress, 2 done */
@@ -366,15 +363,14 @@ static inline uintptr_t heap_top(void)
     return curbrk ? (uintptr_t)*curbrk : 0;
 }
 
-/* The size a block call asked for: the product of calloc's and reallocarray's count and size, the
- * aligned calls' size after their alignment, else the one size. */
+/* The size a block call asked for (mt_requested), from the hooks' arguments: calloc's and
+ * reallocarray's count and size are n1 and n2, the aligned calls' alignment and size too, the others'
+ * size is n1. */
 static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
 {
-    if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY)
-        return n1 * n2;
-    if (op == MT_OP_MEMALIGN || op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN)
-        return n2;
-    return n1;
+    const int size_second = op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY || op == MT_OP_MEMALIGN ||
+                            op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN;
+    return mt_requested(op, n1, size_second ? n2 : n1);
 }
 
 /* Encodes at p the record of a call that returned block r (NULL: failed; `err` is posix_memalign's

@@ -587,8 +587,7 @@ static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *rest
             GET_PTR(r->result);
             int64_t slack;
             GET_S(slack);
-            const uint64_t requested = (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
-            r->usable = requested + (uint64_t)slack;
+            r->usable = mt_requested(op, r->count, r->size) + (uint64_t)slack;
         } else if (op == MT_OP_POSIX_MEMALIGN) {
             uint64_t e;
             GET_U(e);

@@ -287,7 +287,7 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
     if (r->flags & MT_FLAG_STACK)
         p.ext |= MT_XF_STACK;
     int block = 1;
-    uint64_t requested = r->size;
+    const uint64_t requested = mt_requested(op, r->count, r->size);
     switch (op) {
     case MT_OP_MALLOC:
     case MT_OP_VALLOC:
@@ -297,7 +297,6 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
     case MT_OP_CALLOC:
         p.n1 = r->count;
         p.n2 = r->size;
-        requested = r->count * r->size;
         break;
     case MT_OP_REALLOC:
         p.ptr = r->ptr;
@@ -307,7 +306,6 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
         p.ptr = r->ptr;
         p.n1 = r->count;
         p.n2 = r->size;
-        requested = r->count * r->size;
         break;
     case MT_OP_MEMALIGN:
     case MT_OP_ALIGNED_ALLOC:

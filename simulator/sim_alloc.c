@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "same_object.h"
 #include "sim.h"
 
 /* The allocator's own aligned allocations, for the emulations (set once, before the replay). */
@@ -120,11 +121,7 @@ static size_t emu_usable_size(void *p)
 /* The function `name` if the object at `base` (malloc's) defines it, else NULL. */
 static void *own(const void *base, const char *name)
 {
-    void *const f = dlsym(RTLD_DEFAULT, name);
-    Dl_info info;
-    if (!f || !dladdr(f, &info) || info.dli_fbase != base)
-        return NULL;
-    return f;
+    return mt_sym_in_object(RTLD_DEFAULT, name, base);
 }
 
 typedef struct find_lib {

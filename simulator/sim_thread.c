@@ -493,7 +493,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_ALIGNED_ALLOC:
         case MT_WL_VALLOC:
         case MT_WL_PVALLOC: {
-            const uint64_t bytes = r.op == MT_WL_CALLOC ? r.count * r.size : r.size;
+            const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
             switch (r.op) {
             case MT_WL_MALLOC: p = malloc(r.size); break;
@@ -539,7 +539,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_REALLOC:
         case MT_WL_REALLOCARRAY: {
             void *old = r.slot ? slot_ptr(s, r.slot) : NULL;
-            const uint64_t bytes = r.op == MT_WL_REALLOCARRAY ? r.count * r.size : r.size;
+            const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
             p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
             account(t, r.op, sim_cycles() - c0);

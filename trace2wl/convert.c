@@ -153,12 +153,7 @@ typedef struct conv {
 
 static uint64_t to_ns(const conv_t *c, uint64_t time)
 {
-    if (time <= c->t0)
-        return 0;
-    /* A damaged header (a rate of 1 tick/s, a start time of 0) can put this past 64 bits, and
-     * converting such a double to an integer is undefined: saturate instead. */
-    const double ns = (double)(time - c->t0) * 1e9 / c->rate;
-    return ns < 18446744073709551616.0 ? (uint64_t)ns : UINT64_MAX;
+    return time > c->t0 ? mt_ticks_ns(time - c->t0, c->rate) : 0;
 }
 
 
@@ -437,7 +432,7 @@ HOT int slot_release(conv_t *c, uint32_t i, uint32_t slot)
 
 static uint64_t requested(const mt_record_t *r)
 {
-    return (r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) ? r->count * r->size : r->size;
+    return mt_requested(r->op, r->count, r->size);
 }
 
 /* A block comes alive at address p in thread i's op that completes as op number seq. */

@@ -28,8 +28,10 @@ const char *mt_gp_file(char *buf, size_t cap, const char *path);
  * refuses any other before a plot is drawn). */
 const char *mt_gnuplot_terminal(const char *out);
 
-/* Sweep plot: peak RSS and wall time against the swept value, one line per group (allocator and
- * the other settings). `dat` holds one gnuplot data block per group: x, wall_ms, max_rss_mib. */
+/* Sweep plot: peak RSS and CPU time against the swept value, one line per group (allocator and the
+ * other settings) with the runs' noise interval as bars and the group's default (no setting) as a
+ * dashed line; both y axes start at zero. `dat` holds one gnuplot data block per group, rows of: x,
+ * RSS median, low, high, default (MiB), CPU median, low, high, default (ms). */
 int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
                   const char *out);
 

@@ -135,6 +135,34 @@ typedef enum mt_op {
     MT_OP_MAX = 31,
 } mt_op_t;
 
+/* Recorded ticks as time, at `rate` ticks per second (the header's ticks_per_sec, or the readers'
+ * estimate): one rule for the converter's op times, the report's lifetimes and its time axis. A rate
+ * not known (0 or less) counts a tick as a nanosecond, the unit of the clock_gettime fallback.
+ * Nanoseconds saturate at 2^64 - 1 (a damaged header, a rate of 1 tick/s, gets there; converting
+ * such a double to an integer would be undefined). */
+static inline double mt_ticks_seconds(uint64_t ticks, double rate)
+{
+    return (double)ticks / (rate > 0 ? rate : 1e9);
+}
+
+static inline uint64_t mt_ticks_ns(uint64_t ticks, double rate)
+{
+    const double ns = mt_ticks_seconds(ticks, rate) * 1e9;
+    return ns < 18446744073709551616.0 ? (uint64_t)ns : UINT64_MAX;
+}
+
+/* The bytes a call asked for, "requested" wherever mtrace counts or compares sizes: count * size for
+ * calloc and reallocarray, size for every other call (the aligned calls' size, not their alignment).
+ * A product past 2^64 - 1 is 2^64 - 1, never the wrapped value: no call that returned a block asked
+ * for that much, so only a failed call or a damaged trace has one. */
+static inline uint64_t mt_requested(unsigned op, uint64_t count, uint64_t size)
+{
+    uint64_t n = size;
+    if ((op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(count, size, &n))
+        n = UINT64_MAX;
+    return n;
+}
+
 #define MT_FIRST_EVENT MT_EV_THREAD_START
 
 /* Flag bits in a record's first byte (calls only). */

@@ -148,6 +148,8 @@ typedef enum mt_wl_op {
 
 /* Same numbers as the trace's call opcodes, so names and counts line up. */
 _Static_assert((int)MT_WL_MALLOPT == (int)MT_OP_MALLOPT, "call ops share numbers");
+_Static_assert((int)MT_WL_CALLOC == (int)MT_OP_CALLOC && (int)MT_WL_REALLOCARRAY == (int)MT_OP_REALLOCARRAY,
+               "mt_requested() reads workload ops too");
 
 #define MT_WL_MAX_OP_BYTES 64u
 
