@@ -298,12 +298,12 @@ START_TEST(own_mappings_madvise_drops_pages)
 }
 END_TEST
 
-/* An unmap past the end of the mapping, or of a slot that holds none, stops the replay with the
- * offset of the op: it would otherwise unmap the replay's own memory. */
+/* An unmap or an madvise past the end of the mapping, or of a slot that holds none, stops the
+ * replay with the offset of the op: it would otherwise unmap or drop the replay's own memory. */
 START_TEST(own_mappings_bad_unmap_refused)
 {
     char *wl = path_in(g_dir, "badmap.mtw"), *err = path_in(g_dir, "stderr");
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         wlb_t b;
         wlb_open(&b, wl);
         const uint32_t t = wlb_thread(&b, 0);
@@ -311,14 +311,19 @@ START_TEST(own_mappings_bad_unmap_refused)
         wlb_malloc(&b, t, 2, 100);
         if (k == 0)
             wlb_munmap(&b, t, 1, MiB / 2, MiB, 1); /* past the end */
-        else
+        else if (k == 1)
             wlb_munmap(&b, t, 2, 0, 4096, 1); /* a malloc block */
+        else if (k == 2) /* the same for madvise: its pages would be the replay's own */
+            wlb_madvise(&b, t, 1, MiB / 2, MiB, MADV_DONTNEED, 0);
+        else
+            wlb_madvise(&b, t, 2, 0, 4096, MADV_DONTNEED, 1);
         wlb_close(&b);
         const char *argv[] = { SIM_EXE, wl, "--quiet", "--stall-timeout", "20", NULL };
         const int rc = run(argv, NULL, err, NULL, 60);
         char *e = read_text(err, NULL);
         ck_assert_msg(rc == 1, "case %d: exit %d: %s", k, rc, e ? e : "");
-        ck_assert_msg(e && strstr(e, "munmap op") && strstr(e, "offset"), "case %d: %s", k, e ? e : "");
+        ck_assert_msg(e && strstr(e, k < 2 ? "munmap op" : "madvise op") && strstr(e, "offset"), "case %d: %s", k,
+                      e ? e : "");
         free(e);
         unlink(wl);
     }
