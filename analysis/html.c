@@ -15,7 +15,7 @@
 #include "mtrace/report.h"
 #include "file_io.h"
 
-static void esc(FILE *f, const char *s)
+void mt_html_escape(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
@@ -26,6 +26,11 @@ static void esc(FILE *f, const char *s)
         default: fputc(*s, f);
         }
     }
+}
+
+static void esc(FILE *f, const char *s)
+{
+    mt_html_escape(f, s);
 }
 
 /* Copies an SVG file into the page, without its XML prolog (not allowed inside HTML). */
@@ -68,7 +73,48 @@ static const char *style =
     "h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}"
     "table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}"
     "td.l,th.l{text-align:left}code{background:#f4f4f4;padding:0 .3em}.kv td{text-align:left}"
-    ".figure svg{max-width:100%;height:auto}.note{color:#666;font-size:.9em}";
+    ".figure svg{max-width:100%;height:auto}.note{color:#666;font-size:.9em}"
+    ".tree details,.tree .leaf{margin-left:1.2em}.tree summary{cursor:pointer}";
+
+/* A caller tree as nested <details>: a node's summary holds its figures, its children open under it.
+ * The page shows the trees' first levels only (depth, width), as the text report does. */
+static void html_node(FILE *f, const mt_caller_tree_t *t, uint32_t node, unsigned level, unsigned depth)
+{
+    enum { WIDTH = 20 };
+    const mt_caller_node_t *x = &t->node[node];
+    char by[32], pk[32], lk[32], where[600];
+    human(by, sizeof by, (double)x->fig.bytes);
+    human(pk, sizeof pk, (double)x->fig.peak_bytes);
+    human(lk, sizeof lk, (double)x->fig.leaked_bytes);
+    mt_frame_where(x->sym, where, sizeof where);
+    uint32_t n = 0;
+    uint32_t *kids = level + 1 < depth ? mt_caller_children(t, node, &n) : NULL;
+    fprintf(f, n ? "<details><summary>" : "<div class=\"leaf\">");
+    fprintf(f, "%" PRIu64 " calls, %s, %s at peak, %s leaked: <code>", x->fig.calls, by, pk, lk);
+    esc(f, x->sym->function);
+    fprintf(f, "</code> ");
+    esc(f, where);
+    fprintf(f, n ? "</summary>\n" : "</div>\n");
+    for (uint32_t i = 0; i < n && i < WIDTH; i++)
+        html_node(f, t, kids[i], level + 1, depth);
+    if (n > WIDTH)
+        fprintf(f, "<div class=\"leaf\">(%u more)</div>\n", n - WIDTH);
+    if (n)
+        fprintf(f, "</details>\n");
+    free(kids);
+}
+
+static void html_tree(FILE *f, const mt_caller_tree_t *t, const char *title, unsigned depth)
+{
+    enum { ROOTS = 50 };
+    fprintf(f, "<h2>%s</h2>\n<div class=\"tree\">\n", title);
+    uint32_t n;
+    uint32_t *top = mt_caller_children(t, 0, &n);
+    for (uint32_t i = 0; i < n && i < ROOTS; i++)
+        html_node(f, t, top[i], 0, depth);
+    free(top);
+    fprintf(f, "</div>\n");
+}
 
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
                    const char *flame_svg)
@@ -195,10 +241,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         for (size_t i = 0; i < r->ncallsites && i < 50; i++) {
             const mt_callsite_t *c = &r->callsites[i];
             char where[600], by[32], pk[32], lk[32];
-            if (c->file)
-                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
-            else
-                snprintf(where, sizeof where, "%s", c->module);
+            mt_callsite_where(c, where, sizeof where);
             human(by, sizeof by, (double)c->bytes);
             human(pk, sizeof pk, (double)c->peak_bytes);
             human(lk, sizeof lk, (double)c->leaked_bytes);
@@ -209,6 +252,23 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
             fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", c->calls, by, pk, lk);
         }
         fprintf(f, "</table>\n");
+        if (r->callers.leaf) {
+            fprintf(f, "<p class=\"note\">Wrappers skipped: ");
+            for (size_t i = 0; i < r->callers.nskipped; i++) {
+                const mt_skipped_frame_t *k = &r->callers.skipped[i];
+                fprintf(f, "%s<code>", i ? ", " : "");
+                esc(f, k->function);
+                fprintf(f, "</code> (%s", k->pattern ? "matches <code>" : "detected: only allocates");
+                if (k->pattern) {
+                    esc(f, k->pattern);
+                    fprintf(f, "</code>");
+                }
+                fprintf(f, ")");
+            }
+            fprintf(f, "%s.</p>\n", r->callers.nskipped ? "" : "none");
+            html_tree(f, &r->callers.bottom_up, "Allocating functions and their callers (bottom-up)", r->tree_depth);
+            html_tree(f, &r->callers.top_down, "Callers down to the allocating functions (top-down)", r->tree_depth);
+        }
     } else {
         fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtrace/callers.h"
 #include "mtrace/flamegraph.h"
 #include "mtrace/json_writer.h"
 #include "mtrace/merge_heap.h"
@@ -25,6 +26,7 @@ typedef struct block {
 
 typedef struct stack_stat {
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
+    uint64_t others; /* records with this stack that made no block: frees, failed calls ... */
     uint64_t *frames; /* from its STACK event; NULL until seen */
     uint32_t nframes;
 } stack_stat_t;
@@ -59,6 +61,12 @@ typedef struct priv {
     char exe[4096];
     char **set; /* interned callsite strings we own (open addressing) */
     size_t nstrings, cap_set;
+    mt_frame_in_t *frames; /* symbolized, distinct return addresses */
+    size_t nframes;
+    uint32_t *frame_ids;   /* the stacks' frames as indices into frames */
+    mt_stack_in_t *input;  /* the stacks with something to show, for the caller trees */
+    uint32_t *input_id;    /* their stack ids */
+    size_t ninput;
 } priv_t;
 
 
@@ -342,44 +350,121 @@ static int writer_failed(const mt_out_t *out, int wrc, mt_error_t *err)
     return wrc;
 }
 
-static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
+/* Every distinct return address of the stacks with something to show becomes one frame (strings
+ * interned by the report, so frames compare by pointer and outlive the symbolizer); each such stack
+ * becomes a list of frame indices. */
+static int symbolize_stacks(priv_t *pv, mt_error_t *err)
 {
     mt_symbolizer_t *sym;
     if (mt_symbolizer_open(&sym, pv->exe, err) < 0)
         return -1;
     for (size_t i = 0; i < pv->nmodules; i++)
         mt_symbolizer_add_module(sym, &pv->modules[i]);
+    mt_ptr_map_t seen;
+    int rc = mt_ptr_map_init(&seen);
+    size_t cap_frames = 0, cap_stacks = 0, total = 0;
+    for (uint32_t id = 1; id < pv->nstacks; id++)
+        total += pv->stacks[id].nframes;
+    pv->frame_ids = malloc((total + 1) * sizeof *pv->frame_ids);
+    if (!pv->frame_ids)
+        rc = -ENOMEM;
+    size_t used = 0;
+    for (uint32_t id = 1; id < pv->nstacks && rc == 0; id++) {
+        const stack_stat_t *s = &pv->stacks[id];
+        if (!s->calls && !s->leaked_bytes && !s->others)
+            continue;
+        uint32_t *ids = pv->frame_ids + used;
+        for (uint32_t k = 0; k < s->nframes && rc == 0; k++) {
+            const uint64_t ra = s->frames[k] ? s->frames[k] : 1; /* the map's key 0 is "empty" */
+            mt_ptr_entry_t *e = mt_ptr_map_find(&seen, ra);
+            if (e) {
+                ids[k] = (uint32_t)e->value;
+                continue;
+            }
+            mt_symbol_t y;
+            mt_symbolize(sym, s->frames[k], &y);
+            char label[600];
+            mt_symbol_label(&y, label, sizeof label);
+            if (pv->nframes == cap_frames) {
+                cap_frames = cap_frames ? cap_frames * 2 : 1024;
+                mt_frame_in_t *n = realloc(pv->frames, cap_frames * sizeof *n);
+                if (!n) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                pv->frames = n;
+            }
+            mt_frame_in_t *f = &pv->frames[pv->nframes];
+            f->allocator = mt_symbol_is_allocator_frame(&y);
+            f->unnamed = !strcmp(y.function, "??");
+            f->sym = (mt_symbol_t){ intern(pv, label), intern(pv, y.file), y.line, intern(pv, y.module), y.offset,
+                                    y.start };
+            if (!f->sym.function || !f->sym.module || (y.file && !f->sym.file))
+                rc = -ENOMEM;
+            ids[k] = (uint32_t)pv->nframes;
+            if (rc == 0)
+                rc = mt_ptr_map_put(&seen, ra, pv->nframes++);
+        }
+        if (rc == 0 && pv->ninput == cap_stacks) {
+            cap_stacks = cap_stacks ? cap_stacks * 2 : 1024;
+            mt_stack_in_t *n = realloc(pv->input, cap_stacks * sizeof *n);
+            uint32_t *m = realloc(pv->input_id, cap_stacks * sizeof *m);
+            if (n)
+                pv->input = n;
+            if (m)
+                pv->input_id = m;
+            if (!n || !m)
+                rc = -ENOMEM;
+        }
+        if (rc < 0)
+            break;
+        pv->input_id[pv->ninput] = id;
+        pv->input[pv->ninput++] = (mt_stack_in_t){
+            .frame = ids, .nframes = s->nframes, .others = s->others,
+            .fig = { s->calls, s->bytes, s->peak_bytes, s->leaked_blocks, s->leaked_bytes },
+        };
+        used += s->nframes;
+    }
+    mt_ptr_map_fini(&seen);
+    mt_symbolizer_close(sym);
+    if (rc == -ENOMEM)
+        snprintf(err->msg, sizeof err->msg, "symbolizer: out of memory");
+    return rc;
+}
+
+static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
+{
+    int rc = symbolize_stacks(pv, err);
+    if (rc < 0)
+        return rc;
+    const mt_callers_opts_t co = { o ? o->skip : NULL, o ? o->nskip : 0, o ? o->no_auto_skip : 0 };
+    if ((rc = mt_callers_build(&rep->callers, pv->frames, pv->input, pv->ninput, &co)) < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
+        return rc;
+    }
     size_t cap = 0;
     /* The outputs are made before the work (a name that cannot be written fails at once) and are
      * renamed into place together at the end: a failure leaves none of them, never a partial one. */
     enum { OUT_FOLDED, OUT_FLAME, OUT_CSV, NOUT };
     const char *const out_path[NOUT] = { o ? o->folded : NULL, o ? o->flamegraph : NULL, o ? o->callsites_csv : NULL };
     mt_out_t out[NOUT] = { { 0 } };
-    int rc = 0;
     for (int k = 0; k < NOUT && rc == 0; k++)
         if (out_path[k])
             rc = mt_out_open(&out[k], out_path[k], err);
     mt_folded_t *fl = NULL;
     size_t nfl = 0;
     const int want_flame = o && (o->folded || o->flamegraph);
-    for (uint32_t id = 1; id < pv->nstacks && rc == 0; id++) {
-        const stack_stat_t *s = &pv->stacks[id];
+    for (size_t si = 0; si < pv->ninput && rc == 0; si++) {
+        const mt_stack_in_t *in = &pv->input[si];
+        const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
         if (!s->calls && !s->leaked_bytes)
             continue;
-        mt_symbol_t site = { .function = "??", .module = "??" };
+        const uint32_t leaf = rep->callers.leaf[si];
+        const mt_symbol_t none = { .function = "??", .module = "??" };
+        const mt_symbol_t site = leaf < in->nframes ? pv->frames[in->frame[leaf]].sym : none;
         const char **names = want_flame ? calloc(s->nframes + 1, sizeof *names) : NULL;
-        int found = 0;
-        for (uint32_t k = 0; k < s->nframes; k++) {
-            mt_symbol_t y;
-            if (mt_symbolize(sym, s->frames[k], &y) < 0)
-                continue;
-            if (!found && !mt_symbol_is_allocator_frame(&y)) {
-                site = y;
-                found = 1;
-            }
-            if (names)
-                names[s->nframes - 1 - k] = intern(pv, y.function);
-        }
+        for (uint32_t k = 0; names && k < s->nframes; k++)
+            names[s->nframes - 1 - k] = pv->frames[in->frame[k]].sym.function;
         if (names) {
             mt_folded_t *g = realloc(fl, (nfl + 1) * sizeof *g);
             if (!g) {
@@ -390,11 +475,15 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
             fl = g;
             fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
         }
-        const char *fn = intern(pv, site.function), *file = intern(pv, site.file), *mod = intern(pv, site.module);
+        /* Without a symbol the function is "??" and the return address in its module tells sites
+         * apart (and symbolizes later). */
+        const int unknown = leaf >= in->nframes || pv->frames[in->frame[leaf]].unnamed;
+        const char *fn = unknown ? intern(pv, "??") : site.function, *file = site.file, *mod = site.module;
+        const uint64_t off = unknown ? site.offset : 0;
         mt_callsite_t *c = NULL;
         for (size_t k = 0; k < rep->ncallsites; k++) {
             mt_callsite_t *x = &rep->callsites[k];
-            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod) {
+            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod && x->offset == off) {
                 c = x;
                 break;
             }
@@ -410,7 +499,7 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                 rep->callsites = n;
             }
             c = &rep->callsites[rep->ncallsites++];
-            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line };
+            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line, .offset = off };
         }
         c->calls += s->calls;
         c->bytes += s->bytes;
@@ -418,7 +507,6 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         c->leaked_bytes += s->leaked_bytes;
         c->peak_bytes += s->peak_bytes;
     }
-    mt_symbolizer_close(sym);
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
     if (rc == -ENOMEM)
@@ -535,6 +623,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
+    rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
     size_t len;
     const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
     /* Arguments joined by spaces, on one line: a script given with -c may hold newlines. */
@@ -599,6 +688,8 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         th->end_s = seconds(t, r.time);
         rep->calls[r.op]++;
         stack_stat_t *st = (r.flags & MT_FLAG_STACK) ? stack_at(pv, r.stack) : NULL;
+        if (st && r.op == MT_OP_FREE)
+            st->others++;
         const int nul = (r.flags & MT_FLAG_NULL) != 0;
         uint64_t freed_ptr = 0;
         if (r.op == MT_OP_FREE)
@@ -744,24 +835,36 @@ void mt_report_free(mt_report_t *rep)
         for (size_t i = 0; i < pv->cap_set; i++)
             free(pv->set[i]);
         free(pv->set);
+        free(pv->frames);
+        free(pv->frame_ids);
+        free(pv->input);
+        free(pv->input_id);
         free(pv);
     }
     free(rep->thread);
     free(rep->series);
     free(rep->callsites);
+    mt_callers_free(&rep->callers);
     memset(rep, 0, sizeof *rep);
 }
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
+void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap)
+{
+    if (c->file)
+        snprintf(buf, cap, "%s:%u", c->file, c->line);
+    else if (!strcmp(c->function, "??") && strcmp(c->module, "??") != 0)
+        snprintf(buf, cap, "%s+0x%" PRIx64, c->module, c->offset);
+    else if (!strcmp(c->function, "??"))
+        snprintf(buf, cap, "?? 0x%" PRIx64, c->offset);
+    else
+        snprintf(buf, cap, "%s", c->module);
+}
+
 static const char *human(char *buf, size_t cap, double v)
 {
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    unsigned u = 0;
-    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0])
-        v /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return buf;
+    return mt_human_bytes(buf, cap, v);
 }
 
 static void bucket_label(char *buf, size_t cap, unsigned k, int time)
@@ -855,6 +958,42 @@ static void json_own_memory(mt_json_t *j, const mt_report_t *r)
     mt_json_end_object(j);
 }
 
+/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 peak bytes, 3 leaked bytes. */
+static uint64_t callsite_key(const mt_callsite_t *c, int k)
+{
+    return k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+}
+
+typedef struct callsite_rank {
+    uint64_t key;
+    size_t at; /* in the report's callsites */
+} callsite_rank_t;
+
+static int cmp_callsite_rank(const void *pa, const void *pb)
+{
+    const callsite_rank_t *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key > b->key ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* The n callsites into out by key k, highest first; equal keys keep their order in `in` (by calls).
+ * qsort on (key, position): a program with many callsites made the insertion sort that was here
+ * quadratic. 0, or -ENOMEM. */
+static int rank_callsites(const mt_callsite_t *in, size_t n, int k, mt_callsite_t *out)
+{
+    callsite_rank_t *rank = malloc((n + 1) * sizeof *rank);
+    if (!rank)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        rank[i] = (callsite_rank_t){ callsite_key(&in[i], k), i };
+    qsort(rank, n, sizeof *rank, cmp_callsite_rank);
+    for (size_t i = 0; i < n; i++)
+        out[i] = in[rank[i].at];
+    free(rank);
+    return 0;
+}
+
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
 {
     uint64_t total = 0;
@@ -928,6 +1067,8 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             }
             mt_json_kv_u64(&j, "line", c->line);
             mt_json_kv_cstr(&j, "module", c->module);
+            if (!strcmp(c->function, "??"))
+                mt_json_kv_u64(&j, "offset", c->offset);
             mt_json_kv_u64(&j, "calls", c->calls);
             mt_json_kv_u64(&j, "bytes", c->bytes);
             mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
@@ -936,6 +1077,11 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             mt_json_end_object(&j);
         }
         mt_json_end_array(&j);
+        if (r->has_stacks && r->callers.leaf) {
+            mt_callers_json_skipped(&r->callers, &j);
+            mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
+            mt_caller_tree_json(&r->callers.top_down, &j, "top_down", "callees", top, r->tree_depth);
+        }
         mt_json_end_object(&j);
         mt_json_finish(&j);
         return;
@@ -986,33 +1132,18 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
         if (!sorted)
             return;
-        if (r->ncallsites)
-            memcpy(sorted, r->callsites, r->ncallsites * sizeof *sorted);
-        for (size_t i = 1; i < r->ncallsites; i++) { /* insertion sort on the chosen key */
-            const mt_callsite_t x = sorted[i];
-            const uint64_t kx = k == 0 ? x.calls : k == 1 ? x.bytes : k == 2 ? x.peak_bytes : x.leaked_bytes;
-            size_t j = i;
-            while (j > 0) {
-                const mt_callsite_t *y = &sorted[j - 1];
-                const uint64_t ky = k == 0 ? y->calls : k == 1 ? y->bytes : k == 2 ? y->peak_bytes : y->leaked_bytes;
-                if (ky >= kx)
-                    break;
-                sorted[j] = sorted[j - 1];
-                j--;
-            }
-            sorted[j] = x;
+        if (rank_callsites(r->callsites, r->ncallsites, k, sorted) < 0) {
+            free(sorted);
+            return;
         }
         fprintf(f, "\ntop callsites by %s\n", by[k]);
         for (size_t i = 0; i < r->ncallsites && i < (top ? top : 10); i++) {
             const mt_callsite_t *c = &sorted[i];
-            const uint64_t v = k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+            const uint64_t v = callsite_key(c, k);
             if (!v)
                 break;
             char where[600];
-            if (c->file)
-                snprintf(where, sizeof where, "%s:%u", c->file, c->line);
-            else
-                snprintf(where, sizeof where, "%s", c->module);
+            mt_callsite_where(c, where, sizeof where);
             fprintf(f, "  %12s  ", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v));
             mt_put_safe(f, c->function, strlen(c->function));
             fputs("  ", f);
@@ -1021,4 +1152,12 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         }
         free(sorted);
     }
+    if (!r->callers.leaf)
+        return;
+    fputc('\n', f);
+    mt_callers_print_skipped(&r->callers, f);
+    fprintf(f, "\nallocating functions and their callers (bottom-up)\n");
+    mt_caller_tree_print(&r->callers.bottom_up, f, "<-", top ? top : 10, top ? top : 5, r->tree_depth);
+    fprintf(f, "\ncallers down to the allocating functions (top-down)\n");
+    mt_caller_tree_print(&r->callers.top_down, f, "->", top ? top : 10, top ? top : 5, r->tree_depth);
 }

@@ -14,12 +14,23 @@
  * symbolize to module+offset. Separate debug info for a matching file is found by libdwfl's standard
  * search (build-id, .gnu_debuglink, the default debuginfo path).
  *
- * Names come from the symbol table as libdw gives them: C++ names stay mangled (demangling would need
- * libstdc++'s __cxa_demangle, which this C library does not link).
+ * Names come from the symbol table and are demangled with libiberty's cplus_demangle (C++ and both
+ * Rust manglings, legacy and v0; libstdc++'s __cxa_demangle knows C++ only and would pull the C++
+ * runtime into every C tool). A name the demangler does not take (a C name) stays as it is.
+ *
+ * File and line: the line table's entry for the address, except where that entry is in a system
+ * header (code of /usr/include/c++ and the like inlined into the program): then the call site of the
+ * innermost inlined call whose caller is outside the system headers, read from the DWARF scopes at
+ * the address, so that a template's frame names the user's line that instantiated it.
  */
 #define _GNU_SOURCE
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +57,21 @@ typedef struct sym_module {
     int state;
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    struct msym *syms; /* the module's code symbols by address, read once (NULL: not read yet) */
+    size_t nsyms;
+    int syms_failed;   /* no table: dwfl_module_addrinfo does the lookups */
+    uint64_t *starts;  /* the functions' starts at run time from .eh_frame_hdr, sorted */
+    size_t nstarts;
+    int starts_read;
 } sym_module_t;
+
+/* One code symbol of a module: [lo, hi) at run time; hi == lo for a symbol without a size, which
+ * then reaches up to the next symbol. */
+struct msym {
+    uint64_t lo, hi;
+    const char *name; /* in libdw's copy of the string table: lives as long as the module's Dwfl */
+    int rank;         /* between symbols at one address: global 2, weak 1, local 0 (+4 with a size) */
+};
 
 typedef struct range {
     uint64_t lo, hi; /* [lo, hi) */
@@ -195,6 +220,8 @@ void mt_symbolizer_close(mt_symbolizer_t *s)
     for (size_t i = 0; i < s->nmods; i++) {
         if (s->mods[i].dwfl)
             dwfl_end(s->mods[i].dwfl);
+        free(s->mods[i].syms);
+        free(s->mods[i].starts);
         free(s->mods[i].path);
     }
     free(s->mods);
@@ -448,10 +475,230 @@ static const char *source_path(mt_symbolizer_t *s, const char *file, const char 
     return r;
 }
 
+int mt_source_is_system(const char *file)
+{
+    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
+                                        "/usr/lib/llvm-", NULL };
+    if (!file)
+        return 0;
+    for (const char *const *d = dirs; *d; d++)
+        if (!strncmp(file, *d, strlen(*d)))
+            return 1;
+    return 0;
+}
+
+/* The interned demangled form of a symbol name, or NULL when it is no C++ or Rust name. DMGL_AUTO:
+ * Rust first (its legacy names are also valid C++ names), then C++; DMGL_RUST alone would refuse C++. */
+static const char *demangled(mt_symbolizer_t *s, const char *name, size_t n)
+{
+    if (n < 3 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+        return NULL;
+    char *raw = strndup(name, n);
+    if (!raw)
+        return NULL;
+    char *d = cplus_demangle(raw, DMGL_AUTO | DMGL_PARAMS | DMGL_ANSI);
+    free(raw);
+    if (!d)
+        return NULL;
+    const char *r = intern(s, d);
+    free(d);
+    return r;
+}
+
+/* The inlined calls whose code holds pc, outermost first, found by descending from `parent` through
+ * the DIEs whose ranges hold it (namespaces and classes, which have none, are searched whole: C++
+ * puts functions there). dwarf_getscopes would not do: past the first inlined call it follows the
+ * abstract definition, not the caller. Returns the new count. */
+enum { MAX_INLINE_DEPTH = 64 };
+
+static int inline_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int n, int depth)
+{
+    Dwarf_Die child;
+    if (depth > MAX_INLINE_DEPTH || dwarf_child(parent, &child) != 0)
+        return n;
+    do {
+        const int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type) {
+            const int m = inline_chain(&child, pc, chain, n, depth + 1);
+            if (m != n)
+                return m;
+            continue;
+        }
+        if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block)
+            continue;
+        if (dwarf_haspc(&child, pc) <= 0)
+            continue;
+        if (tag == DW_TAG_inlined_subroutine && n < MAX_INLINE_DEPTH)
+            chain[n++] = child;
+        return inline_chain(&child, pc, chain, n, depth + 1);
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return n;
+}
+
+/* Where code of a system header inlined at pc was called from the user's code: the call site of the
+ * innermost inlined call made from outside the system headers. 1 with *file, *line set; 0 if none. */
+static int user_call_site(mt_symbolizer_t *s, sym_module_t *m, uint64_t pc, const char **file, unsigned *line)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, pc, &bias);
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+        return 0;
+    Dwarf_Die chain[MAX_INLINE_DEPTH];
+    const int n = inline_chain(cu, pc - bias, chain, 0, 0);
+    Dwarf_Attribute a;
+    const char *comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+    for (int i = n - 1; i >= 0; i--) {
+        Dwarf_Word fidx = 0, lno = 0;
+        if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &fidx) != 0 ||
+            dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &lno) != 0 || fidx >= nfiles)
+            continue;
+        const char *f = dwarf_filesrc(files, fidx, NULL, NULL);
+        const char *path = f && *f ? source_path(s, f, comp_dir) : NULL;
+        if (!path || mt_source_is_system(path))
+            continue;
+        *file = path;
+        *line = (unsigned)lno;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the symbol table -------------------------------------------------------------------------- */
+
+/* dwfl_module_addrinfo searches the whole symbol table on every call where no symbol has the address
+ * (a stripped static function): on cc1 that was 60 % of mtrace report's time. The table is read once
+ * per module instead, sorted, and searched by bisection. */
+static int cmp_msym(const void *a, const void *b)
+{
+    const struct msym *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return y->rank - x->rank; /* the best first */
+}
+
+static void read_symtab(sym_module_t *m)
+{
+    const int n = dwfl_module_getsymtab(m->mod);
+    m->syms_failed = 1;
+    if (n <= 0)
+        return;
+    struct msym *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return;
+    size_t k = 0;
+    for (int i = 1; i < n; i++) { /* entry 0 is the null symbol */
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
+        const int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+        if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == (GElf_Word)-1 ||
+            (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+            continue;
+        const int rank = (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0) + (sym.st_size ? 4 : 0);
+        v[k++] = (struct msym){ addr, addr + sym.st_size, name, rank };
+    }
+    qsort(v, k, sizeof *v, cmp_msym);
+    size_t w = 0; /* one symbol per address: the best */
+    for (size_t i = 0; i < k; i++)
+        if (!w || v[i].lo != v[w - 1].lo)
+            v[w++] = v[i];
+    m->syms = v;
+    m->nsyms = w;
+    m->syms_failed = 0;
+}
+
+/* The name of the function at pc, or NULL. */
+static const char *symbol_at(sym_module_t *m, uint64_t pc)
+{
+    if (!m->syms && !m->syms_failed)
+        read_symtab(m);
+    if (m->syms_failed) {
+        GElf_Off off = 0;
+        GElf_Sym sym;
+        return dwfl_module_addrinfo(m->mod, pc, &off, &sym, NULL, NULL, NULL);
+    }
+    size_t lo = 0, hi = m->nsyms; /* the last symbol that starts at or before pc */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (m->syms[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const struct msym *y = &m->syms[lo - 1];
+    if (y->hi > y->lo)
+        return pc < y->hi ? y->name : NULL;
+    return lo < m->nsyms ? y->name : NULL; /* sizeless: up to the next symbol, not past the last */
+}
+
+/* ---- functions without a symbol ---------------------------------------------------------------- */
+
+/* .eh_frame_hdr's search table lists the start of every function that has unwind information
+ * (every function of a C or C++ program built by GCC or Clang), sorted. Read when the table is in
+ * the usual form: version 1, a 4-byte count (DW_EH_PE_udata4) and entries of two 4-byte offsets
+ * from the section's start (DW_EH_PE_datarel | DW_EH_PE_sdata4); anything else leaves no starts. */
+enum { EH_HDR_VERSION = 1, EH_PE_UDATA4 = 0x03, EH_PE_SDATA4 = 0x0b, EH_PE_DATAREL_SDATA4 = 0x3b };
+
+static void read_function_starts(sym_module_t *m)
+{
+    m->starts_read = 1;
+    GElf_Addr bias = 0;
+    Elf *elf = dwfl_module_getelf(m->mod, &bias);
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (!name || strcmp(name, ".eh_frame_hdr") != 0)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        const uint8_t *p = d ? d->d_buf : NULL;
+        /* header: version, eh_frame_ptr's encoding, the count's, the table's; eh_frame_ptr (4 bytes
+         * in the encodings compilers use), the count */
+        if (!p || d->d_size < 12 || p[0] != EH_HDR_VERSION ||
+            ((p[1] & 0x0f) != EH_PE_SDATA4 && (p[1] & 0x0f) != EH_PE_UDATA4) || p[2] != EH_PE_UDATA4 ||
+            p[3] != EH_PE_DATAREL_SDATA4)
+            return;
+        uint32_t count;
+        memcpy(&count, p + 8, sizeof count);
+        if (count > (d->d_size - 12) / 8 || !(m->starts = malloc(((size_t)count + 1) * sizeof *m->starts)))
+            return;
+        for (uint32_t i = 0; i < count; i++) {
+            int32_t loc;
+            memcpy(&loc, p + 12 + 8 * (size_t)i, sizeof loc);
+            m->starts[i] = sh.sh_addr + (uint64_t)(int64_t)loc + bias;
+        }
+        m->nstarts = count;
+        return;
+    }
+}
+
+/* The start of the function holding pc (at run time), or 0. */
+static uint64_t function_start(sym_module_t *m, uint64_t pc)
+{
+    if (!m->starts_read)
+        read_function_starts(m);
+    size_t lo = 0, hi = m->nstarts;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (m->starts[mid] <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? m->starts[lo - 1] : 0;
+}
+
 static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
 {
     const char *unknown = intern(s, UNKNOWN);
-    *out = (mt_symbol_t){ unknown ? unknown : UNKNOWN, NULL, 0, unknown ? unknown : UNKNOWN, ra };
+    *out = (mt_symbol_t){ unknown ? unknown : UNKNOWN, NULL, 0, unknown ? unknown : UNKNOWN, ra, 0 };
     if (ra == 0)
         return;
     const uint64_t pc = ra - 1; /* the call instruction, not the one after it */
@@ -464,13 +711,17 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
         open_module(s, m);
     if (m->state != MOD_OPEN)
         return;
-    GElf_Off off = 0;
-    GElf_Sym sym;
-    const char *fn = dwfl_module_addrinfo(m->mod, pc, &off, &sym, NULL, NULL, NULL);
+    const char *fn = symbol_at(m, pc);
+    const uint64_t start = fn && *fn ? 0 : function_start(m, pc);
+    if (start > m->bias)
+        out->start = start - m->bias;
     if (fn && *fn) {
         /* without a symbol version ("__libc_start_main@@GLIBC_2.34" is __libc_start_main) */
         const char *at = strchr(fn + 1, '@');
-        const char *f = intern_n(s, fn, at ? (size_t)(at - fn) : strlen(fn));
+        const size_t n = at ? (size_t)(at - fn) : strlen(fn);
+        const char *f = demangled(s, fn, n);
+        if (!f)
+            f = intern_n(s, fn, n);
         if (f)
             out->function = f;
     }
@@ -483,12 +734,24 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
             out->line = out->file && lineno > 0 ? (unsigned)lineno : 0;
         }
     }
+    if (mt_source_is_system(out->file))
+        user_call_site(s, m, pc, &out->file, &out->line);
+}
+
+void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
+{
+    if (sym->function && strcmp(sym->function, UNKNOWN) != 0)
+        snprintf(buf, cap, "%s", sym->function);
+    else if (sym->module && strcmp(sym->module, UNKNOWN) != 0)
+        snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->start ? sym->start : sym->offset);
+    else
+        snprintf(buf, cap, "?? 0x%" PRIx64, sym->offset);
 }
 
 int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out)
 {
     if (s->ranges_dirty && rebuild_ranges(s) < 0) {
-        *out = (mt_symbol_t){ UNKNOWN, NULL, 0, UNKNOWN, return_address };
+        *out = (mt_symbol_t){ UNKNOWN, NULL, 0, UNKNOWN, return_address, 0 };
         return -ENOMEM;
     }
     if (s->capcache) {

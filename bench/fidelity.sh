@@ -47,7 +47,7 @@ SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_t
 for f in "$CLI" "$PARTIAL" "$THREADS" /usr/bin/time "$PY" "$CC1" /usr/bin/zstd "${LIB[@]}"; do
     [ -x "$f" ] || [ -f "$f" ] || {
         echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
-             "(packages: scripts/packages.txt)" >&2
+             "(packages: scripts/setup.sh)" >&2
         exit 1
     }
 done

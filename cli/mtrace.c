@@ -21,6 +21,7 @@
 #include "mtrace/replay.h"
 #include "sweep.h"
 #include "mtrace/report.h"
+#include "mtrace/report_diff.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
@@ -29,7 +30,9 @@ extern char **environ;
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
-/* The shim next to this executable in a build tree, else the installed one. */
+/* The shim next to this executable in a build tree, else where the install puts it relative to this
+ * executable (an installed tree copied elsewhere, or installed with --destdir, uses its own shim),
+ * else at the installed path. */
 static int find_shim(char *out, size_t cap)
 {
     const char *env = getenv("MTRACE_SHIM");
@@ -44,9 +47,14 @@ static int find_shim(char *out, size_t cap)
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = 0;
-            const int w = snprintf(out, cap, "%.*s/../libmtrace/libmtrace.so", (int)(cap - 32), exe);
-            if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0)
-                return 0;
+            static const char *const rel[] = { "../libmtrace/libmtrace.so", MT_SHIM_FROM_BINDIR };
+            for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+                if (!rel[i][0])
+                    continue; /* an absolute bindir or libdir: only the installed path below */
+                const int w = snprintf(out, cap, "%s/%s", exe, rel[i]);
+                if (w > 0 && (size_t)w < cap && access(out, R_OK) == 0)
+                    return 0;
+            }
         }
     }
     snprintf(out, cap, "%s", MT_SHIM_INSTALL_PATH);
@@ -907,9 +915,25 @@ static void usage_report(FILE *f)
 {
     fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
                "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
+               "                     [--skip-frames PATTERN,...] [--no-auto-skip] [--tree-depth N]\n"
                "                     [--html OUT.html] TRACE [RESULT.json...]\n"
                "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
-               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n");
+               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n"
+               "  and the caller trees: allocating functions with their callers (bottom-up) and the callers\n"
+               "  down to them (top-down), with calls, bytes, bytes at the peak and leaks at each level.\n"
+               "  --skip-frames    allocation wrappers to see through (fnmatch patterns, e.g. 'xmalloc,z*alloc*');\n"
+               "                   a function that only allocates for several callers is skipped too, unless\n"
+               "                   --no-auto-skip; the output lists every frame skipped and why\n"
+               "  --tree-depth N   levels of the caller trees shown (default 5)\n");
+}
+
+/* Splits a --skip-frames list at its commas into `v` (up to `cap` patterns); the count. */
+static size_t split_patterns(char *list, const char **v, size_t n, size_t cap)
+{
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && n < cap; tok = strtok_r(NULL, ",", &save))
+        if (*tok)
+            v[n++] = tok;
+    return n;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -919,7 +943,9 @@ static int cmd_report(int argc, char **argv)
     unsigned top = 0;
     const char *path = NULL, *html = NULL;
     const char *results[64];
+    const char *skip[64];
     int nresults = 0;
+    o.skip = skip;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json"))
@@ -936,6 +962,19 @@ static int cmd_report(int argc, char **argv)
             o.flame_weight = argv[++i];
         else if (!strcmp(a, "--callsites-csv") && v)
             o.callsites_csv = argv[++i];
+        else if (!strcmp(a, "--skip-frames") && v)
+            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
+        else if (!strcmp(a, "--no-auto-skip"))
+            o.no_auto_skip = 1;
+        else if (!strcmp(a, "--tree-depth") && v) {
+            char *end;
+            const unsigned long d = strtoul(argv[++i], &end, 10);
+            if (end == argv[i] || *end || d < 1 || d > 64) {
+                fprintf(stderr, "mtrace report: --tree-depth wants 1 to 64, not '%s'\n", argv[i]);
+                return 2;
+            }
+            o.tree_depth = (unsigned)d;
+        }
         else if (!strcmp(a, "--html") && v)
             html = argv[++i];
         else if (!strcmp(a, "--help")) {
@@ -976,6 +1015,66 @@ static int cmd_report(int argc, char **argv)
     mt_report_free(&r);
     if (flame_fd >= 0)
         unlink(flame_tmp);
+    return rc;
+}
+
+/* ---- mtrace diff -------------------------------------------------------------------------------- */
+
+static void usage_diff(FILE *f)
+{
+    fprintf(f, "usage: mtrace diff [--json|--html OUT.html] [--top N] [--skip-frames PATTERN,...] [--no-auto-skip]\n"
+               "                   BEFORE AFTER\n"
+               "  the change in calls, bytes, bytes at the peak and leaks per allocating function between two\n"
+               "  traces recorded with --stacks (a run before and after a change), biggest movers first;\n"
+               "  wrappers are skipped as by mtrace report, the same ones in both traces\n");
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+    mt_table_fmt_t fmt = MT_TABLE_TEXT;
+    mt_report_opts_t o = { 0 };
+    const char *skip[64], *path[2] = { NULL, NULL }, *html = NULL;
+    unsigned top = 0;
+    o.skip = skip;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json"))
+            fmt = MT_TABLE_JSON;
+        else if (!strcmp(a, "--html") && v)
+            html = argv[++i];
+        else if (!strcmp(a, "--top") && v)
+            top = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(a, "--skip-frames") && v)
+            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
+        else if (!strcmp(a, "--no-auto-skip"))
+            o.no_auto_skip = 1;
+        else if (!strcmp(a, "--help")) {
+            usage_diff(stdout);
+            return 0;
+        } else if (a[0] != '-' && !path[1])
+            path[path[0] ? 1 : 0] = a;
+        else {
+            usage_diff(stderr);
+            return 2;
+        }
+    }
+    if (!path[1]) {
+        usage_diff(stderr);
+        return 2;
+    }
+    mt_report_t ra, rb;
+    mt_error_t err;
+    if (mt_report_diff_build(&ra, &rb, path[0], path[1], &o, &err) < 0)
+        return mt_fail(&err);
+    int rc = 0;
+    if (html && mt_report_diff_html(&ra, &rb, html, top, &err) < 0)
+        rc = mt_fail(&err);
+    else if (html)
+        fprintf(stderr, "mtrace: wrote %s\n", html);
+    else
+        mt_report_diff_print(&ra, &rb, stdout, fmt, top);
+    mt_report_free(&ra);
+    mt_report_free(&rb);
     return rc;
 }
 
@@ -1090,6 +1189,7 @@ static const command_t commands[] = {
     { "dump", cmd_dump, "print a trace one record per line" },
     { "pack", cmd_pack, "compress a trace with zstd" },
     { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
+    { "diff", cmd_diff, "the change per allocating function between two traces, biggest movers first" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
     { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },

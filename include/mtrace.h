@@ -30,13 +30,18 @@ int mtrace_control(int cmd, const char *label);
 static inline int mtrace__call(int cmd, const char *label)
 {
     typedef int (*ctl_fn)(int, const char *);
-    static ctl_fn fn;
+    /* Through a union: ISO C has no cast from dlsym's object pointer to a function pointer, and
+     * a program built with -Wpedantic -Werror must still build with this header. */
+    static union {
+        void *obj;
+        ctl_fn fn;
+    } ctl;
     static int looked;
     if (!looked) {
-        fn = (ctl_fn)dlsym(RTLD_DEFAULT, "mtrace_control");
+        ctl.obj = dlsym(RTLD_DEFAULT, "mtrace_control");
         looked = 1;
     }
-    return fn ? fn(cmd, label) : -ENODEV;
+    return ctl.fn ? ctl.fn(cmd, label) : -ENODEV;
 }
 
 static inline int mtrace_start(void) { return mtrace__call(MTRACE_CTL_START, 0); }

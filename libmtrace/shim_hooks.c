@@ -64,7 +64,8 @@ static int (*real_execvp)(const char *, char *const[]);
 static int (*real_execvpe)(const char *, char *const[], char *const[]);
 static int (*real_fexecve)(int, char *const[], char *const[]);
 static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
-static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*pthread_create_fn_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn_t real_pthread_create;
 typedef void (*exit_fn_t)(int) __attribute__((noreturn));
 static exit_fn_t real_exit_fn, real_Exit_fn;
 
@@ -169,8 +170,7 @@ static void resolve_real(void)
     real_execvpe = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
     real_fexecve = (int (*)(int, char *const[], char *const[]))dlsym(RTLD_NEXT, "fexecve");
     real_execveat = (int (*)(int, const char *, char *const[], char *const[], int))dlsym(RTLD_NEXT, "execveat");
-    real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
-        RTLD_NEXT, "pthread_create");
+    real_pthread_create = (pthread_create_fn_t)dlsym(RTLD_NEXT, "pthread_create");
     real_exit_fn = (exit_fn_t)dlsym(RTLD_NEXT, "_exit");
     real_Exit_fn = (exit_fn_t)dlsym(RTLD_NEXT, "_Exit");
     /* Published last: a thread that sees malloc set sees everything else. */
@@ -905,15 +905,30 @@ static void *thread_trampoline(void *arg)
     return s.fn(s.arg);
 }
 
+/* The real pthread_create; NULL if it was not found at start-up (before glibc 2.34 it lives in
+ * libpthread, which a program may load later with dlopen): looked up again then. */
+static pthread_create_fn_t real_pthread_create_now(void)
+{
+    pthread_create_fn_t f = __atomic_load_n(&real_pthread_create, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (pthread_create_fn_t)dlsym(RTLD_NEXT, "pthread_create");
+        __atomic_store_n(&real_pthread_create, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
 MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     init();
+    const pthread_create_fn_t real = real_pthread_create_now();
+    if (!real)
+        return EAGAIN; /* no thread can be made: pthread_create's error for "not now" */
     mt_thread_t *t = &mt_self;
-    if (pass_through(t) || !real_pthread_create)
-        return real_pthread_create(th, attr, fn, arg);
+    if (pass_through(t))
+        return real(th, attr, fn, arg);
     thread_start_t *s = mt_g.real.malloc(sizeof *s);
     if (!s)
-        return real_pthread_create(th, attr, fn, arg);
+        return real(th, attr, fn, arg);
     const uint64_t now = mt_now();
     if (!t->started) { /* the creator needs a number before it can be named as one */
         t->busy = 2;
@@ -925,7 +940,7 @@ MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     s->arg = arg;
     s->thread_no = thread_no;
     s->creator = t->thread_no;
-    const int rc = real_pthread_create(th, attr, thread_trampoline, s);
+    const int rc = real(th, attr, thread_trampoline, s);
     if (rc != 0) {
         mt_g.real.free(s);
         return rc;

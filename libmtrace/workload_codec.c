@@ -471,10 +471,10 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
      * size its slot table from a number nothing backs (and overflow it). */
     /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
-    if (h->ops > h->frames * ((MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2)) {
+    if (h->ops > h->frames * (MT_WL_STREAM_BUF_SIZE / 2)) {
         rc = mt_errorf(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
                    (unsigned long long)h->ops, (unsigned long long)h->frames,
-                   (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300) / 2);
+                   MT_WL_STREAM_BUF_SIZE / 2);
         goto fail;
     }
     if (h->slots > h->ops) {
@@ -638,18 +638,16 @@ const char *mt_wl_string(const mt_wl_t *w, unsigned tag, unsigned n, size_t *len
     return NULL;
 }
 
-struct mt_wl_cursor {
-    const mt_wl_t *w;
-    uint32_t thread;
-    uint32_t next_frame;
-    uint8_t *raw, *z;
-    const uint8_t *p, *end;
-    uint64_t frame_off;
-    uint64_t prev_ns;
-    uint32_t left;     /* ops left in the loaded frame */
-    uint64_t first_op; /* the next frame's first op: the ops of the frames before it */
-    ZSTD_DCtx *dctx;
-};
+void mt_wl_cursor_init(mt_wl_cursor_t *c, const mt_wl_t *w, uint32_t thread, uint8_t *raw, uint8_t *z, void *dctx)
+{
+    memset(c, 0, sizeof *c);
+    c->w = w;
+    c->thread = thread;
+    c->raw = raw;
+    c->z = z;
+    c->dctx = dctx;
+    c->prev_ns = w->threads[thread].start_ns;
+}
 
 int mt_wl_cursor_open(mt_wl_cursor_t **out, const mt_wl_t *w, uint32_t thread)
 {
@@ -659,13 +657,11 @@ int mt_wl_cursor_open(mt_wl_cursor_t **out, const mt_wl_t *w, uint32_t thread)
     mt_wl_cursor_t *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    c->w = w;
-    c->thread = thread;
-    c->raw = malloc(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300);
-    c->z = malloc(ZSTD_compressBound(MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300));
-    c->dctx = ZSTD_createDCtx();
-    c->prev_ns = w->threads[thread].start_ns;
-    if (!c->raw || !c->z || !c->dctx) {
+    uint8_t *raw = malloc(MT_WL_STREAM_BUF_SIZE), *z = malloc(ZSTD_compressBound(MT_WL_STREAM_BUF_SIZE));
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    mt_wl_cursor_init(c, w, thread, raw, z, dctx);
+    c->own_buffers = 1;
+    if (!raw || !z || !dctx) {
         mt_wl_cursor_close(c);
         return -ENOMEM;
     }
@@ -678,7 +674,7 @@ static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
     const mt_wl_t *w = c->w;
     const mt_wl_frame_entry_t *fe = &w->frames[w->thread_frames[c->thread][c->next_frame++]];
     mt_wl_frame_header_t fh;
-    const size_t raw_cap = MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300;
+    const size_t raw_cap = MT_WL_STREAM_BUF_SIZE;
     if (mt_pread_full(w->fd, &fh, sizeof fh, fe->offset) < 0)
         return mt_errorf(err, -EIO, w->path, fe->offset, "expected a frame header, the file ends");
     if (fh.magic != MT_WL_FRAME_MAGIC || fh.thread != c->thread || fh.nops != fe->nops || fh.first_op != c->first_op ||
@@ -713,17 +709,18 @@ int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err)
         if (rc < 0)
             return rc;
     }
-    const size_t at = (size_t)(c->p - c->raw);
+    c->op_at = c->p;
     if (mt_wl_decode_op(&c->p, c->end, r, &c->prev_ns) < 0)
         return mt_errorf(err, -EINVAL, c->w->path, c->frame_off,
-                     "damaged op at byte %zu of the frame's data (thread %u): expected a workload op", at, c->thread);
+                     "damaged op at byte %zu of the frame's data (thread %u): expected a workload op",
+                     mt_wl_cursor_op_byte(c), c->thread);
     c->left--;
     return 1;
 }
 
 void mt_wl_cursor_close(mt_wl_cursor_t *c)
 {
-    if (!c)
+    if (!c || !c->own_buffers)
         return;
     free(c->raw);
     free(c->z);

@@ -16,7 +16,6 @@
 #define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
 #define SIM_OPS (MT_WL_MALLOPT + 1)
 /* A replay thread's buffer for a frame's ops, decompressed */
-#define SIM_RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
 
 /* How the replay writes a block it allocates. TOUCH_AUTO (the default) becomes TOUCH_EVIDENCE when
  * the workload carries the trace's page evidence, else TOUCH_PAGES. */
@@ -73,14 +72,9 @@ typedef struct sim_work {
      * never removed, so the cache stays right for the next owner */
     uint64_t last_window;
     uint32_t last_window_index;
-    uint32_t next_frame, left;
-    uint8_t *raw, *z;
+    uint8_t *raw, *z; /* the cursor's buffers (workload.h) */
     void *dctx;
-    const uint8_t *p, *end;
-    uint64_t first_op;    /* the next frame's first op */
-    uint64_t frame_off;   /* the current frame's file offset, for messages */
-    const uint8_t *op_at; /* where the op being replayed starts in raw, for messages */
-    uint64_t prev_ns;
+    mt_wl_cursor_t cur; /* the thread's stream */
     struct sim_work *next_free;
     sim_counts_t c;
 } sim_work_t;

@@ -187,8 +187,8 @@ void sim_spawn(sim_t *s, uint32_t child)
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         atomic_fetch_sub(&s->threads_running, 1);
-        char msg[200];
-        snprintf(msg, sizeof msg, "cannot create a thread: %s", strerror(rc));
+        char msg[PATH_MAX + 100];
+        snprintf(msg, sizeof msg, "%s: cannot create a thread: %s", mt_wl_path(s->wl), strerror(rc));
         sim_set_error(s, t, msg);
         atomic_store(&t->created, 2);
         sim_stop_all(s);
@@ -676,7 +676,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (s.has_error) {
-        fprintf(stderr, "mtrace-sim: %s: %s\n", path, s.errmsg);
+        fprintf(stderr, "mtrace-sim: %s\n", s.errmsg); /* the path is in it */
         return 1;
     }
     if (atomic_load(&s.failed)) {

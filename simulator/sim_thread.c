@@ -3,7 +3,6 @@
  * cost more than it measures). Waits spin briefly while the awaited thread is on a CPU, then sleep
  * on the futex of its op counter. */
 #define _GNU_SOURCE
-#define ZSTD_STATIC_LINKING_ONLY
 #include <assert.h>
 #include <errno.h>
 #include <linux/futex.h>
@@ -17,8 +16,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <zstd.h>
 
+#include "file_io.h"
 #include "sim.h"
 
 /* How long a wait spins before it sleeps, in clock ticks (about 50 us at 2 GHz): a futex wake-up
@@ -92,76 +91,20 @@ void sim_stop_all(sim_t *s)
         wake_all(&s->th[i]);
 }
 
+/* A thread's failure that names no place in the file: the message follows the workload's path. */
 static void thread_fail(sim_t *s, sim_thread_t *t, const char *msg)
 {
-    sim_set_error(s, t, msg);
+    char full[sizeof s->errmsg];
+    snprintf(full, sizeof full, "%s: %s", mt_wl_path(s->wl), msg);
+    sim_set_error(s, t, full);
     sim_stop_all(s);
 }
 
-static int load_frame(sim_t *s, sim_thread_t *t, mt_error_t *err)
+/* A thread's failure at a place in the file: the message is the reader's, path and offset first. */
+static void thread_fail_at(sim_t *s, sim_thread_t *t, const mt_error_t *err)
 {
-    sim_work_t *w = t->work;
-    const mt_wl_frame_entry_t *fe = mt_wl_thread_frame(s->wl, t->index, w->next_frame++);
-    mt_wl_frame_header_t fh;
-    const int fd = mt_wl_fd(s->wl);
-    if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
-        fh.thread != t->index || fh.nops != fe->nops || fh.first_op != w->first_op || fh.raw_size > SIM_RAW_CAP ||
-        fh.zsize > ZSTD_compressBound(SIM_RAW_CAP) ||
-        fe->offset + sizeof fh + fh.zsize > mt_wl_header(s->wl)->index_offset) {
-        snprintf(err->msg, sizeof err->msg, "offset %llu: expected a frame of thread %u",
-                 (unsigned long long)fe->offset, t->index);
-        return -EINVAL;
-    }
-    size_t got = 0;
-    while (got < fh.zsize) {
-        const ssize_t r = pread(fd, w->z + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
-        if (r <= 0) {
-            snprintf(err->msg, sizeof err->msg, "offset %llu: the frame is cut short",
-                     (unsigned long long)fe->offset);
-            return -EIO;
-        }
-        got += (size_t)r;
-    }
-    const size_t n = ZSTD_decompressDCtx(w->dctx, w->raw, SIM_RAW_CAP, w->z, fh.zsize);
-    if (ZSTD_isError(n) || n != fh.raw_size) {
-        snprintf(err->msg, sizeof err->msg, "offset %llu: expected a zstd frame of %u bytes",
-                 (unsigned long long)(fe->offset + sizeof fh), fh.raw_size);
-        return -EINVAL;
-    }
-    w->p = w->raw;
-    w->end = w->raw + n;
-    w->left = fh.nops;
-    w->first_op += fh.nops;
-    w->frame_off = fe->offset;
-    return 0;
-}
-
-/* Next op of the thread's stream: 1, 0 at its end, negative on damage. */
-static int next_op(sim_t *s, sim_thread_t *t, mt_wl_rec_t *r, mt_error_t *err)
-{
-    sim_work_t *w = t->work;
-    while (!w->left) {
-        if (w->p != w->end) {
-            snprintf(err->msg, sizeof err->msg, "offset %llu: frame of thread %u has bytes after its last op",
-                     (unsigned long long)w->frame_off, t->index);
-            return -EINVAL;
-        }
-        if (w->next_frame >= mt_wl_thread_frame_count(s->wl, t->index))
-            return 0;
-        const int rc = load_frame(s, t, err);
-        if (rc < 0)
-            return rc;
-    }
-    w->op_at = w->p;
-    if (mt_wl_decode_op(&w->p, w->end, r, &w->prev_ns) < 0) {
-        /* as the workload reader says it (mt_wl_cursor_next); main() puts the path in front */
-        snprintf(err->msg, sizeof err->msg,
-                 "offset %llu: damaged op at byte %zu of the frame's data (thread %u): expected a workload op",
-                 (unsigned long long)w->frame_off, (size_t)(w->op_at - w->raw), t->index);
-        return -EINVAL;
-    }
-    w->left--;
-    return 1;
+    sim_set_error(s, t, err->msg);
+    sim_stop_all(s);
 }
 
 static unsigned hist_bucket(uint64_t v)
@@ -246,7 +189,7 @@ static inline int spin_once(const sim_t *s, const sim_thread_t *o, uint64_t spun
     if (state != SIM_RUNNING && !(state == SIM_ASLEEP && spun < WAKE_TICKS))
         return 0;
     if (spun < PAUSE_TICKS && atomic_load_explicit(&s->runnable, memory_order_relaxed) <= s->ncpus)
-        __builtin_ia32_pause();
+        mt_cpu_relax();
     else
         sched_yield();
     return 1;
@@ -465,16 +408,15 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         finish(s, t);
         return;
     }
-    while ((rc = next_op(s, t, &r, &err)) > 0) {
+    while ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
-            char msg[300];
-            snprintf(msg, sizeof msg,
-                     "offset %llu: %s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a "
-                     "slot up to %llu, the workload's slot count",
-                     (unsigned long long)t->work->frame_off, mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an",
-                     (size_t)(t->work->op_at - t->work->raw), t->index,
-                     (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
-            thread_fail(s, t, msg);
+            mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
+                      "%s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a slot up to "
+                      "%llu, the workload's slot count",
+                      mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur),
+                      t->index, (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2),
+                      (unsigned long long)s->nslots);
+            thread_fail_at(s, t, &err);
             break;
         }
         if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT && r.time_ns >= pace_from) {
@@ -617,14 +559,12 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             const int u = r.op == MT_WL_MUNMAP ? sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a)
                                                : sim_maps_advise(s, r.slot, r.n, r.size, (int)r.a, r.count);
             if (u < 0) {
-                char msg[300];
-                snprintf(msg, sizeof msg,
-                         "offset %llu: %s op at byte %zu of the frame's data (thread %u) names %s of slot "
-                         "%llu: expected a part of a mapping the program made",
-                         (unsigned long long)t->work->frame_off, mt_wl_op_name(r.op),
-                         (size_t)(t->work->op_at - t->work->raw), t->index,
-                         u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
-                thread_fail(s, t, msg);
+                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
+                          "%s op at byte %zu of the frame's data (thread %u) names %s of slot %llu: expected a "
+                          "part of a mapping the program made",
+                          mt_wl_op_name(r.op), mt_wl_cursor_op_byte(&t->work->cur), t->index,
+                          u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
+                thread_fail_at(s, t, &err);
             }
             break;
         }
@@ -639,7 +579,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         completed(s, t);
     }
     if (rc < 0)
-        thread_fail(s, t, err.msg);
+        thread_fail_at(s, t, &err);
     const uint64_t cpu = thread_cpu_ns() - cpu0;
     t->work->c.cpu_ns += cpu > paced_cpu ? cpu - paced_cpu : 0;
     const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;

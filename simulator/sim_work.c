@@ -21,8 +21,8 @@ static sim_work_t *work_make(sim_t *s)
     sim_work_t *w = sim_map(s, sizeof *w);
     if (!w)
         return NULL;
-    w->raw = sim_map(s, SIM_RAW_CAP);
-    w->z = sim_map(s, ZSTD_compressBound(SIM_RAW_CAP));
+    w->raw = sim_map(s, MT_WL_STREAM_BUF_SIZE);
+    w->z = sim_map(s, ZSTD_compressBound(MT_WL_STREAM_BUF_SIZE));
     void *ws = sim_map(s, dsize);
     if (!w->raw || !w->z || !ws)
         return NULL;
@@ -48,10 +48,7 @@ sim_work_t *sim_work_take(sim_t *s, const sim_thread_t *t)
     pthread_mutex_unlock(&s->work_lock);
     if (!w)
         return NULL;
-    w->next_frame = w->left = 0;
-    w->p = w->end = NULL;
-    w->first_op = 0;
-    w->prev_ns = mt_wl_thread(s->wl, t->index)->start_ns;
+    mt_wl_cursor_init(&w->cur, s->wl, t->index, w->raw, w->z, w->dctx);
     return w;
 }
 

@@ -209,3 +209,12 @@ uint64_t rng_below(rng_t *r, uint64_t n)
 {
     return n ? rng_next(r) % n : 0;
 }
+
+int run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

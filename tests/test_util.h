@@ -57,4 +57,9 @@ typedef struct rng {
 uint64_t rng_next(rng_t *r);
 uint64_t rng_below(rng_t *r, uint64_t n);
 
+/* Runs every test of a Check suite (Check's summary on stdout): EXIT_SUCCESS if all passed, else
+ * EXIT_FAILURE. The body of a test program's main. */
+struct Suite;
+int run_suite(struct Suite *s);
+
 #endif

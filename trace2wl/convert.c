@@ -1051,7 +1051,9 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
             goto done;
         if (!c.t[i].head) {
             if ((rc = finish_thread(&c, i, applied_time)) < 0) {
-                snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+                /* A write of the thread's last frame has its own message already. */
+                if (rc == -ENOMEM)
+                    snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
                 goto done;
             }
         } else if (!c.heap.n || !mt_merge_less(&c.heap, c.heap.v[0], i))

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mtrace/callers.h"
 #include "mtrace/compare.h"
 #include "mtrace/trace_reader.h"
 
@@ -18,8 +19,13 @@ extern "C" {
 typedef struct mt_callsite {
     const char *function, *file, *module;
     unsigned line;
+    uint64_t offset; /* function "??": the return address in its module (module "??": the address) */
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
 } mt_callsite_t;
+
+/* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
+ * symbol, "?? 0xADDRESS" outside every module). */
+void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap);
 
 typedef struct mt_report {
     const char *path;
@@ -49,6 +55,8 @@ typedef struct mt_report {
     size_t nseries;
     mt_callsite_t *callsites;                /* sorted by calls, descending */
     size_t ncallsites;
+    mt_callers_t callers;                    /* the caller trees and the wrappers skipped */
+    unsigned tree_depth;                     /* levels of the trees printed */
     int has_stacks;
     int truncated, complete;
     /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
@@ -68,7 +76,13 @@ typedef struct mt_report_opts {
     const char *flamegraph; /* write an SVG flame graph here */
     const char *flame_weight; /* bytes (default), calls, leaked, peak */
     const char *callsites_csv;
+    const char *const *skip; /* --skip-frames: fnmatch patterns of allocation wrappers */
+    size_t nskip;
+    int no_auto_skip;        /* no detection of wrappers */
+    unsigned tree_depth;     /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
 } mt_report_opts_t;
+
+#define MT_TREE_DEPTH 5
 
 /* Reads the trace and fills the report. 0, or negative with the message in err. */
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
@@ -78,6 +92,8 @@ void mt_report_free(mt_report_t *r);
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
                    const char *flame_svg);
+/* Writes s with HTML's special characters as entities. */
+void mt_html_escape(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #ifndef MTRACE_SYMBOLIZE_H
 #define MTRACE_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mtrace/trace_reader.h"
@@ -16,10 +17,13 @@ typedef struct mt_symbolizer mt_symbolizer_t;
 
 typedef struct mt_symbol {
     const char *function; /* demangled where possible; "??" when unknown */
-    const char *file;     /* source file, or NULL without debug info */
+    const char *file;     /* source file, or NULL without debug info; for code inlined from a system
+                           * header, the user's file that called it (see mt_source_is_system) */
     unsigned line;        /* 0 without debug info */
     const char *module;   /* base name of the object, or "??" */
     uint64_t offset;      /* address relative to the module's load bias */
+    uint64_t start;       /* without a symbol: its function's start relative to the bias, from the
+                           * module's .eh_frame_hdr; 0 when unknown */
 } mt_symbol_t;
 
 /* `exe` names the main program (the trace's MT_STR_EXE string), whose MODULE events have no name. */
@@ -36,6 +40,16 @@ void mt_symbolizer_close(mt_symbolizer_t *s);
 /* True for frames inside the allocation machinery (libc's and libstdc++'s allocation wrappers such
  * as operator new, strdup): a callsite is the first frame outside them. */
 int mt_symbol_is_allocator_frame(const mt_symbol_t *sym);
+
+/* True for a source file of the system rather than the program: under /usr/include,
+ * /usr/local/include, /usr/lib/gcc or /usr/lib/llvm-* (the C++ library's headers among them). */
+int mt_source_is_system(const char *file);
+
+/* The frame's name as people read it: the function; where there is no symbol, module+0xSTART, its
+ * function's start (so that the frames of one stripped function are one, and it can be symbolized
+ * later), or module+0xOFFSET where the unwind tables do not tell the function; "?? 0xADDRESS"
+ * outside every module. */
+void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -249,19 +249,43 @@ uint64_t mt_wl_file_size(const mt_wl_t *w);
 size_t mt_wl_thread_count(const mt_wl_t *w);
 const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i);
 
-/* A cursor over one thread's ops; each cursor has its own buffers, so threads may read in parallel. */
-typedef struct mt_wl_cursor mt_wl_cursor_t;
+/* A cursor over one thread's ops; each cursor has its own buffers, so threads may read in parallel.
+ * Its fields are the reader's: use the functions. */
+typedef struct mt_wl_cursor {
+    const mt_wl_t *w;
+    uint32_t thread;
+    uint32_t next_frame;
+    uint8_t *raw, *z;  /* MT_WL_STREAM_BUF_SIZE bytes; ZSTD_compressBound() of that */
+    void *dctx;        /* a ZSTD_DCtx */
+    const uint8_t *p, *end, *op_at;
+    uint64_t frame_off;
+    uint64_t prev_ns;
+    uint32_t left;     /* ops left in the loaded frame */
+    uint64_t first_op; /* the next frame's first op: the ops of the frames before it */
+    int own_buffers;   /* made by mt_wl_cursor_open, freed by mt_wl_cursor_close */
+} mt_wl_cursor_t;
+
+/* A cursor with buffers of its own, from malloc. */
 int mt_wl_cursor_open(mt_wl_cursor_t **c, const mt_wl_t *w, uint32_t thread);
-/* 1: an op; 0: the stream ended; negative: damage (message in err). */
+/* A cursor in the caller's memory with the caller's buffers (a replayer keeps them out of the
+ * allocator it measures, and reuses them from thread to thread): raw of MT_WL_STREAM_BUF_SIZE bytes,
+ * z of ZSTD_compressBound(MT_WL_STREAM_BUF_SIZE), dctx a ZSTD_DCtx. Nothing to close. */
+void mt_wl_cursor_init(mt_wl_cursor_t *c, const mt_wl_t *w, uint32_t thread, uint8_t *raw, uint8_t *z, void *dctx);
+/* 1: an op; 0: the stream ended; negative: damage (message in err, with the file and offset). */
 int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err);
+/* Where the op last returned lies, for messages about it: its frame's file offset, and its byte in
+ * the frame's data. */
+static inline uint64_t mt_wl_cursor_frame_offset(const mt_wl_cursor_t *c) { return c->frame_off; }
+static inline size_t mt_wl_cursor_op_byte(const mt_wl_cursor_t *c) { return (size_t)(c->op_at - c->raw); }
 void mt_wl_cursor_close(mt_wl_cursor_t *c);
 
-/* Low-level access for a replayer that keeps its buffers out of the allocator it measures: where a
- * thread's frames are, and the decoder of one op. mt_wl_decode_op reads one op at *pp (time relative
- * to *prev_ns, which it updates) and returns 0, or -1 if the bytes are damaged or cut. */
+/* Where a thread's frames are in the file (for tools that read frames themselves: the fuzzers). */
 uint32_t mt_wl_thread_frame_count(const mt_wl_t *w, uint32_t thread);
 const mt_wl_frame_entry_t *mt_wl_thread_frame(const mt_wl_t *w, uint32_t thread, uint32_t k);
 int mt_wl_fd(const mt_wl_t *w);
+
+/* The decoder of one op: reads one op at *pp (time relative to *prev_ns, which it updates) and
+ * returns 0, or -1 if the bytes are damaged or cut. */
 int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns);
 
 /* Is this file a workload (by its magic)? 1 yes, 0 no, negative on I/O error. */

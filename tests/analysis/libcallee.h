@@ -9,5 +9,7 @@
 void *callee_alloc(size_t n, unsigned *line);
 /* Calls fn(); *line: the line of that call (fn sees a return address inside this library). */
 void callee_call(void (*fn)(void), unsigned *line);
+/* A static function of the library (its symbol is in .symtab only, gone once stripped). */
+void *(*callee_hidden(void))(size_t);
 
 #endif

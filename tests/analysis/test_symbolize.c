@@ -351,6 +351,119 @@ START_TEST(wrong_build_id)
 }
 END_TEST
 
+/* A symbolizer that knows every module of this process (listed in *sm, to free). */
+static mt_symbolizer_t *open_self(self_modules_t **sm)
+{
+    *sm = self_modules();
+    mt_symbolizer_t *s = open_sym(self_exe());
+    for (size_t i = 0; i < (*sm)->n; i++)
+        ck_assert_int_eq(mt_symbolizer_add_module(s, &(*sm)->m[i]), 0);
+    return s;
+}
+
+/* The symbol table read once and bisected: every address inside a function, its first byte, its
+ * middle and its last, gives that function (or an alias at its address), in libc (.dynsym only) and
+ * in libcallee.so (.symtab); the main program's own symbols too. */
+START_TEST(symbol_table_covers_whole_functions)
+{
+    self_modules_t *sm;
+    mt_symbolizer_t *s = open_self(&sm);
+    void *self = dlopen(NULL, RTLD_LAZY);
+    ck_assert_ptr_nonnull(self);
+    static const char *const names[] = { "getpid", "qsort", "strtol", "fopen", "callee_alloc", "callee_call" };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        void *fn = dlsym(self, names[k]);
+        ck_assert_msg(fn != NULL, "%s: %s", names[k], dlerror());
+        Dl_info info;
+        const ElfW(Sym) *es = NULL;
+        ck_assert(dladdr1(fn, &info, (void **)&es, RTLD_DL_SYMENT) != 0 && es != NULL);
+        ck_assert_uint_gt(es->st_size, 2);
+        const uint64_t at[] = { 0, es->st_size / 2, es->st_size - 1 };
+        for (size_t j = 0; j < 3; j++) {
+            mt_symbol_t sym;
+            /* mt_symbolize takes a return address and looks up the byte before it */
+            ck_assert_int_eq(mt_symbolize(s, (uint64_t)(uintptr_t)fn + at[j] + 1, &sym), 0);
+            void *named = dlsym(self, sym.function);
+            ck_assert_msg(!strcmp(sym.function, names[k]) || named == fn,
+                          "%s+%llu symbolized as %s", names[k], (unsigned long long)at[j], sym.function);
+        }
+    }
+    dlclose(self);
+    mt_symbolizer_close(s);
+    free(sm);
+}
+END_TEST
+
+/* A copy of libcallee.so stripped of .symtab: its static function hidden_alloc has no symbol, so
+ * its frames read module+0xSTART, the function's start from .eh_frame_hdr: one name for every
+ * address of the function (the offset where the unstripped library has hidden_alloc's symbol). */
+START_TEST(stripped_function_named_by_its_start)
+{
+    self_modules_t *sm = self_modules();
+    const mt_module_def_t *callee = find_self(sm, "/libcallee.so");
+    ck_assert_ptr_nonnull(callee);
+    char *dir = make_temp_dir("symbolize");
+    char *copy = path_in(dir, "libstripped.so"), *cmd = NULL;
+    ck_assert_int_ge(asprintf(&cmd, "strip --strip-all -o '%s' '%s'", copy, callee->name), 0);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    mt_module_def_t m = *callee;
+    m.name = copy;
+    m.name_len = (uint32_t)strlen(copy);
+    mt_symbolizer_t *whole = open_sym(""), *stripped = open_sym("");
+    ck_assert_int_eq(mt_symbolizer_add_module(whole, callee), 0);
+    ck_assert_int_eq(mt_symbolizer_add_module(stripped, &m), 0);
+    const uint64_t fn = (uint64_t)(uintptr_t)callee_hidden();
+    mt_symbol_t sym;
+    ck_assert_int_eq(mt_symbolize(whole, fn + 1, &sym), 0);
+    ck_assert_str_eq(sym.function, "hidden_alloc");
+    for (uint64_t at = 1; at <= 8; at += 7) {
+        ck_assert_int_eq(mt_symbolize(stripped, fn + at, &sym), 0);
+        ck_assert_str_eq(sym.function, "??");
+        ck_assert_str_eq(sym.module, "libstripped.so");
+        ck_assert_uint_eq(sym.offset, fn + at - callee->base);
+        ck_assert_uint_eq(sym.start, fn - callee->base);
+        char label[256], want[256];
+        mt_symbol_label(&sym, label, sizeof label);
+        snprintf(want, sizeof want, "libstripped.so+0x%llx", (unsigned long long)(fn - callee->base));
+        ck_assert_str_eq(label, want);
+    }
+    /* an exported function keeps its name (.dynsym) */
+    ck_assert_int_eq(mt_symbolize(stripped, (uint64_t)(uintptr_t)&callee_alloc + 1, &sym), 0);
+    ck_assert_str_eq(sym.function, "callee_alloc");
+    mt_symbolizer_close(whole);
+    mt_symbolizer_close(stripped);
+    remove_tree(dir);
+    free(cmd);
+    free(copy);
+    free(dir);
+    free(sm);
+}
+END_TEST
+
+/* Rust names, both manglings, demangled (functions of libcallee.so named with __asm__). */
+START_TEST(rust_names_demangled)
+{
+    self_modules_t *sm;
+    mt_symbolizer_t *s = open_self(&sm);
+    void *self = dlopen(NULL, RTLD_LAZY);
+    ck_assert_ptr_nonnull(self);
+    static const char *const cases[][2] = {
+        { "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" },
+        { "_RNvNtCs1234_7mycrate3bar3baz", "mycrate::bar::baz" },
+    };
+    for (size_t k = 0; k < 2; k++) {
+        void *fn = dlsym(self, cases[k][0]);
+        ck_assert_msg(fn != NULL, "%s: %s", cases[k][0], dlerror());
+        mt_symbol_t sym;
+        ck_assert_int_eq(mt_symbolize(s, (uint64_t)(uintptr_t)fn + 1, &sym), 0);
+        ck_assert_str_eq(sym.function, cases[k][1]);
+    }
+    dlclose(self);
+    mt_symbolizer_close(s);
+    free(sm);
+}
+END_TEST
+
 START_TEST(stripped_libc_and_vdso)
 {
     self_modules_t *sm = self_modules();
@@ -439,7 +552,7 @@ START_TEST(allocator_frames)
         { "??", "prog", 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const mt_symbol_t sym = { cases[i].function, NULL, 0, cases[i].module, 0 };
+        const mt_symbol_t sym = { cases[i].function, NULL, 0, cases[i].module, 0, 0 };
         ck_assert_msg(mt_symbol_is_allocator_frame(&sym) == cases[i].allocator, "%s in %s: expected %s",
                       cases[i].function, cases[i].module, cases[i].allocator ? "allocator" : "callsite");
     }
@@ -458,6 +571,9 @@ static Suite *symbolize_suite(void)
     tcase_add_test(tc, generations);
     tcase_add_test(tc, wrong_build_id);
     tcase_add_test(tc, stripped_libc_and_vdso);
+    tcase_add_test(tc, symbol_table_covers_whole_functions);
+    tcase_add_test(tc, stripped_function_named_by_its_start);
+    tcase_add_test(tc, rust_names_demangled);
     suite_add_tcase(s, tc);
     tc = tcase_create("allocator");
     tcase_add_test(tc, allocator_frames);

@@ -1,17 +1,16 @@
 /* Fuzz target: the simulator's loading and decoding path. mtrace-sim opens the workload with mt_wl_open,
- * reads each thread's frames itself (mt_wl_thread_frame, pread, zstd into its own buffers) and decodes
- * ops with mt_wl_decode_op; it finds creation points from each stream's first two ops. This target
+ * reads each thread's ops through a workload cursor over buffers of its own (mt_wl_cursor_init); it
+ * finds creation points from each stream's first two ops. This target
  * does the same without making the calls, checks what sim_thread_run checks (slots, WAIT threads),
  * and first runs mt_wl_decode_op over the raw input bytes. The input is a workload (fz_wl_expand). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include "fuzz.h"
 #include "mtrace/workload.h"
 
-#define RAW_CAP (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
+#define RAW_CAP MT_WL_STREAM_BUF_SIZE
 
 static void decode_all(const uint8_t *p, const uint8_t *end)
 {
@@ -41,39 +40,20 @@ static uint8_t raw[RAW_CAP];
 static uint8_t *zbuf;
 static ZSTD_DCtx *dctx;
 
-/* sim_thread.c: load_frame and next_op, for one whole stream. */
+/* sim_thread.c's loop, for one whole stream: the workload cursor over buffers of the caller's. */
 static void replay_stream(const mt_wl_t *w, uint32_t t, uint64_t nslots, uint32_t nthreads)
 {
-    const int fd = mt_wl_fd(w);
-    uint64_t prev_ns = mt_wl_thread(w, t)->start_ns;
+    mt_wl_cursor_t c;
+    mt_wl_cursor_init(&c, w, t, raw, zbuf, dctx);
+    mt_wl_rec_t r;
+    mt_error_t err;
     volatile uint64_t sink = 0;
-    for (uint32_t k = 0; k < mt_wl_thread_frame_count(w, t); k++) {
-        const mt_wl_frame_entry_t *fe = mt_wl_thread_frame(w, t, k);
-        mt_wl_frame_header_t fh;
-        if (pread(fd, &fh, sizeof fh, (off_t)fe->offset) != (ssize_t)sizeof fh || fh.magic != MT_WL_FRAME_MAGIC ||
-            fh.thread != t || fh.raw_size > RAW_CAP || fh.zsize > ZSTD_compressBound(RAW_CAP))
-            return;
-        size_t got = 0;
-        while (got < fh.zsize) {
-            const ssize_t r = pread(fd, zbuf + got, fh.zsize - got, (off_t)(fe->offset + sizeof fh + got));
-            if (r <= 0)
-                return;
-            got += (size_t)r;
-        }
-        const size_t n = ZSTD_decompressDCtx(dctx, raw, RAW_CAP, zbuf, fh.zsize);
-        if (ZSTD_isError(n) || n != fh.raw_size)
-            return;
-        const uint8_t *p = raw, *end = raw + n;
-        for (uint32_t left = fh.nops; left; left--) {
-            mt_wl_rec_t r;
-            if (mt_wl_decode_op(&p, end, &r, &prev_ns) < 0)
-                return;
-            if (r.slot > nslots || r.slot2 > nslots)
-                return; /* the simulator stops the replay here */
-            if (r.op == MT_WL_WAIT && r.thread < nthreads)
-                sink += mt_wl_thread(w, r.thread)->ops;
-            sink += r.op + r.size + r.count + r.align + r.time_ns;
-        }
+    while (mt_wl_cursor_next(&c, &r, &err) > 0) {
+        if (r.slot > nslots || r.slot2 > nslots)
+            return; /* the simulator stops the replay here */
+        if (r.op == MT_WL_WAIT && r.thread < nthreads)
+            sink += mt_wl_thread(w, r.thread)->ops;
+        sink += r.op + r.size + r.count + r.align + r.time_ns;
     }
     (void)sink;
 }
