@@ -54,6 +54,7 @@ typedef struct sim_counts {
     uint64_t maps, map_failed; /* the program's own mappings replayed, and those mmap refused */
     uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
     uint64_t busy_cycles; /* its time from start to end less its waits and its pacing: replaying */
+    uint64_t write_cycles; /* writing the blocks the allocator handed out (their page faults) */
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
 

@@ -467,6 +467,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             if (!p)
                 t->work->c.stat[r.op].failed++;
             touch(s, t, p, bytes);
+            t->work->c.write_cycles += sim_cycles() - c1;
             set_slot(s, t, r.slot, p, bytes);
             break;
         }
@@ -484,13 +485,15 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
             p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
-            account(t, r.op, sim_cycles() - c0);
+            c1 = sim_cycles();
+            account(t, r.op, c1 - c0);
             if (r.slot2) {
                 if (r.slot)
                     clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
                     t->work->c.stat[r.op].failed++;
                 touch(s, t, p, bytes);
+                t->work->c.write_cycles += sim_cycles() - c1;
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
                 clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */
