@@ -775,7 +775,7 @@ static void usage_replay(FILE *f)
 {
     fprintf(f, "usage: mtrace replay WORKLOAD [--allocator NAME|PATH.so]... [--mallopt NAME=VALUE]...\n"
                "                     [--tunables GLIBC_TUNABLES] [--json FILE] [--rss-series FILE]\n"
-               "                     [--timing asap|recorded] [--touch MODE] [--repeat N] [--quiet]\n"
+               "                     [--timing recorded|asap] [--touch MODE] [--repeat N] [--quiet]\n"
                "  replays WORKLOAD once per allocator (default glibc): glibc, jemalloc, tcmalloc, mimalloc or\n"
                "  a library path; several allocators end with a comparison table. With several, FILE gets the\n"
                "  allocator's name before its extension. mallopt names: mmap_threshold, trim_threshold,\n"

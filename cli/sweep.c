@@ -48,7 +48,7 @@ typedef struct sweep {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mtrace sweep WORKLOAD --mallopt NAME=V1,V2,... [--mallopt NAME=...] [--allocator NAME]...\n"
-               "                    [-o DIR] [--timing asap|recorded] [--touch MODE] [--repeat N]\n"
+               "                    [-o DIR] [--timing recorded|asap] [--touch MODE] [--repeat N]\n"
                "  replays WORKLOAD for every combination of the settings (and allocators), prints a table,\n"
                "  writes DIR/sweep.csv and DIR/sweep.png, and names the lowest-RSS and the fastest setting.\n"
                "  Values take k and m suffixes. DIR defaults to sweep-out.\n"

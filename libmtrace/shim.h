@@ -39,6 +39,7 @@ typedef struct mt_real_api {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*madvise)(void *, size_t, int);
 } mt_real_api_t;
 
 /* Options, read once from the environment (shim_options.c holds the one table). */

@@ -162,6 +162,7 @@ static void resolve_real(void)
     r->mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     r->munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
     r->mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
+    r->madvise = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
     real_fork_fn = (void *(*)(void))dlsym(RTLD_NEXT, "fork");
     real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
     real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");

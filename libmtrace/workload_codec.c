@@ -36,6 +36,7 @@ static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_MARK] = "mark",
     [MT_WL_MMAP] = "mmap",
     [MT_WL_MUNMAP] = "munmap",
+    [MT_WL_MADVISE] = "madvise",
 };
 
 const char *mt_wl_op_name(unsigned op)
@@ -144,6 +145,16 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
         if (v > 1)
             return -1;
         r->a = (int64_t)v;
+        break;
+    case MT_WL_MADVISE:
+        U(r->slot);
+        U(r->n);
+        U(r->size);
+        U(v);
+        if (v > INT32_MAX)
+            return -1;
+        r->a = (int64_t)v;
+        U(r->count);
         break;
     case MT_WL_THREAD_START:
     case MT_WL_THREAD_EXIT:

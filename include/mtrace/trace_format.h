@@ -280,10 +280,18 @@ enum {
  * Payload: four uvarints: what happened (MT_VM_*), the address, the length in bytes, and the whole
  * pages of the range resident (mincore): for MT_VM_UNMAP before the call, for MT_VM_MAP after it
  * (0 without asking for a fresh mapping). mremap is an unmap of the old range and a map of the new;
- * mmap with MAP_FIXED over memory is an unmap of that range first. */
+ * mmap with MAP_FIXED over memory is an unmap of that range first. A reader ignores a kind it does
+ * not know. */
 enum {
     MT_VM_MAP = 0,
     MT_VM_UNMAP = 1,
+    MT_VM_ADVISE = 2, /* madvise() that drops pages: a fifth field, the advice (MADV_DONTNEED, MADV_FREE,
+                       * MADV_REMOVE); the resident pages are those of the range before the call */
+};
+/* MT_VM_MAP and MT_VM_UNMAP's optional fifth field: what made or removed the memory (absent: mmap). */
+enum {
+    MT_VM_VIA_MMAP = 0, /* mmap, munmap, mremap */
+    MT_VM_VIA_BRK = 1,  /* brk or sbrk called by the program: the pages the break gained or lost */
 };
 
 /* Control commands (MT_EV_CONTROL payload, and mtrace_control()). */
