@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# mtrace export against the real engine: real traces (python3 with callsites; a python3 that forks a
+# child and starts a thread, one trace per process) exported, loaded into a private ClickHouse server
+# with doc/export.md's statements, and every documented query checked figure for figure against
+# mtrace report --json (check_queries.py), through the plain tables and through Distributed ones.
+#   usage: export_clickhouse.sh MTRACE DOC/export.md
+# SKIP (77) when ClickHouse is not installed.
+set -u
+mtrace=$1
+doc=$2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/clickhouse_lib.sh"
+if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
+work=$(mktemp -d /tmp/mtrace-export-ch.XXXXXX)
+cleanup() { ch_stop; rm -rf "$work"; }
+trap cleanup EXIT
+ch_start "$work/ch"
+trap cleanup EXIT
+cd "$work" || exit 1
+unset MALLOC_PERTURB_
+
+fail=0
+pairs=()
+# record NAME CMD...: records with 16-frame stacks, exports and reports every trace it wrote.
+record() {
+    local name=$1
+    shift
+    timeout -k 5 300 env PYTHONMALLOC=malloc "$mtrace" record --stacks 16 -o "$name.mtr" -- "$@" >/dev/null 2>"$name.err" ||
+        { echo "FAIL: recording $name: $(tail -3 "$name.err")"; fail=1; return; }
+    local i=0 trace
+    while IFS= read -r trace; do
+        timeout -k 5 300 "$mtrace" export "$trace" -o "$name.$i.out" 2>"$name.$i.export.err" ||
+            { echo "FAIL: mtrace export $trace: $(cat "$name.$i.export.err")"; fail=1; }
+        timeout -k 5 300 "$mtrace" report --json "$trace" >"$name.$i.json" ||
+            { echo "FAIL: mtrace report --json $trace"; fail=1; }
+        pairs+=("$name.$i.out:$name.$i.json")
+        i=$((i + 1))
+    done < <(sed -n 's/^mtrace: wrote //p' "$name.err")
+    echo "$name: $i trace(s)"
+}
+
+record python "$PY" -c '
+import json
+d = [{"k%d" % i: list(range(i % 10))} for i in range(5000)]
+print(len(json.dumps(d)))'
+
+record forked "$PY" -c '
+import os, threading
+keep = []
+def work(n):
+    keep.append([str(i) * 3 for i in range(n)])
+t = threading.Thread(target=work, args=(20000,))
+t.start()
+pid = os.fork()
+if pid == 0:
+    work(30000)
+    os._exit(0)
+work(10000)
+t.join()
+os.waitpid(pid, 0)
+print(len(keep))'
+
+[ "$fail" = 0 ] || exit 1
+[ "${#pairs[@]}" -ge 3 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 for 'python', got ${#pairs[@]}"; exit 1; }
+timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_PORT" "$doc" mtrace_test "${pairs[@]}"
