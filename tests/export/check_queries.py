@@ -43,8 +43,18 @@ def num(v):
 
 
 def same(what, got, want):
-    if got != want:
-        problems.append('%s: ClickHouse %r, mtrace report %r' % (what, got, want))
+    if got == want:
+        return
+    if isinstance(got, list) and isinstance(want, list):
+        # only the rows that differ: a callsite list is long
+        extra = [x for x in got if x not in want]
+        missing = [x for x in want if x not in got]
+        if extra or missing:
+            problems.append('%s: only in ClickHouse %r; only in mtrace report %r' % (what, extra[:10], missing[:10]))
+        else:
+            problems.append('%s: the same rows in another order: ClickHouse %r, mtrace report %r' % (what, got[:10], want[:10]))
+        return
+    problems.append('%s: ClickHouse %r, mtrace report %r' % (what, got, want))
 
 
 def rows_by_trace(rows):

@@ -2,12 +2,14 @@
 # mtrace export against the real engine: real traces (python3 with callsites; a python3 that forks a
 # child and starts a thread, one trace per process) exported, loaded into a private ClickHouse server
 # with doc/export.md's statements, and every documented query checked figure for figure against
-# mtrace report --json (check_queries.py), through the plain tables and through Distributed ones.
-#   usage: export_clickhouse.sh MTRACE DOC/export.md
+# mtrace report --json (check_queries.py), through the plain tables and through Distributed ones;
+# and a trace written record by record with the cases real programs seldom show (MK_EDGE_TRACE).
+#   usage: export_clickhouse.sh MTRACE DOC/export.md MK_EDGE_TRACE
 # SKIP (77) when ClickHouse is not installed.
 set -u
 mtrace=$1
 doc=$2
+mk_edge=$3
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/clickhouse_lib.sh"
 if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
@@ -60,6 +62,11 @@ t.join()
 os.waitpid(pid, 0)
 print(len(keep))'
 
+timeout -k 5 60 "$mk_edge" edge.mtr || { echo "FAIL: $mk_edge"; exit 1; }
+timeout -k 5 60 "$mtrace" export edge.mtr -o edge.out 2>edge.err || { echo "FAIL: mtrace export edge.mtr: $(cat edge.err)"; fail=1; }
+timeout -k 5 60 "$mtrace" report --json edge.mtr >edge.json || { echo "FAIL: mtrace report --json edge.mtr"; fail=1; }
+pairs+=("edge.out:edge.json")
+
 [ "$fail" = 0 ] || exit 1
-[ "${#pairs[@]}" -ge 3 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 for 'python', got ${#pairs[@]}"; exit 1; }
+[ "${#pairs[@]}" -ge 4 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 for 'python', got ${#pairs[@]}"; exit 1; }
 timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_PORT" "$doc" mtrace_test "${pairs[@]}"
