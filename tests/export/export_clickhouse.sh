@@ -23,11 +23,12 @@ unset MALLOC_PERTURB_
 
 fail=0
 pairs=()
-# record NAME CMD...: records with 16-frame stacks, exports and reports every trace it wrote.
+# record NAME FRAMES CMD...: records with stacks of FRAMES frames (0: none), exports and reports
+# every trace it wrote.
 record() {
-    local name=$1
-    shift
-    timeout -k 5 300 env PYTHONMALLOC=malloc "$mtrace" record --stacks 16 -o "$name.mtr" -- "$@" >/dev/null 2>"$name.err" ||
+    local name=$1 frames=$2
+    shift 2
+    timeout -k 5 300 env PYTHONMALLOC=malloc "$mtrace" record --stacks "$frames" -o "$name.mtr" -- "$@" >/dev/null 2>"$name.err" ||
         { echo "FAIL: recording $name: $(tail -3 "$name.err")"; fail=1; return; }
     local i=0 trace
     while IFS= read -r trace; do
@@ -41,12 +42,12 @@ record() {
     echo "$name: $i trace(s)"
 }
 
-record python "$PY" -c '
+record python 16 "$PY" -c '
 import json
 d = [{"k%d" % i: list(range(i % 10))} for i in range(5000)]
 print(len(json.dumps(d)))'
 
-record forked "$PY" -c '
+record forked 16 "$PY" -c '
 import os, threading
 keep = []
 def work(n):
@@ -62,11 +63,14 @@ t.join()
 os.waitpid(pid, 0)
 print(len(keep))'
 
+# without stacks: an empty mtrace_stacks, which is not loaded (clickhouse-client refuses no rows)
+record nostacks 0 "$PY" -c 'print(sorted(str(i) for i in range(3000))[-1])'
+
 timeout -k 5 60 "$mk_edge" edge.mtr || { echo "FAIL: $mk_edge"; exit 1; }
 timeout -k 5 60 "$mtrace" export edge.mtr -o edge.out 2>edge.err || { echo "FAIL: mtrace export edge.mtr: $(cat edge.err)"; fail=1; }
 timeout -k 5 60 "$mtrace" report --json edge.mtr >edge.json || { echo "FAIL: mtrace report --json edge.mtr"; fail=1; }
 pairs+=("edge.out:edge.json")
 
 [ "$fail" = 0 ] || exit 1
-[ "${#pairs[@]}" -ge 4 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 for 'python', got ${#pairs[@]}"; exit 1; }
+[ "${#pairs[@]}" -ge 5 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 each for 'python', 'nostacks' and the edge cases, got ${#pairs[@]}"; exit 1; }
 timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_PORT" "$doc" mtrace_test "${pairs[@]}"
