@@ -469,14 +469,11 @@ static void put_header_str(exporter_t *x, row_t *w, unsigned tag)
 {
     size_t len = 0;
     const char *s = mt_trace_string(x->trace, tag, 0, &len);
-    char *c = s ? malloc(len + 1) : NULL; /* not strndup: the command line's NULs are kept to here */
-    if (c)
-        memcpy(c, s, len);
-    for (size_t i = 0; c && i < len; i++)
-        if ((unsigned char)c[i] < ' ')
-            c[i] = ' ';
-    put_str(x->out[MT_EXPORT_TRACES].f, w, c ? c : "", c ? len : 0);
-    free(c);
+    FILE *f = x->out[MT_EXPORT_TRACES].f;
+    put_len(w, s ? len : 0);
+    row_flush(f, w);
+    for (size_t i = 0; s && i < len; i++)
+        putc((unsigned char)s[i] < ' ' ? ' ' : s[i], f);
 }
 
 static void export_header(exporter_t *x, const char *stopped)

@@ -74,4 +74,17 @@ diff -r before good >/dev/null || fail "export over an earlier export changed it
 t 60 "$mtrace" export g.mtr -o good --force 2>err || fail "export --force: $(cat err)"
 diff -r before good >/dev/null || fail "export --force of the same trace wrote other bytes"
 ls good | grep -q partial && fail "export --force: left temporaries: $(ls good)"
+
+# --trace-id: the key of every row (little-endian in RowBinary); 0 and other non-numbers are refused
+t 60 "$mtrace" export g.mtr -o keyed --trace-id 42 2>err || fail "export --trace-id 42: $(cat err)"
+for x in mtrace_traces mtrace_records mtrace_threads; do
+    [ "$(head -c 8 "keyed/$x.rowbinary" | od -An -tx1 | tr -d ' \n')" = 2a00000000000000 ] ||
+        fail "export --trace-id 42: $x does not start with trace id 42"
+done
+for v in 0 -1 x 18446744073709551616; do
+    t 60 "$mtrace" export g.mtr -o "keyed.$v" --trace-id "$v" >out 2>err
+    rc=$?
+    [ $rc = 2 ] || fail "export --trace-id $v: exit $rc, expected 2"
+    no_file "export --trace-id $v" "keyed.$v"
+done
 finish
