@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mtrace/callers.h"
 #include "mtrace/export.h"
 #include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
@@ -99,6 +100,9 @@ typedef struct xstack {
     uint64_t *frames; /* from the first STACK event of the id; NULL until then */
     uint32_t nframes;
     uint8_t used;     /* a record names it */
+    /* What mtrace report tells its callsites by (mt_callers_build): its allocations, frees, leaks. */
+    mt_figures_t fig;
+    uint64_t others;
 } xstack_t;
 
 typedef struct xthread {
@@ -241,6 +245,10 @@ static int export_call(exporter_t *x, uint32_t ti, const mt_record_t *r)
         if (!s)
             return -ENOMEM;
         s->used = 1;
+        if (r->op == MT_OP_FREE)
+            s->others++;
+        else if (allocates && !failed)
+            s->fig.calls++, s->fig.bytes += req;
     }
     int64_t live_delta = 0, blocks_delta = 0;
     xblock_t freed = { 0 }, replaced = { 0 };
@@ -390,67 +398,217 @@ static int export_record(exporter_t *x, uint32_t ti, const mt_record_t *r)
 
 /* ---- the tables written at the end ----------------------------------------------------------- */
 
-/* The callsite of a stack: its first frame outside the allocation machinery, as mtrace report
- * names it; "??" when none is. */
-static int export_stacks(exporter_t *x, const char *exe, mt_error_t *err)
+/* ---- the stacks: symbolized, and each one's callsite as mtrace report names it -------------- */
+
+/* Strings compared by pointer, as mt_callers_build compares frames: one copy of each. */
+typedef struct strset {
+    char **v;
+    size_t n, cap; /* cap: a power of two, or 0 */
+} strset_t;
+
+static const char *strset_get(strset_t *set, const char *s)
 {
-    if (!x->capstacks)
+    if (!s)
+        return NULL;
+    if ((set->n + 1) * 2 > set->cap) {
+        const size_t cap = set->cap ? set->cap * 2 : 1024;
+        char **v = calloc(cap, sizeof *v);
+        if (!v)
+            return NULL;
+        for (size_t i = 0; i < set->cap; i++) {
+            if (!set->v[i])
+                continue;
+            size_t j = mt_ptr_hash(mt_ptr_hash(strlen(set->v[i])) ^ (unsigned char)set->v[i][0]) & (cap - 1);
+            while (v[j])
+                j = (j + 1) & (cap - 1);
+            v[j] = set->v[i];
+        }
+        free(set->v);
+        set->v = v;
+        set->cap = cap;
+    }
+    size_t j = mt_ptr_hash(mt_ptr_hash(strlen(s)) ^ (unsigned char)s[0]) & (set->cap - 1);
+    for (; set->v[j]; j = (j + 1) & (set->cap - 1))
+        if (!strcmp(set->v[j], s))
+            return set->v[j];
+    if (!(set->v[j] = strdup(s)))
+        return NULL;
+    set->n++;
+    return set->v[j];
+}
+
+static void strset_fini(strset_t *set)
+{
+    for (size_t i = 0; i < set->cap; i++)
+        free(set->v[i]);
+    free(set->v);
+}
+
+/* Every distinct return address symbolized once, and the stacks report weighs (those that allocated,
+ * leaked or freed) as mt_callers_build takes them. */
+typedef struct symbolized {
+    strset_t strings;
+    mt_frame_in_t *frames;
+    size_t nframes, capframes;
+    uint32_t *frame_of; /* per stack id's frames, concatenated: index into frames */
+    size_t *first;      /* per stack id: where its frames start in frame_of */
+    mt_stack_in_t *in;
+    uint32_t *in_id;    /* the stack id of each entry of in */
+    size_t nin;
+    mt_callers_t callers;
+} symbolized_t;
+
+static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *seen, uint64_t ra, uint32_t *out)
+{
+    const mt_ptr_entry_t *e = mt_ptr_map_find(seen, ra ? ra : 1); /* key 0 is the map's "empty" */
+    if (e) {
+        *out = (uint32_t)e->value;
         return 0;
+    }
+    mt_symbol_t s;
+    mt_symbolize(sym, ra, &s);
+    char label[600];
+    mt_symbol_label(&s, label, sizeof label);
+    uint64_t cap = y->capframes;
+    if (grow((void **)&y->frames, &cap, y->nframes + 1, sizeof *y->frames) < 0)
+        return -ENOMEM;
+    y->capframes = cap;
+    mt_frame_in_t *f = &y->frames[y->nframes];
+    f->allocator = mt_symbol_is_allocator_frame(&s);
+    f->unnamed = !strcmp(s.function, "??");
+    f->sym = (mt_symbol_t){ strset_get(&y->strings, label), strset_get(&y->strings, s.file), s.line,
+                            strset_get(&y->strings, s.module), s.offset, s.start };
+    if (!f->sym.function || !f->sym.module || (s.file && !f->sym.file))
+        return -ENOMEM;
+    *out = (uint32_t)y->nframes;
+    return mt_ptr_map_put(seen, ra ? ra : 1, y->nframes++);
+}
+
+static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, mt_error_t *err)
+{
     mt_symbolizer_t *sym;
     if (mt_symbolizer_open(&sym, exe, err) < 0)
         return -1;
     for (size_t i = 0; i < x->nmodules; i++)
         mt_symbolizer_add_module(sym, &x->modules[i]);
-    mt_symbol_t *names = malloc(MT_MAX_FRAMES * sizeof *names);
-    if (!names) {
-        mt_symbolizer_close(sym);
-        return -ENOMEM;
-    }
-    FILE *f = x->out[MT_EXPORT_STACKS].f;
-    for (uint32_t id = 1; id < x->capstacks; id++) {
+    mt_ptr_map_t seen;
+    int rc = mt_ptr_map_init(&seen);
+    size_t total = 0;
+    for (uint32_t id = 1; id < x->capstacks; id++)
+        total += x->stacks[id].nframes;
+    y->frame_of = malloc((total + 1) * sizeof *y->frame_of);
+    y->first = calloc(x->capstacks + 1, sizeof *y->first);
+    y->in = malloc((x->capstacks + 1) * sizeof *y->in);
+    y->in_id = malloc((x->capstacks + 1) * sizeof *y->in_id);
+    if (!y->frame_of || !y->first || !y->in || !y->in_id)
+        rc = -ENOMEM;
+    size_t used = 0;
+    for (uint32_t id = 1; rc == 0 && id < x->capstacks; id++) {
         const xstack_t *s = &x->stacks[id];
-        if (!s->frames && !s->used)
-            continue;
-        const mt_symbol_t unknown = { .function = "??", .module = "??" };
-        mt_symbol_t site = unknown;
-        int found = 0;
-        for (uint32_t k = 0; k < s->nframes; k++) {
-            if (mt_symbolize(sym, s->frames[k], &names[k]) < 0) {
-                names[k] = unknown;
-                continue;
-            }
-            if (!found && !mt_symbol_is_allocator_frame(&names[k]))
-                site = names[k], found = 1;
-        }
-        row_t w = { .n = 0 };
-        put_u64(&w, x->id);
-        put_u32(&w, id);
-        put_len(&w, s->nframes);
-        for (uint32_t k = 0; k < s->nframes; k++)
-            put_u64(&w, s->frames[k]);
-        row_flush(f, &w);
-        put_len(&w, s->nframes);
-        for (uint32_t k = 0; k < s->nframes; k++)
-            put_cstr(f, &w, names[k].function);
-        put_len(&w, s->nframes);
-        for (uint32_t k = 0; k < s->nframes; k++)
-            put_cstr(f, &w, names[k].file);
-        put_len(&w, s->nframes);
-        for (uint32_t k = 0; k < s->nframes; k++)
-            put_u32(&w, names[k].line);
-        put_len(&w, s->nframes);
-        for (uint32_t k = 0; k < s->nframes; k++)
-            put_cstr(f, &w, names[k].module);
-        put_cstr(f, &w, site.function);
-        put_cstr(f, &w, site.file);
-        put_u32(&w, site.line);
-        put_cstr(f, &w, site.module);
-        row_flush(f, &w);
-        x->st.stacks++;
+        y->first[id] = used;
+        for (uint32_t k = 0; rc == 0 && k < s->nframes; k++)
+            rc = symbolize_frame(y, sym, &seen, s->frames[k], &y->frame_of[used + k]);
+        used += s->nframes;
     }
-    free(names);
+    /* The frames array is complete only now: the stacks point into frame_of, which does not move. */
+    for (uint32_t id = 1; rc == 0 && id < x->capstacks; id++) {
+        const xstack_t *s = &x->stacks[id];
+        if (!s->fig.calls && !s->fig.leaked_bytes && !s->others)
+            continue;
+        y->in_id[y->nin] = id;
+        y->in[y->nin++] = (mt_stack_in_t){ .frame = y->frame_of + y->first[id], .nframes = s->nframes,
+                                           .fig = s->fig, .others = s->others };
+    }
+    if (rc == 0) /* report's defaults: no --skip-frames patterns, wrappers detected */
+        rc = mt_callers_build(&y->callers, y->frames, y->in, y->nin, NULL);
+    mt_ptr_map_fini(&seen);
     mt_symbolizer_close(sym);
-    return 0;
+    return rc;
+}
+
+static void symbolized_fini(symbolized_t *y)
+{
+    mt_callers_free(&y->callers);
+    strset_fini(&y->strings);
+    free(y->frames);
+    free(y->frame_of);
+    free(y->first);
+    free(y->in);
+    free(y->in_id);
+}
+
+static void put_stack_row(exporter_t *x, const symbolized_t *y, uint32_t id, const mt_symbol_t *site, uint64_t site_offset)
+{
+    FILE *f = x->out[MT_EXPORT_STACKS].f;
+    const xstack_t *s = &x->stacks[id];
+    const uint32_t *fr = y->frame_of + y->first[id];
+    row_t w = { .n = 0 };
+    put_u64(&w, x->id);
+    put_u32(&w, id);
+    put_len(&w, s->nframes);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        put_u64(&w, s->frames[k]);
+    row_flush(f, &w);
+    put_len(&w, s->nframes);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        put_cstr(f, &w, y->frames[fr[k]].sym.function);
+    put_len(&w, s->nframes);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        put_cstr(f, &w, y->frames[fr[k]].sym.file);
+    put_len(&w, s->nframes);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        put_u32(&w, y->frames[fr[k]].sym.line);
+    put_len(&w, s->nframes);
+    for (uint32_t k = 0; k < s->nframes; k++)
+        put_cstr(f, &w, y->frames[fr[k]].sym.module);
+    put_cstr(f, &w, site->function);
+    put_cstr(f, &w, site->file);
+    put_u32(&w, site->line);
+    put_cstr(f, &w, site->module);
+    put_u64(&w, site_offset);
+    row_flush(f, &w);
+    x->st.stacks++;
+}
+
+/* A stack's callsite is its allocating function after the allocation machinery and wrappers
+ * (mt_callers_build, as mtrace report finds it), "??" with the module offset where it has no symbol;
+ * a stack that made no block and freed none names none. */
+static int export_stacks(exporter_t *x, const char *exe, mt_error_t *err)
+{
+    if (!x->capstacks)
+        return 0;
+    for (uint64_t i = 0; i < x->live.cap; i++) { /* what each stack leaves live at the end */
+        if (!x->live.v[i].key)
+            continue;
+        const xblock_t *b = &x->blk[x->live.v[i].value];
+        if (b->stack) {
+            x->stacks[b->stack].fig.leaked_blocks++;
+            x->stacks[b->stack].fig.leaked_bytes += b->size;
+        }
+    }
+    symbolized_t y = { 0 };
+    int rc = symbolize_all(x, &y, exe, err);
+    const mt_symbol_t none = { .function = "??", .module = "??" };
+    for (size_t i = 0, k = 0; rc == 0 && i < x->capstacks; i++) {
+        const uint32_t id = (uint32_t)i;
+        if (!id || (!x->stacks[id].frames && !x->stacks[id].used))
+            continue;
+        while (k < y.nin && y.in_id[k] < id)
+            k++;
+        if (k == y.nin || y.in_id[k] != id) {
+            put_stack_row(x, &y, id, &none, 0);
+            continue;
+        }
+        const mt_stack_in_t *in = &y.in[k];
+        const uint32_t leaf = y.callers.leaf[k];
+        mt_symbol_t site = leaf < in->nframes ? y.frames[in->frame[leaf]].sym : none;
+        const int unknown = leaf >= in->nframes || y.frames[in->frame[leaf]].unnamed;
+        if (unknown)
+            site.function = "??";
+        put_stack_row(x, &y, id, &site, unknown ? site.offset : 0);
+    }
+    symbolized_fini(&y);
+    return rc;
 }
 
 static void export_threads(exporter_t *x)

@@ -65,7 +65,7 @@ def rows_by_trace(rows):
 
 
 def callsite_key(c):
-    return (c['function'], c['file'] or '', c['line'], c['module'])
+    return (c['function'], c['file'] or '', c['line'], c['module'], c.get('offset', 0))
 
 
 def check(q, reports, label):
@@ -112,7 +112,7 @@ def check(q, reports, label):
                  (x['tid'], x['calls'], x['allocations'], x['bytes'], x['frees'], x['temporary']))
         sites = [(callsite_key(c), (c['calls'], c['bytes'], c['leaked_blocks'], c['leaked_bytes'], c['peak_bytes'])) for c in r['callsites']]
         def got_sites(rows):
-            return [((x['site_function'], x['site_file'], x['site_line'], x['site_module']),
+            return [((x['site_function'], x['site_file'], x['site_line'], x['site_module'], x['site_offset']),
                      (x['calls'], x['bytes'], x['leaked_blocks'], x['leaked_bytes'], x['peak_bytes'])) for x in rows]
         same('%s: every callsite' % f, sorted(got_sites(all_sites.get(tid, []))), sorted(sites))
         want = sorted(sites, key=lambda s: (-s[1][1], -s[1][0], s[0]))[:20]
@@ -138,7 +138,7 @@ def check(q, reports, label):
                 a[1] += c['leaked_blocks']
                 a[2] += c['leaked_bytes']
     want = sorted(((k, tuple(v)) for k, v in fleet.items()), key=lambda s: (-s[1][2], s[0]))[:20]
-    got = [((x['site_function'], x['site_file'], num(x['site_line']), x['site_module']),
+    got = [((x['site_function'], x['site_file'], num(x['site_line']), x['site_module'], num(x['site_offset'])),
             (num(x['processes']), num(x['blocks']), num(x['bytes']))) for x in q['fleet_leaks']]
     same('%s: fleet_leaks' % label, got, want)
 
