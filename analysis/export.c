@@ -406,6 +406,14 @@ typedef struct strset {
     size_t n, cap; /* cap: a power of two, or 0 */
 } strset_t;
 
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 static const char *strset_get(strset_t *set, const char *s)
 {
     if (!s)
@@ -418,7 +426,7 @@ static const char *strset_get(strset_t *set, const char *s)
         for (size_t i = 0; i < set->cap; i++) {
             if (!set->v[i])
                 continue;
-            size_t j = mt_ptr_hash(mt_ptr_hash(strlen(set->v[i])) ^ (unsigned char)set->v[i][0]) & (cap - 1);
+            size_t j = str_hash(set->v[i]) & (cap - 1);
             while (v[j])
                 j = (j + 1) & (cap - 1);
             v[j] = set->v[i];
@@ -427,7 +435,7 @@ static const char *strset_get(strset_t *set, const char *s)
         set->v = v;
         set->cap = cap;
     }
-    size_t j = mt_ptr_hash(mt_ptr_hash(strlen(s)) ^ (unsigned char)s[0]) & (set->cap - 1);
+    size_t j = str_hash(s) & (set->cap - 1);
     for (; set->v[j]; j = (j + 1) & (set->cap - 1))
         if (!strcmp(set->v[j], s))
             return set->v[j];
