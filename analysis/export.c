@@ -220,16 +220,13 @@ static int block_take(exporter_t *x, uint64_t addr, xblock_t *out)
 
 /* ---- one call record ------------------------------------------------------------------------- */
 
-/* count * size for calloc and reallocarray, size for the other allocating calls, 0 for the rest;
- * a product past 2^64 is UINT64_MAX, as mtrace report counts it. */
+/* mt_requested for the calls that allocate, 0 for free, malloc_usable_size and mallopt (whose size
+ * field is no request). */
 static uint64_t bytes_requested(const mt_record_t *r)
 {
     if (r->op == MT_OP_FREE || r->op == MT_OP_USABLE_SIZE || r->op == MT_OP_MALLOPT)
         return 0;
-    uint64_t n = r->size;
-    if ((r->op == MT_OP_CALLOC || r->op == MT_OP_REALLOCARRAY) && __builtin_mul_overflow(r->count, r->size, &n))
-        return UINT64_MAX;
-    return n;
+    return mt_requested(r->op, r->count, r->size);
 }
 
 static int export_call(exporter_t *x, uint32_t ti, const mt_record_t *r)
