@@ -75,6 +75,14 @@ t 60 "$mtrace" export g.mtr -o good --force 2>err || fail "export --force: $(cat
 diff -r before good >/dev/null || fail "export --force of the same trace wrote other bytes"
 ls good | grep -q partial && fail "export --force: left temporaries: $(ls good)"
 
+# a write that fails midway (the file size limit, its signal ignored: write returns EFBIG): exit 1,
+# one line naming the file, no table and no temporary left, the directory it made gone
+(trap '' XFSZ; ulimit -f 64; exec timeout -k 5 60 "$mtrace" export g.mtr -o full) >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "export past the file size limit: exit $rc, expected 1"
+one_line err "export past the file size limit" "full/mtrace_records.rowbinary"
+no_file "export past the file size limit" full
+
 # --trace-id: the key of every row (little-endian in RowBinary); 0 and other non-numbers are refused
 t 60 "$mtrace" export g.mtr -o keyed --trace-id 42 2>err || fail "export --trace-id 42: $(cat err)"
 for x in mtrace_traces mtrace_records mtrace_threads; do
