@@ -694,6 +694,8 @@ uint64_t mt_export_trace_id(const mt_trace_t *t)
     return v ? v : 1;
 }
 
+/* The threads' cursors at their first records. 0, 1 when one of them is damaged (err says where),
+ * or -ENOMEM. */
 static int exporter_init(exporter_t *x, mt_error_t *err)
 {
     x->nth = (uint32_t)mt_trace_thread_count(x->trace);
@@ -708,7 +710,7 @@ static int exporter_init(exporter_t *x, mt_error_t *err)
             return -ENOMEM;
         const int rc = mt_thread_cursor_next(&x->th[i].cur, &x->th[i].head, err);
         if (rc < 0)
-            return rc;
+            return 1; /* a thread's first record is damaged: no record is known to come before it */
         x->key[i] = x->th[i].head.time;
         if (rc)
             mt_merge_push(&x->heap, i);
@@ -788,8 +790,9 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
     }
     int damaged = 0;
     char stopped[sizeof err->msg] = "";
-    if ((rc = open_outputs(&x, o->dir, err)) == 0 && (rc = exporter_init(&x, err)) == 0 &&
-        (rc = export_pass(&x, err)) == 1) {
+    if ((rc = open_outputs(&x, o->dir, err)) == 0 && (rc = exporter_init(&x, err)) == 0)
+        rc = export_pass(&x, err);
+    if (rc == 1) {
         damaged = 1;
         snprintf(stopped, sizeof stopped, "%s", err->msg);
         rc = 0;

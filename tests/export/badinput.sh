@@ -24,6 +24,10 @@ head -c 100 g.mtr >cut.mtr
 cp g.mtr chunk.mtr
 printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
     dd of=chunk.mtr bs=1 seek=$((65536 + 32 + 200)) conv=notrunc status=none
+# the same at the chunk's first record: the first record of thread 1, before which nothing is known
+cp g.mtr first.mtr
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
+    dd of=first.mtr bs=1 seek=$((65536 + 32)) conv=notrunc status=none
 tables="mtrace_traces mtrace_records mtrace_stacks mtrace_threads mtrace_rss"
 
 t 60 "$mtrace" export g.mtr -o good 2>err || fail "export g.mtr: $(cat err)"
@@ -59,6 +63,15 @@ fi
 grep -qF "chunk.mtr: offset $off" damaged/mtrace_traces.rowbinary ||
     fail "export chunk.mtr: mtrace_traces does not say where the export stopped"
 ls damaged | grep -q partial && fail "export chunk.mtr: left temporaries: $(ls damaged)"
+
+t 60 "$mtrace" export first.mtr -o first >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "export first.mtr: exit $rc, expected 1"
+one_line err "export first.mtr" first.mtr "offset 65568" "the 0 call records before it"
+[ -f first/mtrace_records.rowbinary ] && [ ! -s first/mtrace_records.rowbinary ] ||
+    fail "export first.mtr: the records table is not there, empty"
+grep -qF "first.mtr: offset 65568" first/mtrace_traces.rowbinary ||
+    fail "export first.mtr: mtrace_traces does not say where the export stopped"
 
 # a directory that cannot be made; an earlier export's files
 t 60 "$mtrace" export g.mtr -o /proc/self/mtrace-export >out 2>err
