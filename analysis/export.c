@@ -489,7 +489,8 @@ static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *
     return mt_ptr_map_put(seen, ra ? ra : 1, y->nframes++);
 }
 
-static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, mt_error_t *err)
+static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, const mt_callers_opts_t *co,
+                         mt_error_t *err)
 {
     mt_symbolizer_t *sym;
     if (mt_symbolizer_open(&sym, exe, err) < 0)
@@ -524,8 +525,8 @@ static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, mt_err
         y->in[y->nin++] = (mt_stack_in_t){ .frame = y->frame_of + y->first[id], .nframes = s->nframes,
                                            .fig = s->fig, .others = s->others };
     }
-    if (rc == 0) /* report's defaults: no --skip-frames patterns, wrappers detected */
-        rc = mt_callers_build(&y->callers, y->frames, y->in, y->nin, NULL);
+    if (rc == 0)
+        rc = mt_callers_build(&y->callers, y->frames, y->in, y->nin, co);
     mt_ptr_map_fini(&seen);
     mt_symbolizer_close(sym);
     return rc;
@@ -576,9 +577,9 @@ static void put_stack_row(exporter_t *x, const symbolized_t *y, uint32_t id, con
 }
 
 /* A stack's callsite is its allocating function after the allocation machinery and wrappers
- * (mt_callers_build, as mtrace report finds it), "??" with the module offset where it has no symbol;
+ * (mt_callers_build, as mtrace report finds it with the same options), "??" with the module offset where it has no symbol;
  * a stack that made no block and freed none names none. */
-static int export_stacks(exporter_t *x, const char *exe, mt_error_t *err)
+static int export_stacks(exporter_t *x, const char *exe, const mt_export_opts_t *o, mt_error_t *err)
 {
     if (!x->capstacks)
         return 0;
@@ -592,7 +593,8 @@ static int export_stacks(exporter_t *x, const char *exe, mt_error_t *err)
         }
     }
     symbolized_t y = { 0 };
-    int rc = symbolize_all(x, &y, exe, err);
+    const mt_callers_opts_t co = { o->skip, o->nskip, o->no_auto_skip };
+    int rc = symbolize_all(x, &y, exe, &co, err);
     const mt_symbol_t none = { .function = "??", .module = "??" };
     for (size_t i = 0, k = 0; rc == 0 && i < x->capstacks; i++) {
         const uint32_t id = (uint32_t)i;
@@ -803,7 +805,7 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
     if (exe)
         snprintf(exe_path, sizeof exe_path, "%.*s", (int)len, exe);
     if (rc == 0)
-        rc = export_stacks(&x, exe_path, err);
+        rc = export_stacks(&x, exe_path, o, err);
     if (rc == 0) {
         export_threads(&x);
         export_header(&x, stopped);

@@ -12,12 +12,13 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mtrace export TRACE -o DIR [--trace-id N] [--force]\n"
+    fprintf(f, "usage: mtrace export TRACE -o DIR [--trace-id N] [--skip-frames PATTERN,...] [--no-auto-skip] [--force]\n"
                "  writes the trace as ClickHouse tables in RowBinary, one file each in DIR (made if missing):\n"
                "  mtrace_records (every call, in time order), mtrace_stacks (symbolized), mtrace_threads,\n"
                "  mtrace_rss and mtrace_traces (the header), as TABLE.rowbinary. doc/export.md has the\n"
                "  CREATE TABLE statements and the queries that give mtrace report's figures.\n"
                "  --trace-id N  the key of this trace's rows (default: a hash of its pid, start and host)\n"
+               "  --skip-frames, --no-auto-skip  how callsites are found, as in mtrace report\n"
                "  --force       replace the files of an earlier export in DIR\n"
                "  A damaged trace: every record before the damage is exported, the message says where it\n"
                "  stopped, and the exit status is 1.\n");
@@ -29,10 +30,14 @@ int mt_export_main(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "trace-id", required_argument, NULL, 'i' },
         { "force", no_argument, NULL, 'f' },
+        { "skip-frames", required_argument, NULL, 's' },
+        { "no-auto-skip", no_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     mt_export_opts_t o = { 0 };
+    const char *skip[64];
+    o.skip = skip;
     int force = 0, c;
     unsigned long id;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -44,6 +49,11 @@ int mt_export_main(int argc, char **argv)
             o.trace_id = id;
             break;
         case 'f': force = 1; break;
+        case 's': /* comma-separated fnmatch patterns, as report takes them */
+            for (char *save = NULL, *p = strtok_r(optarg, ",", &save); p && o.nskip < 64; p = strtok_r(NULL, ",", &save))
+                skip[o.nskip++] = p;
+            break;
+        case 'n': o.no_auto_skip = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

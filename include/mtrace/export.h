@@ -3,6 +3,7 @@
 #ifndef MTRACE_EXPORT_H
 #define MTRACE_EXPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mtrace/trace_reader.h"
@@ -18,6 +19,10 @@ extern const char *const mt_export_table_names[MT_EXPORT_NTABLES];
 typedef struct mt_export_opts {
     const char *dir;   /* made if missing */
     uint64_t trace_id; /* the key of every row; 0: derived from the trace's header (mt_export_trace_id) */
+    /* How callsites are found, as mtrace report's --skip-frames and --no-auto-skip (callers.h). */
+    const char *const *skip;
+    size_t nskip;
+    int no_auto_skip;
 } mt_export_opts_t;
 
 typedef struct mt_export_stats {

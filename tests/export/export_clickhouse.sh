@@ -63,6 +63,15 @@ t.join()
 os.waitpid(pid, 0)
 print(len(keep))'
 
+# the python3 trace again (under another name and trace id), its callsites found with report's
+# options: patterns skipped, no wrappers detected
+cp python.mtr skip.mtr
+timeout -k 5 300 "$mtrace" export skip.mtr -o skip.out --trace-id 7 --skip-frames 'PyUnicode_New,PyType_Generic*' --no-auto-skip 2>skip.err ||
+    { echo "FAIL: mtrace export --skip-frames: $(cat skip.err)"; fail=1; }
+timeout -k 5 300 "$mtrace" report --json --skip-frames 'PyUnicode_New,PyType_Generic*' --no-auto-skip skip.mtr >skip.json ||
+    { echo "FAIL: mtrace report --json --skip-frames"; fail=1; }
+pairs+=("skip.out:skip.json")
+
 # without stacks: an empty mtrace_stacks, which is not loaded (clickhouse-client refuses no rows)
 record nostacks 0 "$PY" -c 'print(sorted(str(i) for i in range(3000))[-1])'
 
@@ -72,5 +81,5 @@ timeout -k 5 60 "$mtrace" report --json edge.mtr >edge.json || { echo "FAIL: mtr
 pairs+=("edge.out:edge.json")
 
 [ "$fail" = 0 ] || exit 1
-[ "${#pairs[@]}" -ge 5 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 each for 'python', 'nostacks' and the edge cases, got ${#pairs[@]}"; exit 1; }
+[ "${#pairs[@]}" -ge 6 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 each for 'python', 'skip', 'nostacks' and the edge cases, got ${#pairs[@]}"; exit 1; }
 timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_PORT" "$doc" mtrace_test "${pairs[@]}"
