@@ -50,6 +50,8 @@ typedef struct pass {
     uint64_t *free_idx, nfree, cap_free;
     uint64_t live_bytes;
     uint64_t steps;
+    uint8_t *payload; /* a copy of the latest STACK or MODULE payload (see pass_next) */
+    size_t cap_payload;
 } pass_t;
 
 typedef struct priv {
@@ -79,6 +81,7 @@ static void pass_fini(pass_t *p)
     free(p->key);
     free(p->blocks);
     free(p->free_idx);
+    free(p->payload);
     mt_ptr_map_fini(&p->live);
 }
 
@@ -118,8 +121,20 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
     const uint32_t i = mt_merge_pop(&p->heap);
     *thread = i;
     *r = p->t[i].head;
-    /* The payload of r points into the cursor's buffer, which the next read may replace: events
-     * whose payload matters (STACK, MODULE) are consumed before the next call. */
+    /* The payload of r points into the cursor's buffer, which the read below replaces when the
+     * thread's next record is in another chunk: the payloads that matter (STACK, MODULE) are copied
+     * first, and live until the next call. */
+    if ((r->op == MT_EV_STACK || r->op == MT_EV_MODULE) && r->len) {
+        if (r->len > p->cap_payload) {
+            uint8_t *n = realloc(p->payload, r->len);
+            if (!n)
+                return -ENOMEM;
+            p->payload = n;
+            p->cap_payload = r->len;
+        }
+        memcpy(p->payload, r->data, r->len);
+        r->data = p->payload;
+    }
     const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
     if (rc < 0)
         return rc;

@@ -22,6 +22,7 @@
 #include "sweep.h"
 #include "mtrace/report.h"
 #include "mtrace/report_diff.h"
+#include "export_cmd.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
@@ -1190,6 +1191,7 @@ static const command_t commands[] = {
     { "pack", cmd_pack, "compress a trace with zstd" },
     { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
     { "diff", cmd_diff, "the change per allocating function between two traces, biggest movers first" },
+    { "export", mt_export_main, "write a trace as ClickHouse tables (doc/export.md)" },
     { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
     { "replay", cmd_replay, "replay a workload against one or more allocators" },
     { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },
