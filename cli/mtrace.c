@@ -489,6 +489,9 @@ static int cmd_info(int argc, char **argv)
      * complete, yet nothing was lost. Its latest record is the EXEC event. */
     const int ended_at_exec = !complete && s.last_op == MT_EV_EXEC;
     const uint64_t size = mt_trace_file_size(t);
+    /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
     if (json) {
         mt_json_t j;
         mt_json_init(&j, stdout);
@@ -510,7 +513,8 @@ static int cmd_info(int argc, char **argv)
         mt_json_kv_double(&j, "bytes_per_call", s.calls ? (double)size / (double)s.calls : 0);
         mt_json_kv_double(&j, "ticks_per_sec", rate);
         mt_json_kv_double(&j, "span_s", span);
-        mt_json_kv_bool(&j, "complete", complete);
+        mt_json_kv_bool(&j, "complete", complete && whole);
+        mt_json_kv_bool(&j, "file_truncated", !whole);
         mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
         mt_json_kv_bool(&j, "truncated", truncated);
         if (truncated)
@@ -554,7 +558,8 @@ static int cmd_info(int argc, char **argv)
             printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
         printf("time span     %.6f s\n", span);
         printf("state         %s%s%s\n",
-               complete        ? "complete"
+               !whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
+               : complete      ? "complete"
                : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
                                : "not finished (the process was killed or crashed)",
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
@@ -571,6 +576,10 @@ static int cmd_info(int argc, char **argv)
         printf("\n");
     }
     mt_trace_close(t);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
     return 0;
 }
 

@@ -57,6 +57,9 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         snprintf(err->msg, sizeof err->msg, "%s: offset 36: already packed", in);
         goto done;
     }
+    /* A packed trace would not show that its source was cut short: refuse rather than hide it. */
+    if ((rc = mt_trace_check_whole(t, err)) < 0)
+        goto done;
     /* The header chunk, as read, with the packed flag. */
     {
         const int hfd = open(in, O_RDONLY | O_CLOEXEC);
@@ -85,6 +88,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         memcpy(&h, head, sizeof h);
         h.flags |= MT_HDR_PACKED;
         h.data_offset = end;
+        h.packed_frames = mt_trace_chunk_count(t); /* one frame per chunk: a cut between frames shows */
         memcpy(head, &h, sizeof h);
         if ((rc = mt_write_full(fd, head, end, UINT64_MAX)) < 0)
             goto write_failed;
@@ -97,7 +101,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         }
         if (rc < 0)
             goto done;
-        /* Only the records are kept: a chunk cut short or never sealed is sealed here at its end. */
+        /* Only the records are kept: a chunk never sealed (its process was killed) is sealed here at its end. */
         mt_chunk_header_t h = mt_trace_chunk(t, i)->h;
         h.used = (uint32_t)mt_cursor_used(&c);
         h.flags |= MT_CHUNK_SEALED;

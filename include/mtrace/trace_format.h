@@ -77,7 +77,8 @@ typedef struct mt_file_header {
     uint64_t chunks_used; /* chunks claimed (header chunk included), at finish */
     uint64_t lost_calls;  /* calls not recorded (nested in the shim, or after truncation), at finish */
     uint64_t data_offset; /* packed traces: offset of the first frame; raw traces: 0 (chunk 1 follows) */
-    uint8_t reserved[136];
+    uint64_t packed_frames; /* packed traces: frames written (0: not recorded, older files); raw: 0 */
+    uint8_t reserved[128];
 } mt_file_header_t;
 
 _Static_assert(sizeof(mt_file_header_t) == 256, "file header is 256 bytes");
