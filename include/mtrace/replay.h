@@ -38,7 +38,9 @@ const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why
  * several allocators, FILE.NAME.json; with repeat > 1 the run's number (1...) is inserted too:
  * FILE.1.json or FILE.NAME.1.json. Writes each result's JSON path into results[k], in the order run
  * (room for nallocators * repeat). Returns 0, or the first child's failure as an exit status (1 bad
- * input, 2 usage). */
+ * input, 2 usage), or 128 + N when signal N (SIGINT, SIGTERM, SIGHUP) came: it is passed on to the
+ * child, whose files of that run are removed, and no further run starts. A child also dies with
+ * this process. */
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults);
 
 #ifdef __cplusplus

@@ -2,7 +2,9 @@
  *   mixed   two threads: mallocs, callocs, reallocs, frees, blocks passed between the threads
  *   layers  one thread: 200 blocks of 256 KiB between small ones, freed, then 200 of 512 KiB kept live
  *           (glibc's peak RSS depends on mmap_threshold: see test_sim_rss.c)
- *   spike   one thread: 10 blocks of 1 MiB, freed at once (a peak shorter than the RSS sampling) */
+ *   spike   one thread: 10 blocks of 1 MiB, freed at once (a peak shorter than the RSS sampling)
+ *   slow    one thread: 100000 mallocs and frees of 4321 bytes; on sleepy_malloc.so a replay of
+ *           it takes 10 s (every 50th such malloc sleeps 5 ms), long enough to be interrupted */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -56,6 +58,15 @@ static void spike(wlb_t *b)
         wlb_free(b, t, i);
 }
 
+static void slow(wlb_t *b)
+{
+    const uint32_t t = wlb_thread(b, 0);
+    for (uint64_t i = 0; i < 100000; i++) {
+        wlb_malloc(b, t, 1, 4321);
+        wlb_free(b, t, 1);
+    }
+}
+
 /* The builder asserts with Check, so it runs inside a one-test suite. */
 static const char *g_kind, *g_out;
 
@@ -67,16 +78,19 @@ START_TEST(write_it)
         mixed(&b);
     else if (g_kind[0] == 'l')
         layers(&b);
-    else
+    else if (g_kind[1] == 'p')
         spike(&b);
+    else
+        slow(&b);
     wlb_close(&b);
 }
 END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "mixed") && strcmp(argv[1], "layers") && strcmp(argv[1], "spike"))) {
-        fprintf(stderr, "usage: sim_mkwl mixed|layers|spike OUT\n");
+    if (argc != 3 || (strcmp(argv[1], "mixed") && strcmp(argv[1], "layers") && strcmp(argv[1], "spike") &&
+                      strcmp(argv[1], "slow"))) {
+        fprintf(stderr, "usage: sim_mkwl mixed|layers|spike|slow OUT\n");
         return 2;
     }
     g_kind = argv[1];
