@@ -788,7 +788,10 @@ static void usage_replay(FILE *f)
                "  --repeat N (1 to %d): every allocator N times, in rounds (each allocator once, then again),\n"
                "  FILE getting the run's number (FILE.1.json, FILE.NAME.1.json). The table then gives per\n"
                "  allocator the median of its runs and their spread of CPU time and wall time (ms) and peak\n"
-               "  RSS (MiB), with a verdict against the first allocator (as mtrace compare).\n" MT_VERDICT_HELP,
+               "  RSS (MiB), with a verdict against the first allocator (as mtrace compare).\n"
+               "  Exit status 3: every replay ran, but calls failed in some (the allocator returned NULL where\n"
+               "  the traced call got a block; each summary says how many); 128+N: interrupted by signal N.\n"
+               MT_VERDICT_HELP,
             MT_REPLAY_MAX_REPEAT);
 }
 
@@ -858,12 +861,15 @@ static int cmd_replay(int argc, char **argv)
     }
     int n = 0;
     int rc = mt_replay_run(&o, results, &n);
-    /* A table for several allocators, and for the runs of one: its median and spread. */
-    if (rc == 0 && n > 1) {
+    /* A table for several allocators, and for the runs of one: its median and spread. Runs in which
+     * calls failed are in it too; the exit status (3) still says they failed. */
+    if ((rc == 0 || rc == MT_EXIT_FAILED_CALLS) && n > 1) {
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        const int table_rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        if (table_rc)
+            rc = table_rc;
     }
     if (!o.json)
         for (int i = 0; i < n; i++)

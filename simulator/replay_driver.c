@@ -353,7 +353,8 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
                 (int)stop_signal);
         return 128 + stop_signal;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const int failed_calls = WIFEXITED(status) && WEXITSTATUS(status) == MT_EXIT_FAILED_CALLS;
+    if (!failed_calls && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
         if (WIFSIGNALED(status))
             fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -363,7 +364,7 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
         printf("wrote %s\n", json);
     if (!o->quiet && o->series)
         printf("wrote %s\n", series);
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }
 
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults)
@@ -388,13 +389,15 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
         }
     }
     const int rounds = o->repeat > 1 ? o->repeat : 1;
+    int failed_calls = 0;
     for (int run = 1; run <= rounds; run++) {
         for (int i = 0; i < o->nallocators; i++) {
             const int rc = replay_one(o, sim, i, run, rounds, results[*nresults]);
-            if (rc != 0)
+            if (rc != 0 && rc != MT_EXIT_FAILED_CALLS)
                 return rc;
+            failed_calls |= rc == MT_EXIT_FAILED_CALLS;
             (*nresults)++;
         }
     }
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }

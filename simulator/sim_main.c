@@ -21,6 +21,7 @@
 
 #include "file_io.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/replay.h"
 #include "sim.h"
 
 sim_t *sim_self;
@@ -408,7 +409,9 @@ static void usage(FILE *f)
                "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n"
                "  --touch: how a replayed block is written. auto (default): the pages the traced program\n"
                "  wrote, from the trace's page evidence (glibc traces of format 3), else every page; pages:\n"
-               "  every page; ends: its first and last byte; none: not at all.\n");
+               "  every page; ends: its first and last byte; none: not at all.\n"
+               "  Exit status: 0 done; 1 error; 2 usage; 3 done, but replayed calls failed (the allocator\n"
+               "  returned NULL where the traced call got a block; the summary says how many).\n");
 }
 
 int main(int argc, char **argv)
@@ -719,6 +722,21 @@ int main(int argc, char **argv)
                    commas(b, sizeof b, (long long)s.peak_anon_kb),
                    100.0 * ((double)s.peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
     }
+    /* Calls the allocator refused where the traced program got a block: the replay went on without
+     * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
+     * quiet) and by the exit status, not in the JSON alone. */
+    uint64_t failed_calls = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        failed_calls += total[op].failed;
+    if (failed_calls) {
+        FILE *const f = quiet ? stderr : stdout;
+        fprintf(f, "%s%" PRIu64 " replayed call%s failed (the allocator returned NULL where the traced call got a block):",
+                quiet ? "mtrace-sim: " : "", failed_calls, failed_calls == 1 ? "" : "s");
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            if (total[op].failed)
+                fprintf(f, " %s %" PRIu64, mt_wl_op_name(op), total[op].failed);
+        fprintf(f, "\n");
+    }
     /* Both outputs are written whole under temporary names and renamed into place only when both
      * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
     mt_out_t json_out = { 0 }, series_out = { 0 };
@@ -836,5 +854,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }
