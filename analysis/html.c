@@ -83,8 +83,15 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
             return -1;
         }
         const int replay = !strcmp(mt_json_str_at(j, "kind", ""), "replay");
-        all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
+        const char *series = mt_json_str_at(j, "rss_series", NULL);
+        char where[4096];
+        /* A series named but not readable as one (missing, a device, a FIFO) fails the page: drawn
+         * without it, the page would pass for whole. */
+        const int series_ok = !series || mt_result_series(results[i], series, where, sizeof where);
+        all_series &= series != NULL;
         mt_json_free(j);
+        if (!series_ok)
+            return -1;
         if (!replay) {
             fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", results[i]);
             return -1;

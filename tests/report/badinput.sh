@@ -11,6 +11,8 @@
 # html-bad-result (a known bug, expected to fail): report --html with a good trace and such a result.
 # plot-missing-series (a known bug, expected to fail): plotting a replay result whose RSS series
 #   file is gone.
+# series-not-a-file (a regression: gnuplot read for ever): a result whose RSS series names
+#   /dev/zero, /dev/urandom, a FIFO or a directory, to plot and report --html.
 set -u
 mtrace=$1
 mktrace=$2
@@ -105,6 +107,20 @@ plot-missing-series)
     t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
     rm -f r.tsv
     bad "plot, the RSS series gone" "r.tsv" "o.png|o.dat" -- "$mtrace" plot -o o.png r.json
+    ;;
+series-not-a-file)
+    t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
+    t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
+    mkfifo fifo
+    for series in /dev/zero /dev/urandom "$work/fifo" "$work"; do
+        "$PY" -c 'import json, sys
+r = json.load(open("r.json")); r["rss_series"] = sys.argv[1]; json.dump(r, open("s.json", "w"))' "$series"
+        bad "plot, the RSS series $series" "s.json|$series|expected a regular file" "o.png|o.dat" -- \
+            "$mtrace" plot -o o.png s.json
+        bad "report --html, the RSS series $series" "s.json|$series|expected a regular file" \
+            "o.html|o.html.partial" -- "$mtrace" report --html o.html g.mtr s.json
+    done
+    ls ./*.partial.* 2>/dev/null && fail "temporaries left: $(ls ./*.partial.*)"
     ;;
 *)
     echo "unknown case $what"
