@@ -24,6 +24,7 @@
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "tmp_cleanup.h"
 
 extern char **environ;
 
@@ -1129,6 +1130,9 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    /* A command stopped by SIGINT, SIGTERM or SIGHUP leaves no temporary (PATH.partial.*, gnuplot's
+     * files) and no gnuplot behind. */
+    mt_cleanup_on_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
