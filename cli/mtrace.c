@@ -62,6 +62,30 @@ static void usage_record(FILE *f)
                "  A forked child or an exec'd image gets a file of its own.\n");
 }
 
+/* The recorder, finding its output directory unwritable, lets the program run untraced (it must
+ * never stop its host); asked through mtrace record, that would be a run with no trace that exits 0.
+ * So the directory is tried first, by creating a file in it: access() would answer yes to root on a
+ * read-only file system. A directory named with %p is made per process: not checked. */
+static int check_record_dir(const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    if (!slash || memchr(out, '%', (size_t)(slash - out)))
+        return 0;
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%.*s/.mtrace-probe.XXXXXX", (int)(slash - out), out) >= (int)sizeof probe) {
+        fprintf(stderr, "mtrace: %s: the output path is too long\n", out);
+        return -1;
+    }
+    const int fd = mkostemp(probe, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "mtrace: cannot write the trace into %.*s: %s\n", (int)(slash - out), out, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
 static int cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -112,6 +136,8 @@ static int cmd_record(int argc, char **argv)
         }
         out = abs_out;
     }
+    if (check_record_dir(out) < 0)
+        return 2;
     if (!strstr(out, "%p") && access(out, F_OK) == 0) {
         if (!force) {
             fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
