@@ -217,6 +217,12 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             ok = 0;
             break;
         }
+        /* The figures compare rejects are rejected here too, by the same rule. */
+        if (mt_replay_result_check(results[i], j) < 0) {
+            mt_json_free(j);
+            ok = 0;
+            break;
+        }
         char where[4096];
         const char *series = mt_result_series(results[i], mt_json_str_at(j, "rss_series", NULL), where, sizeof where);
         char title[256];
