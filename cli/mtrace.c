@@ -519,6 +519,9 @@ static int cmd_info(int argc, char **argv)
     /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
     mt_error_t cut;
     const int whole = mt_trace_check_whole(t, &cut) == 0;
+    /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
+    size_t bound_len = 0;
+    const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
     if (json) {
         mt_json_t j;
         mt_json_init(&j, stdout);
@@ -544,6 +547,9 @@ static int cmd_info(int argc, char **argv)
         mt_json_kv_bool(&j, "file_truncated", !whole);
         mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
         mt_json_kv_bool(&j, "truncated", truncated);
+        mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
+        if (bound)
+            mt_json_kv_str(&j, "bypassed_by", bound, bound_len);
         if (truncated)
             mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
         mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
@@ -592,6 +598,11 @@ static int cmd_info(int argc, char **argv)
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
         if (h->lost_calls)
             printf("lost calls    %" PRIu64 "\n", h->lost_calls);
+        if (h->flags & MT_HDR_BYPASSED) {
+            printf("bypassed      the program's malloc was ");
+            mt_put_safe(stdout, bound ? bound : "another object", bound ? bound_len : strlen("another object"));
+            printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+        }
         printf("calls        ");
         for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
             if (s.per_op[op])

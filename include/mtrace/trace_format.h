@@ -38,6 +38,7 @@ enum {
     MT_HDR_TIME_TSC = 1u << 3,    /* time unit is the CPU's time-stamp counter, else nanoseconds */
     MT_HDR_GLIBC_FLAGS = 1u << 4, /* MMAPPED and HEAP_GREW are observed (the allocator is glibc's) */
     MT_HDR_PACKED = 1u << 5,      /* chunks follow as compressed frames (written by mtrace pack) */
+    MT_HDR_BYPASSED = 1u << 6,    /* the program's malloc was another object's: calls went past the shim */
 };
 
 /* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */
@@ -50,6 +51,7 @@ enum {
     MT_STR_ENV = 5,       /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
     MT_STR_HOST = 6,      /* uname nodename */
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
+    MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
 };
 
 /* File header: the first bytes of chunk 0, little-endian, fixed offsets (see the spec's table). */
