@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "mtrace/trace_reader.h"
@@ -84,6 +86,45 @@ static int check_record_dir(const char *out)
     close(fd);
     unlink(probe);
     return 0;
+}
+
+/* The loader ignores LD_PRELOAD for a program that gains privileges as it starts (set-user-ID or
+ * set-group-ID to another user or group, or file capabilities, on a file system that honours them):
+ * it runs untraced. Says so, once, for the command itself; returns whether it did. */
+static int warn_if_privileged(const char *cmd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int found = 0;
+    if (strchr(cmd, '/')) {
+        found = snprintf(path, sizeof path, "%s", cmd) < (int)sizeof path && stat(path, &st) == 0;
+    } else { /* as execvp looks: the first executable file of that name along PATH */
+        const char *dirs = getenv("PATH");
+        if (!dirs || !*dirs)
+            dirs = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *d = dirs; !found && *d;) {
+            const size_t len = strcspn(d, ":");
+            found = snprintf(path, sizeof path, "%.*s%s%s", (int)len, len ? d : ".", "/", cmd) < (int)sizeof path &&
+                    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+            d += len + (d[len] == ':');
+        }
+    }
+    struct statvfs fs;
+    if (!found || !S_ISREG(st.st_mode) || (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+        return 0;
+    const char *how = NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        how = "set-user-ID";
+    else if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        how = "set-group-ID";
+    else if (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+        how = "given file capabilities";
+    if (!how)
+        return 0;
+    char shown[1024];
+    fprintf(stderr, "mtrace: %s is %s: the loader ignores LD_PRELOAD for it, so it runs untraced\n",
+            mt_safe_str(shown, sizeof shown, path), how);
+    return 1;
 }
 
 static int cmd_record(int argc, char **argv)
@@ -166,6 +207,8 @@ static int cmd_record(int argc, char **argv)
     if (paused)
         setenv("MTRACE_PAUSED", "1", 1);
 
+    const int said_untraced = warn_if_privileged(argv[optind]);
+
     /* Like time(1): the terminal's signals are for the traced program, we wait for it. */
     struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
     sigaction(SIGINT, &ign, &old_int);
@@ -188,12 +231,20 @@ static int cmd_record(int argc, char **argv)
     }
     FILE *f = fopen(index, "r");
     char line[PATH_MAX + 2];
+    int wrote = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         fprintf(stderr, "mtrace: wrote %s\n", line);
+        wrote++;
     }
     if (f)
         fclose(f);
+    /* Nothing loaded the recorder: not silently (said once, not again after the warning above). */
+    if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
+        fprintf(stderr, "mtrace: no trace was written: %s did not load the recorder (a statically linked "
+                        "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
+                        "without LD_PRELOAD)\n",
+                argv[optind]);
     unlink(index);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
