@@ -26,6 +26,9 @@ expect() {
 size=$(stat -c %s "$work/t.mtr")
 [ "$size" -ge $((4 * 65536)) ] || fail "the trace has $size bytes, expected 4 chunks or more"
 expect 0 "state         complete" "$mtrace" info "$work/t.mtr"
+# the whole trace converts; its progress line (\r) is for a terminal only, not this redirected stderr
+expect 0 "" "$mtrace" convert "$work/t.mtr" -o "$work/t.wl"
+grep -q $'\r' "$work/out" && fail "convert wrote a carriage return to a stderr that is no terminal"
 
 # cut inside a chunk, at a chunk boundary, inside the header chunk
 for cut in 131676 $((size - 65536)) 1000; do
