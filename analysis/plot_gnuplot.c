@@ -166,7 +166,7 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
         fputs(setup, p);
         fputs(script, p);
         fclose(p);
-        int st;
+        int st = -1; /* stays -1 (not an exit) if waitpid fails */
         while (waitpid(gp, &st, 0) < 0 && errno == EINTR) {
         }
         mt_cleanup_child(0);
