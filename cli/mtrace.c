@@ -775,6 +775,9 @@ static int cmd_dump(int argc, char **argv)
         return mt_fail(&err);
     const mt_file_header_t *h = mt_trace_header(t);
     const double rate = mt_trace_ticks_per_sec(t);
+    /* A trace cut short dumps the records present, then says it is not the whole (exit 3, as info). */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
     int rc = 0;
     for (size_t i = 0; i < mt_trace_thread_count(t) && rc >= 0; i++) {
         mt_thread_cursor_t tc;
@@ -793,7 +796,13 @@ static int cmd_dump(int argc, char **argv)
         fprintf(stderr, "mtrace: writing the dump: %s\n", strerror(errno));
         return 1;
     }
-    return rc < 0 ? mt_fail(&err) : 0;
+    if (rc < 0)
+        return mt_fail(&err);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
+    return 0;
 }
 
 /* ---- mtrace pack ------------------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end: a trace cut short after it was written (a partial copy, a disk that filled) must not
-# read as whole. `mtrace info` says "truncated" and exits 3; report, convert and pack refuse it
+# read as whole. `mtrace info` says "truncated" and exits 3 (so does dump, after the records
+# present); report, convert and pack refuse it
 # (exit 1, a message naming the file); a packed trace cut short is refused too. A trace whose
 # process was killed is unfinished, not truncated: it still reads with exit 0.
 #   usage: cut_trace.sh MTRACE_BINARY PROG_LOOP LIBMTRACE_SO
@@ -39,6 +40,7 @@ for cut in 131676 $((size - 65536)) 1000; do
     expect 3 '"file_truncated": *true' "$mtrace" info --json "$work/cut.mtr"
     grep -q '"complete": *true' "$work/out" && fail "info --json of a cut at $cut says complete"
     expect 1 "cut.mtr: offset $cut: truncated" "$mtrace" report "$work/cut.mtr"
+    expect 3 "cut.mtr: offset $cut: truncated" "$mtrace" dump "$work/cut.mtr"
     expect 1 "truncated" "$mtrace" convert "$work/cut.mtr" -o "$work/cut.wl"
     [ -e "$work/cut.wl" ] && fail "convert of a cut trace left $work/cut.wl"
     expect 1 "truncated" "$mtrace" pack "$work/cut.mtr" -o "$work/cut.mtz"
