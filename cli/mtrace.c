@@ -193,6 +193,7 @@ static int cmd_record(int argc, char **argv)
         return 2;
     }
     close(ifd);
+    mt_cleanup_add(index, 0); /* SIGTERM to mtrace record removes it (SIGINT is the program's) */
 
     char preload[PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");
@@ -217,6 +218,7 @@ static int cmd_record(int argc, char **argv)
     if (pid < 0) {
         fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
         unlink(index);
+        mt_cleanup_del(index);
         return 2;
     }
     if (pid == 0) {
@@ -246,6 +248,7 @@ static int cmd_record(int argc, char **argv)
                         "without LD_PRELOAD)\n",
                 argv[optind]);
     unlink(index);
+    mt_cleanup_del(index);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

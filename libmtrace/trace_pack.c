@@ -12,6 +12,7 @@
 
 #include "file_io.h"
 #include "pack_model.h"
+#include "tmp_cleanup.h"
 #include "mtrace/trace_reader.h"
 
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
@@ -33,6 +34,8 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.partial.XXXXXX", out);
     int fd = mkstemp(tmp);
+    if (fd >= 0)
+        mt_cleanup_add(tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     mt_cursor_t c = { 0 };
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     uint8_t *zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
@@ -148,6 +151,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         snprintf(err->msg, sizeof err->msg, "%s: cannot rename into place: %s", out, strerror(errno));
         goto done;
     }
+    mt_cleanup_del(tmp);
     tmp[0] = 0;
     rc = 0;
     goto done;
@@ -156,8 +160,10 @@ write_failed:
 done:
     if (fd >= 0)
         close(fd);
-    if (tmp[0] && rc < 0)
+    if (tmp[0] && rc < 0) {
         unlink(tmp);
+        mt_cleanup_del(tmp);
+    }
     free(head);
     free(zbuf);
     mt_pack_model_free(model);

@@ -2,6 +2,7 @@
 # mtrace record into a directory that cannot be written refuses before it runs the program: exit 2
 # and one line naming the directory (before, the program ran untraced and the command exited 0). The
 # recorder preloaded without the front end keeps its rule: the program runs on, one line on stderr.
+# And mtrace record stopped by SIGTERM leaves no temporary index file behind.
 #   usage: record_unwritable.sh MTRACE_BINARY LIBMTRACE_SO
 set -u
 unset MALLOC_PERTURB_ # meson test sets it: glibc would write every block it hands out
@@ -39,6 +40,23 @@ timeout -k 5 60 "$mtrace" record -o "$work/t.mtr" -- true >"$work/out" 2>"$work/
     fail "record into $work: $(cat "$work/err")"
 [ -s "$work/t.mtr" ] || fail "record into $work: no trace"
 ls -a "$work" | grep -q mtrace-probe && fail "record left its probe file: $(ls -a "$work")"
+
+# mtrace record stopped by SIGTERM (SIGINT is the traced program's) leaves no index file of its own
+index_list() { ls -d /tmp/mtrace-index.* 2>/dev/null | sort; }
+before=$(index_list)
+"$mtrace" record -o "$work/s.mtr" -- sleep 30 >/dev/null 2>&1 &
+front=$!
+sleep 0.5
+traced=$(pgrep -P "$front")
+kill -TERM "$front"
+wait "$front"
+[ -n "$traced" ] && kill -KILL $traced 2>/dev/null # the traced sleep, left running: ours
+left=$(comm -13 <(echo "$before") <(index_list))
+if [ -n "$left" ]; then
+    sleep 2 # another test's mtrace record may be running: its index goes away on its own
+    left=$(comm -13 <(echo "$before") <(index_list))
+    [ -n "$left" ] && fail "record stopped by SIGTERM left $left"
+fi
 
 [ "$failures" = 0 ] || exit 1
 echo "ok"
