@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mtrace/json_reader.h"
@@ -103,12 +104,23 @@ const char *mt_result_series(const char *result_path, const char *series, char *
                 strlen(series));
         return NULL;
     }
-    if (access(buf, R_OK) != 0) {
-        const int e = errno;
+    /* gnuplot reads the series by its name: a device (/dev/zero, /dev/urandom) or a FIFO would keep
+     * it reading, or waiting, for ever. A regular file of a bounded size only. */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(buf, &st) != 0 || access(buf, R_OK) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? "expected a regular file, found a directory"
+              : S_ISFIFO(st.st_mode) ? "expected a regular file, found a pipe"
+                                    : "expected a regular file, found a device or socket";
+    else if ((uint64_t)st.st_size > MT_SERIES_MAX_BYTES)
+        why = "expected a regular file under " MT_SERIES_MAX_TEXT;
+    if (why) {
         /* the path comes from the result file: escaped, never raw to the terminal */
         fprintf(stderr, "mtrace: %s: its RSS series ", result_path);
         mt_put_safe(stderr, buf, strlen(buf));
-        fprintf(stderr, ": %s\n", strerror(e));
+        fprintf(stderr, ": %s\n", why);
         return NULL;
     }
     return buf;
@@ -206,6 +218,12 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
         mt_error_t err;
         if (mt_json_load(results[i], &j, &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
+            ok = 0;
+            break;
+        }
+        /* The figures compare rejects are rejected here too, by the same rule. */
+        if (mt_replay_result_check(results[i], j) < 0) {
+            mt_json_free(j);
             ok = 0;
             break;
         }

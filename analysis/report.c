@@ -634,6 +634,11 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     int rc = mt_trace_open(&t, path, err);
     if (rc < 0)
         return rc;
+    /* A report of a trace cut short would pass part of the run off as all of it. */
+    if ((rc = mt_trace_check_whole(t, err)) < 0) {
+        mt_trace_close(t);
+        return rc;
+    }
     const mt_file_header_t *h = mt_trace_header(t);
     rep->truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;

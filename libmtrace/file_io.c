@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "file_io.h"
+#include "tmp_cleanup.h"
 
 int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
 {
@@ -119,6 +120,7 @@ int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err)
         o->tmp[0] = 0;
         return out_fail(o, err, e, "");
     }
+    mt_cleanup_add(o->tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     /* mkostemp makes 0600; an output gets what fopen "w" would give it. The umask can only be read
      * by setting it: the tools create no file on another thread meanwhile. */
     struct stat st;
@@ -156,6 +158,7 @@ int mt_out_commit(mt_out_t *o, mt_error_t *err)
         return out_fail(o, err, e, "");
     if (rename(o->tmp, o->path) < 0)
         return out_fail(o, err, errno, " (renaming into place)");
+    mt_cleanup_del(o->tmp);
     o->tmp[0] = 0;
     return 0;
 }
@@ -168,6 +171,7 @@ void mt_out_abort(mt_out_t *o)
     }
     if (o->tmp[0]) {
         unlink(o->tmp);
+        mt_cleanup_del(o->tmp);
         o->tmp[0] = 0;
     }
 }

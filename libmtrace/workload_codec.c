@@ -15,6 +15,7 @@
 
 #include "file_io.h"
 #include "mtrace/workload.h"
+#include "tmp_cleanup.h"
 
 static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_MALLOC] = "malloc",
@@ -221,6 +222,7 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
         mt_wl_writer_abort(w);
         return mt_errorf(err, -e, path, 0, "cannot create the output: %s", strerror(e));
     }
+    mt_cleanup_add(w->tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     if (tmpl)
         w->hdr = *tmpl;
     memcpy(w->hdr.magic, MT_WL_MAGIC, 8);
@@ -368,6 +370,7 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
         rc = mt_errorf(err, -errno, w->path, 0, "cannot rename the output into place: %s", strerror(errno));
         goto fail;
     }
+    mt_cleanup_del(w->tmp);
     w->tmp[0] = 0;
     mt_wl_writer_abort(w); /* frees; nothing left to remove */
     return 0;
@@ -382,8 +385,10 @@ void mt_wl_writer_abort(mt_wl_writer_t *w)
         return;
     if (w->fd >= 0)
         close(w->fd);
-    if (w->tmp[0])
+    if (w->tmp[0]) {
         unlink(w->tmp);
+        mt_cleanup_del(w->tmp);
+    }
     for (uint32_t i = 0; i < w->nstreams; i++)
         free(w->base.streams[i].buf);
     free(w->base.streams);

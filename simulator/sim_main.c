@@ -22,6 +22,7 @@
 #include "file_io.h"
 #include "statm.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/replay.h"
 #include "sim.h"
 
 sim_t *sim_self;
@@ -481,7 +482,9 @@ static void usage(FILE *f)
                "  wrote, from the trace's page evidence (glibc traces of format 3), else every page; pages:\n"
                "  every page; ends: its first and last byte; none: not at all.\n"
                "  --timing: recorded (default): no op before its time in the trace, so that an allocator that\n"
-               "  gives memory back on a timer sees the program's pace; asap: as fast as the waits allow.\n");
+               "  gives memory back on a timer sees the program's pace; asap: as fast as the waits allow.\n"
+               "  Exit status: 0 done; 1 error; 2 usage; 3 done, but replayed calls failed (the allocator\n"
+               "  returned NULL where the traced call got a block; the summary says how many).\n");
 }
 
 int main(int argc, char **argv)
@@ -820,6 +823,21 @@ int main(int argc, char **argv)
                    commas(b, sizeof b, (long long)s.peak_anon_kb),
                    100.0 * ((double)s.peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
     }
+    /* Calls the allocator refused where the traced program got a block: the replay went on without
+     * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
+     * quiet) and by the exit status, not in the JSON alone. */
+    uint64_t failed_calls = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        failed_calls += total[op].failed;
+    if (failed_calls) {
+        FILE *const f = quiet ? stderr : stdout;
+        fprintf(f, "%s%" PRIu64 " replayed call%s failed (the allocator returned NULL where the traced call got a block):",
+                quiet ? "mtrace-sim: " : "", failed_calls, failed_calls == 1 ? "" : "s");
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            if (total[op].failed)
+                fprintf(f, " %s %" PRIu64, mt_wl_op_name(op), total[op].failed);
+        fprintf(f, "\n");
+    }
     /* Both outputs are written whole under temporary names and renamed into place only when both
      * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
     mt_out_t json_out = { 0 }, series_out = { 0 };
@@ -950,5 +968,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }

@@ -908,6 +908,11 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     int rc = mt_trace_open(&c.trace, trace_path, err);
     if (rc < 0)
         return rc;
+    /* A workload from a trace cut short would replay part of the run as if it were all of it. */
+    if ((rc = mt_trace_check_whole(c.trace, err)) < 0) {
+        mt_trace_close(c.trace);
+        return rc;
+    }
     const mt_file_header_t *th = mt_trace_header(c.trace);
     c.t0 = th->start_time;
     c.page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;

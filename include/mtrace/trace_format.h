@@ -38,6 +38,7 @@ enum {
     MT_HDR_TIME_TSC = 1u << 3,    /* time unit is the CPU's time-stamp counter, else nanoseconds */
     MT_HDR_GLIBC_FLAGS = 1u << 4, /* MMAPPED and HEAP_GREW are observed (the allocator is glibc's) */
     MT_HDR_PACKED = 1u << 5,      /* chunks follow as compressed frames (written by mtrace pack) */
+    MT_HDR_BYPASSED = 1u << 6,    /* the program's malloc was another object's: calls went past the shim */
 };
 
 /* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */
@@ -50,6 +51,7 @@ enum {
     MT_STR_ENV = 5,       /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
     MT_STR_HOST = 6,      /* uname nodename */
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
+    MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
 };
 
 /* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
@@ -136,7 +138,8 @@ typedef struct mt_file_header {
     uint64_t chunks_used; /* chunks claimed (header chunk included), at finish */
     uint64_t lost_calls;  /* calls not recorded (nested in the shim, or after truncation), at finish */
     uint64_t data_offset; /* packed traces: offset of the first frame; raw traces: 0 (chunk 1 follows) */
-    uint8_t reserved[136];
+    uint64_t packed_frames; /* packed traces: frames written (0: not recorded, older files); raw: 0 */
+    uint8_t reserved[128];
 } mt_file_header_t;
 
 _Static_assert(sizeof(mt_file_header_t) == 256, "file header is 256 bytes");

@@ -11,6 +11,11 @@
 # html-bad-result (a known bug, expected to fail): report --html with a good trace and such a result.
 # plot-missing-series (a known bug, expected to fail): plotting a replay result whose RSS series
 #   file is gone.
+# series-not-a-file (a regression: gnuplot read for ever): a result whose RSS series names
+#   /dev/zero, /dev/urandom, a FIFO or a directory, to plot and report --html.
+# bad-figures (a regression: plot and report --html drew them): a result with a figure that
+#   compare rejects (1e400, negative, a string), top-level and nested, to compare, plot (both kinds)
+#   and report --html: rejected alike, by one rule.
 set -u
 mtrace=$1
 mktrace=$2
@@ -105,6 +110,41 @@ plot-missing-series)
     t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
     rm -f r.tsv
     bad "plot, the RSS series gone" "r.tsv" "o.png|o.dat" -- "$mtrace" plot -o o.png r.json
+    ;;
+series-not-a-file)
+    t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
+    t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
+    mkfifo fifo
+    for series in /dev/zero /dev/urandom "$work/fifo" "$work"; do
+        "$PY" -c 'import json, sys
+r = json.load(open("r.json")); r["rss_series"] = sys.argv[1]; json.dump(r, open("s.json", "w"))' "$series"
+        bad "plot, the RSS series $series" "s.json|$series|expected a regular file" "o.png|o.dat" -- \
+            "$mtrace" plot -o o.png s.json
+        bad "report --html, the RSS series $series" "s.json|$series|expected a regular file" \
+            "o.html|o.html.partial" -- "$mtrace" report --html o.html g.mtr s.json
+    done
+    ls ./*.partial.* 2>/dev/null && fail "temporaries left: $(ls ./*.partial.*)"
+    ;;
+bad-figures)
+    t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
+    t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
+    for key in wall_us avg_cycles.malloc; do
+        for v in 1e400 -5 '"12"'; do
+            "$PY" -c 'import json, sys
+r = json.load(open("r.json")); key, v = sys.argv[1].split("."), json.loads(sys.argv[2])
+o = r[key[0]] if len(key) > 1 else r
+o[key[-1]] = v
+text = json.dumps(r)
+# json.dumps writes an overflowing float as Infinity: put the literal back
+open("b.json", "w").write(text.replace("Infinity", sys.argv[2]))' "$key" "$v"
+            needles="b.json|\"$key\" is not a number of at least 0"
+            bad "compare, $key $v" "$needles" "" -- "$mtrace" compare b.json
+            bad "plot, $key $v" "$needles" "o.png|o.dat" -- "$mtrace" plot -o o.png b.json
+            bad "plot --kind compare, $key $v" "$needles" "o.png|o.dat" -- "$mtrace" plot --kind compare -o o.png b.json
+            bad "report --html, $key $v" "$needles" "o.html|o.html.partial" -- \
+                "$mtrace" report --html o.html g.mtr b.json
+        done
+    done
     ;;
 *)
     echo "unknown case $what"
