@@ -3,6 +3,7 @@
  * the callsite tables, and the replay results beside them. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +142,13 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         if (!ok)
             return -1;
     }
-    char tmp[] = "/tmp/mtrace-html.XXXXXX";
+    char tmp[PATH_MAX];
+    mt_tmp_template(tmp, sizeof tmp, "html", "");
     if (!mkdtemp(tmp)) {
-        fprintf(stderr, "mtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        fprintf(stderr, "mtrace: cannot create a temporary directory %s: %s\n", tmp, strerror(errno));
         return -1;
     }
-    char live_svg[64], sizes_svg[64], rss_svg[64], bars_svg[64];
+    char live_svg[PATH_MAX + 16], sizes_svg[PATH_MAX + 16], rss_svg[PATH_MAX + 16], bars_svg[PATH_MAX + 16];
     snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
     snprintf(sizes_svg, sizeof sizes_svg, "%s/sizes.svg", tmp);
     snprintf(rss_svg, sizeof rss_svg, "%s/rss.svg", tmp);

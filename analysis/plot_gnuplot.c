@@ -1,6 +1,7 @@
 /* gnuplot runner and the plots drawn from mtrace's own data files. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -143,7 +144,8 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
     }
     /* gnuplot's stderr goes aside (it warns about empty ranges on good data) and is shown only when
      * the plot fails, which then leaves no output file behind. */
-    char log[] = "/tmp/mtrace-gnuplot.XXXXXX";
+    char log[PATH_MAX];
+    mt_tmp_template(log, sizeof log, "gnuplot", "");
     const int lfd = mkostemp(log, O_CLOEXEC);
     if (lfd < 0) {
         fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));

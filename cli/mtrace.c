@@ -195,7 +195,8 @@ static int cmd_record(int argc, char **argv)
         }
         unlink(out);
     }
-    char index[] = "/tmp/mtrace-index.XXXXXX";
+    char index[PATH_MAX];
+    mt_tmp_template(index, sizeof index, "index", "");
     const int ifd = mkstemp(index);
     if (ifd < 0) {
         fprintf(stderr, "mtrace: cannot create %s: %s\n", index, strerror(errno));
@@ -1112,7 +1113,8 @@ static int cmd_report(int argc, char **argv)
         return 2;
     }
     /* The page gets a flame graph of its own when the user did not ask for one. */
-    char flame_tmp[] = "/tmp/mtrace-flame.XXXXXX.svg";
+    char flame_tmp[PATH_MAX];
+    mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");
     int flame_fd = -1;
     if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
         close(flame_fd);

@@ -45,6 +45,21 @@ int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
     return fd;
 }
 
+const char *mt_tmp_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && dir[0] == '/' ? dir : "/tmp";
+}
+
+int mt_tmp_template(char *buf, size_t cap, const char *stem, const char *suffix)
+{
+    int n = snprintf(buf, cap, "%s/mtrace-%s.XXXXXX%s", mt_tmp_dir(), stem, suffix);
+    if (n >= 0 && (size_t)n < cap)
+        return 0;
+    snprintf(buf, cap, "/tmp/mtrace-%s.XXXXXX%s", stem, suffix);
+    return -1;
+}
+
 int mt_same_file(const char *a, const char *b)
 {
     struct stat sa, sb;

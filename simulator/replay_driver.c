@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/replay.h"
 
 static const struct {
@@ -294,7 +295,7 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
     if (o->json)
         with_tag(json, sizeof json, o->json, tag);
     else
-        snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s-%d.json", (int)getpid(), name, run);
+        snprintf(json, sizeof json, "%s/mtrace-replay-%d-%s-%d.json", mt_tmp_dir(), (int)getpid(), name, run);
     if (o->series)
         with_tag(series, sizeof series, o->series, tag);
     const char *argv[16 + 2 * MT_REPLAY_MAX];

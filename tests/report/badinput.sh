@@ -36,8 +36,11 @@ printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
 t 60 "$mtrace" report --json g.mtr >report.json || fail "report --json g.mtr"
 printf '{"kind": "replay", "allocator": "glibc", "wall_us": 12' >cut.json
 
-# temporary files of mtrace's own (report --html, its flame graph)
-tmp_list() { ls -d /tmp/mtrace-html.* /tmp/mtrace-flame.* 2>/dev/null | sort; }
+# temporary files of mtrace's own (report --html, its flame graph, gnuplot's log): in a TMPDIR of
+# this test's, so that no other test's temporaries can be taken for ours
+export TMPDIR="$work/tmp"
+mkdir -p "$TMPDIR"
+tmp_list() { ls -A "$TMPDIR" | sort; }
 
 # bad WHAT NEEDLES OUTPUTS -- CMD...: exit 1, one line on stderr holding every needle (separated by
 # '|'), empty stdout, none of the outputs (separated by '|') left, no new temporary of mtrace's.
@@ -59,13 +62,10 @@ bad() {
     unset IFS
     after=$(tmp_list)
     if [ "$before" != "$after" ]; then
-        sleep 2 # another test's report --html may be running: its temporaries go away on their own
         local left
-        left=$(comm -13 <(echo "$before") <(tmp_list))
-        if [ -n "$left" ]; then
-            fail "$what: left temporaries behind: $left"
-            echo "$left" | xargs rm -rf # ours: made by the command just run
-        fi
+        left=$(comm -13 <(echo "$before") <(echo "$after"))
+        fail "$what: left temporaries behind: $left"
+        (cd "$TMPDIR" && echo "$left" | xargs rm -rf) # ours: made by the command just run
     fi
     local IFS='|'
     for o in $outputs; do
@@ -87,6 +87,11 @@ all)
         bad "plot --kind sizes $x" "$x|offset" "o.svg|o.dat" -- "$mtrace" plot --kind sizes -o o.svg "$x"
         bad "report --html $x" "$x|offset" "o.html|o.html.partial" -- "$mtrace" report --html o.html "$x"
     done
+    # temporaries go to $TMPDIR, as the checks above assume: one that does not exist is named
+    TMPDIR="$work/no-such-dir" t 60 "$mtrace" report --html o.html g.mtr >/dev/null 2>err &&
+        fail "report --html with TMPDIR missing: exit 0"
+    grep -q "no-such-dir" err || fail "report --html does not use \$TMPDIR: $(cat err)"
+    rm -f o.html
     # the messages say what was expected where
     t 60 "$mtrace" report cut.mtr 2>err >/dev/null
     grep -q "offset 100" err || fail "cut.mtr: the message does not name offset 100 (where the file ends): $(cat err)"
