@@ -22,7 +22,7 @@ END_TEST
 
 START_TEST(long_command_elided_in_the_middle)
 {
-    char cmd[600], t[1200];
+    char cmd[2048], t[1200];
     strcpy(cmd, "/usr/lib/gcc/x86_64-linux-gnu/12/cc1 -quiet");
     for (int i = 0; i < 40; i++)
         strcat(cmd, " -I/some/include/dir");

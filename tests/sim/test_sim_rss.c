@@ -289,7 +289,9 @@ START_TEST(own_mappings_madvise_drops_pages)
     const double own = jnum(j, "program_peak_resident_kb");
     ck_assert_msg(own >= 47 * 1024 && own <= 49 * 1024, "own mappings at most %g KiB resident, expected 48 MiB", own);
     const double grew = jnum(j, "max_rss_kb") - jnum(j, "start_rss_kb");
-    ck_assert_msg(grew >= 44 * 1024 && grew <= 56 * 1024, "RSS grew by %g KiB, expected about 48 MiB", grew);
+    /* under a sanitizer the shadow of the pages written is resident too (TSan's: twice as much again) */
+    ck_assert_msg(grew >= 44 * 1024 && (SIM_SANITIZER_ALLOCATOR || grew <= 56 * 1024),
+                  "RSS grew by %g KiB, expected about 48 MiB", grew);
     if (!SIM_SANITIZER_ALLOCATOR)
         ck_assert_msg(jnum(j, "rss_less_program_peak_kb") < 8 * 1024, "RSS less the program's mappings: %g KiB",
                       jnum(j, "rss_less_program_peak_kb"));
