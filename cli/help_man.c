@@ -1,5 +1,5 @@
-/* mtrace-man PAGE VERSION: the man page of mtrace (PAGE "mtrace") or of one of its commands, in roff
- * on stdout, made from the text that PAGE's --help prints (help_text.c), so that the two never
+/* mtrace-man PAGE VERSION: the man page of mtrace (PAGE "mtrace"), of one of its commands, or of
+ * the programs trace2wl and mtrace-sim, in roff on stdout, made from the text that PAGE's --help prints (help_text.c), so that the two never
  * disagree. Run by meson at build time; not installed.
  *
  * Why a generator over the help text rather than help2man or a second source: help2man needs the
@@ -13,7 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert_cli.h"
 #include "help_text.h"
+#include "sim_help.h"
+
+/* The programs beside mtrace, whose help texts live with them. */
+static const mt_help_t programs[] = {
+    { "trace2wl", "turn a trace into a workload for replay (= mtrace convert)", mt_convert_help },
+    { "mtrace-sim", "replay a workload against the allocator of this process", mt_sim_help },
+};
 
 /* Text for roff: backslashes and hyphens escaped (a plain '-' may render as a hyphen, which a user
  * cannot type back), a leading '.' or '\'' kept from reading as a request. */
@@ -53,17 +61,18 @@ static int is_heading(const char *s, size_t n)
     return 0;
 }
 
-static void put_page(FILE *f, const mt_help_t *h, const char *text, const char *version)
+/* The page of h, a command of mtrace when command is set (title mtrace-NAME), else a program. */
+static void put_page(FILE *f, const mt_help_t *h, int command, const char *text, const char *version)
 {
     char title[64];
     const int top = !strcmp(h->name, "mtrace");
-    snprintf(title, sizeof title, "%s%s", top ? "" : "mtrace-", top ? "mtrace" : h->name);
+    snprintf(title, sizeof title, "%s%s", command && !top ? "mtrace-" : "", h->name);
     fputs(".TH ", f);
     for (const char *p = title; *p; p++)
         fputs(*p == '-' ? "\\-" : (char[]){ (char)toupper((unsigned char)*p), 0 }, f);
     /* no hyphenation, ragged right: option names stay whole */
     fprintf(f, " 1 \"\" \"mtrace %s\" \"User Commands\"\n.nh\n.ad l\n.SH NAME\n", version);
-    fprintf(f, "%s \\- ", top ? "mtrace" : title);
+    fprintf(f, "%s \\- ", title);
     put_roff(f, h->summary, strlen(h->summary));
     fputs(".SH SYNOPSIS\n.nf\n", f);
     const char *line = text;
@@ -138,6 +147,10 @@ int main(int argc, char **argv)
         return 2;
     }
     const mt_help_t *h = mt_help_find(argv[1]);
+    const int command = h != NULL;
+    for (size_t i = 0; !h && i < sizeof programs / sizeof programs[0]; i++)
+        if (!strcmp(argv[1], programs[i].name))
+            h = &programs[i];
     if (!h) {
         fprintf(stderr, "mtrace-man: no help page '%s'\n", argv[1]);
         return 2;
@@ -149,12 +162,15 @@ int main(int argc, char **argv)
         perror("mtrace-man");
         return 1;
     }
-    mt_help_write(mem, h->name);
+    if (command)
+        mt_help_write(mem, h->name);
+    else
+        fputs(h->text, mem);
     if (fclose(mem) != 0) {
         perror("mtrace-man");
         return 1;
     }
-    put_page(stdout, h, text, argv[2]);
+    put_page(stdout, h, command, text, argv[2]);
     free(text);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         perror("mtrace-man");

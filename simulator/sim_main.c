@@ -24,6 +24,7 @@
 #include "mtrace/json_writer.h"
 #include "cli_options.h"
 #include "sim.h"
+#include "sim_help.h"
 
 sim_t *sim_self;
 
@@ -394,55 +395,6 @@ static const char *touch_name(sim_touch_t touch)
     }
 }
 
-static const char sim_help[] =
-    "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
-    "                  [--rss-series FILE] [--timing asap|recorded] [--touch auto|pages|ends|none]\n"
-    "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
-    "\n"
-    "Replays WORKLOAD (mtrace convert) against the allocator that answers malloc in this process, one\n"
-    "thread per traced thread. Functions the allocator does not define are emulated with those it does;\n"
-    "the JSON result lists those the workload called in \"emulated\" (malloc_usable_size, which cannot\n"
-    "be, is skipped). mtrace replay runs it once per allocator.\n"
-    "\n"
-    "Options:\n"
-    "  --label NAME            the allocator's name in the results (default: from the library)\n"
-    "  --mallopt N=V           a mallopt setting before the replay: mmap_threshold, trim_threshold,\n"
-    "                          top_pad, mmap_max, arena_max, arena_test, mxfast, perturb,\n"
-    "                          check_action (or M_* or a number); V an int, with k or m; up to 32\n"
-    "  --json FILE             the result as JSON\n"
-    "  --rss-series FILE       RSS over the replay, tab-separated: t_s (seconds), rss_kb, vmsize_kb,\n"
-    "                          ideal_kb, source_rss_kb (KiB)\n"
-    "  --timing T              asap (default): every op at once; recorded: at the traced pace\n"
-    "  --touch MODE            how a replayed block is written. auto (default): the pages the traced\n"
-    "                          program wrote, from the trace's page evidence (glibc traces of format\n"
-    "                          3), else every page; pages: every page; ends: its first and last byte;\n"
-    "                          none: not at all\n"
-    "  --sample-ms N           RSS sampling period in ms (1 to 60000, default 10)\n"
-    "  --stall-timeout S       give up when no thread moves for S seconds (0 to 86400, default 30;\n"
-    "                          0: never)\n"
-    "  --allocator-lib PATH    refuse to run unless PATH, preloaded, is the allocator that answers malloc\n"
-    "  --quiet                 no summary\n"
-    "  -h, --help              this text\n"
-    "\n"
-    "Output:\n"
-    "The first lines keep the order and shape of glibc's trace_run summary (whole numbers with\n"
-    "thousands separators): cycles; usec wall time; usec across N threads (CPU time of the replay's\n"
-    "threads); Kb Max RSS, the growth (start -> max), in KiB; Kb Max Ideal RSS, the most bytes live at\n"
-    "once, in KiB; the allocator, sync points and the simulator's own memory; then Avg malloc, calloc,\n"
-    "realloc and free time, in cycles per call, leaving out calls that were descheduled.\n"
-    "\n"
-    "Environment:\n"
-    "  GLIBC_TUNABLES  glibc's settings, recorded in the JSON result\n"
-    "  LD_PRELOAD      the allocator to replay against (mtrace replay sets it)\n"
-    "\n"
-    "Exit status:\n"
-    "  0  the replay ran to its end\n"
-    "  1  the workload could not be read, the replay failed, or a result not written\n"
-    "  2  usage error, or --allocator-lib is not the allocator in use\n"
-    "\n"
-    "Example:\n"
-    "  LD_PRELOAD=libjemalloc.so.2 mtrace-sim app.wl --label jemalloc --json je.json\n";
-
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -469,22 +421,22 @@ int main(int argc, char **argv)
         case 'a': allocator_lib = optarg; break;
         case 'S':
             if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
-                return mt_usage_error("mtrace-sim", sim_help);
+                return mt_usage_error("mtrace-sim", mt_sim_help);
             s.sample_ms = (unsigned)ms;
             break;
         case 'T':
             if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s.stall_s) < 0)
-                return mt_usage_error("mtrace-sim", sim_help);
+                return mt_usage_error("mtrace-sim", mt_sim_help);
             break;
         case 'q': quiet = 1; break;
         case 't':
             if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
-                return mt_usage_error("mtrace-sim", sim_help);
+                return mt_usage_error("mtrace-sim", mt_sim_help);
             s.timing = pick ? TIMING_RECORDED : TIMING_ASAP;
             break;
         case 'u':
             if ((pick = mt_choice_option("mtrace-sim", "--touch", optarg, touches)) < 0)
-                return mt_usage_error("mtrace-sim", sim_help);
+                return mt_usage_error("mtrace-sim", mt_sim_help);
             s.touch = touch_modes[pick];
             break;
         case 'm': {
@@ -501,12 +453,12 @@ int main(int argc, char **argv)
             opt_text[nopts++] = optarg;
             break;
         }
-        case 'h': fputs(sim_help, stdout); return 0;
-        default: return mt_usage_error("mtrace-sim", sim_help);
+        case 'h': fputs(mt_sim_help, stdout); return 0;
+        default: return mt_usage_error("mtrace-sim", mt_sim_help);
         }
     }
     if (!(path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
-        return mt_usage_error("mtrace-sim", sim_help);
+        return mt_usage_error("mtrace-sim", mt_sim_help);
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
     char why[PATH_MAX + 300];
     if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The man pages say what --help says: for mtrace and each command that mtrace --help lists, the page
-# (mtrace.1, mtrace-COMMAND.1, made at build time from the same text) exists, man -l renders it with
+# The man pages say what --help says: for mtrace, each command that mtrace --help lists, trace2wl and
+# mtrace-sim, the page (mtrace.1, mtrace-COMMAND.1, trace2wl.1, mtrace-sim.1, made at build time from
+# the same text) exists, man -l renders it with
 # no warning from groff, every option that --help names is in the rendered page, and every word of
 # --help is there in the same order (nothing dropped, nothing reordered).
-#   usage: man_pages.sh MTRACE PAGE_DIR
+#   usage: man_pages.sh MTRACE TRACE2WL MTRACE_SIM PAGE_DIR
 set -u
 mtrace=$1
-dir=$2
+t2w=$2
+sim=$3
+dir=$4
 command -v man >/dev/null || { echo "SKIP: man (man-db) is not installed"; exit 77; }
 work=$(mktemp -d /tmp/mtrace-man.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -18,10 +21,14 @@ fail() {
 
 commands=$("$mtrace" --help | sed -n '/^Commands:$/,/^$/p' | awk 'NF > 1 { print $1 }')
 [ -n "$commands" ] || fail "mtrace --help lists no commands"
-for page in mtrace $commands; do
+for page in mtrace trace2wl mtrace-sim $commands; do
     if [ "$page" = mtrace ]; then
         file=$dir/mtrace.1
         "$mtrace" --help >"$work/help" || fail "mtrace --help: exit $?"
+    elif [ "$page" = trace2wl ] || [ "$page" = mtrace-sim ]; then
+        file=$dir/$page.1
+        if [ "$page" = trace2wl ]; then prog=$t2w; else prog=$sim; fi
+        "$prog" --help >"$work/help" || fail "$page --help: exit $?"
     else
         file=$dir/mtrace-$page.1
         "$mtrace" "$page" --help >"$work/help" || fail "mtrace $page --help: exit $?"
