@@ -1,6 +1,8 @@
 /* Command-line options, one rule for every command of mtrace, trace2wl and mtrace-sim: getopt_long
  * (permuting, --opt=value and --opt value), numbers read by one function each with a range, and
- * usage errors named on one line, then the usage, exit status 2. Header-only: mtrace-sim and trace2wl
+ * usage errors, exit status 2: a bad value is one line naming the option, the value and what it must
+ * be (the line says it all); an unknown option, a missing value or operand is its line, then the
+ * usage lines (mt_usage_error). Header-only: mtrace-sim and trace2wl
  * are built before cli/ and include it too. */
 #ifndef MTRACE_CLI_OPTIONS_H
 #define MTRACE_CLI_OPTIONS_H

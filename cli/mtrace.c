@@ -94,7 +94,7 @@ static int cmd_record(int argc, char **argv)
     }
     if ((stacks && mt_uint_option("mtrace record", "--stacks", stacks, 0, 64, NULL) < 0) ||
         (rss && mt_uint_option("mtrace record", "--rss-ms", rss, 0, 1000000000ul, NULL) < 0))
-        return mt_help_usage_error("record");
+        return MT_EXIT_USAGE;
     char shim[PATH_MAX];
     if (find_shim(shim, sizeof shim) < 0) {
         fprintf(stderr, "mtrace: cannot find libmtrace.so (looked next to this program and at %s); set MTRACE_SHIM\n",
@@ -717,7 +717,7 @@ static int cmd_pack(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'l':
             if (mt_uint_option("mtrace pack", "--level", optarg, 1, 22, &level) < 0)
-                return mt_help_usage_error("pack");
+                return MT_EXIT_USAGE;
             break;
         case 'P': flags |= MT_PACK_PLAIN; break;
         case 'f': force = 1; break;
@@ -797,17 +797,17 @@ static int cmd_replay(int argc, char **argv)
         case 's': o.series = optarg; break;
         case 't':
             if (mt_choice_option("mtrace replay", "--timing", optarg, mt_timing_names) < 0)
-                return mt_help_usage_error("replay");
+                return MT_EXIT_USAGE;
             o.timing = optarg;
             break;
         case 'u':
             if (mt_choice_option("mtrace replay", "--touch", optarg, mt_touch_names) < 0)
-                return mt_help_usage_error("replay");
+                return MT_EXIT_USAGE;
             o.touch = optarg;
             break;
         case 'r':
             if (mt_uint_option("mtrace replay", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
-                return mt_help_usage_error("replay");
+                return MT_EXIT_USAGE;
             o.repeat = (int)repeat;
             break;
         case 'q': o.quiet = 1; break;
@@ -938,7 +938,7 @@ static int cmd_report(int argc, char **argv)
     while ((c = mt_getopt("mtrace report", argc, argv, "h", opts)) != -1) {
         const int shared = report_diff_option("mtrace report", c, &fmt, &html, &top, &o, skip);
         if (shared < 0)
-            return mt_help_usage_error("report");
+            return MT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
@@ -947,13 +947,13 @@ static int cmd_report(int argc, char **argv)
         case 'g': o.flamegraph = optarg; break;
         case 'w':
             if (mt_choice_option("mtrace report", "--flame-weight", optarg, weights) < 0)
-                return mt_help_usage_error("report");
+                return MT_EXIT_USAGE;
             o.flame_weight = optarg;
             break;
         case 'C': o.callsites_csv = optarg; break;
         case 'd':
             if (mt_uint_option("mtrace report", "--tree-depth", optarg, 1, 64, &n) < 0)
-                return mt_help_usage_error("report");
+                return MT_EXIT_USAGE;
             o.tree_depth = (unsigned)n;
             break;
         case 'h': return mt_help_print("report");
@@ -1015,7 +1015,9 @@ static int cmd_diff(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace diff", argc, argv, "h", opts)) != -1) {
         const int shared = report_diff_option("mtrace diff", c, &fmt, &html, &top, &o, skip);
-        if (shared < 0 || (!shared && c != 'h'))
+        if (shared < 0)
+            return MT_EXIT_USAGE;
+        if (!shared && c != 'h')
             return mt_help_usage_error("diff");
         if (c == 'h')
             return mt_help_print("diff");

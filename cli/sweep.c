@@ -91,7 +91,7 @@ static int parse_args(sweep_t *s, int argc, char **argv)
         switch (c) {
         case 'm':
             if (add_param(s, optarg) != 0)
-                return mt_help_usage_error("sweep");
+                return MT_EXIT_USAGE;
             break;
         case 'a':
             if (s->nalloc == MT_REPLAY_MAX) {
@@ -103,17 +103,17 @@ static int parse_args(sweep_t *s, int argc, char **argv)
         case 'o': s->dir = optarg; break;
         case 't':
             if (mt_choice_option("mtrace sweep", "--timing", optarg, timings) < 0)
-                return mt_help_usage_error("sweep");
+                return MT_EXIT_USAGE;
             s->timing = optarg;
             break;
         case 'u':
             if (mt_choice_option("mtrace sweep", "--touch", optarg, touches) < 0)
-                return mt_help_usage_error("sweep");
+                return MT_EXIT_USAGE;
             s->touch = optarg;
             break;
         case 'r':
             if (mt_uint_option("mtrace sweep", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
-                return mt_help_usage_error("sweep");
+                return MT_EXIT_USAGE;
             s->repeat = (int)repeat;
             break;
         case 'h': mt_help_print("sweep"); return -1;

@@ -421,22 +421,22 @@ int main(int argc, char **argv)
         case 'a': allocator_lib = optarg; break;
         case 'S':
             if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
-                return mt_usage_error("mtrace-sim", mt_sim_help);
+                return MT_EXIT_USAGE;
             s.sample_ms = (unsigned)ms;
             break;
         case 'T':
             if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s.stall_s) < 0)
-                return mt_usage_error("mtrace-sim", mt_sim_help);
+                return MT_EXIT_USAGE;
             break;
         case 'q': quiet = 1; break;
         case 't':
             if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
-                return mt_usage_error("mtrace-sim", mt_sim_help);
+                return MT_EXIT_USAGE;
             s.timing = pick ? TIMING_RECORDED : TIMING_ASAP;
             break;
         case 'u':
             if ((pick = mt_choice_option("mtrace-sim", "--touch", optarg, touches)) < 0)
-                return mt_usage_error("mtrace-sim", mt_sim_help);
+                return MT_EXIT_USAGE;
             s.touch = touch_modes[pick];
             break;
         case 'm': {

@@ -3,9 +3,11 @@
 # - -h and --help print the help on stdout, nothing on stderr, exit 0, for mtrace, each of its
 #   commands, trace2wl and mtrace-sim; every help has its usage, options, exit status and an example;
 # - mtrace --version and -V print "mtrace VERSION";
-# - an unknown option, a missing value, a number that is not one or out of range, a value not in the
-#   list, a missing or extra operand: one line naming the option and the value, then the usage lines,
-#   nothing on stdout, exit 2; through --opt=value as through --opt value;
+# - a number that is not one or out of range, a value not in the list: exactly one line on stderr
+#   naming the option, the value and what it must be, nothing on stdout, exit 2; through --opt=value
+#   as through --opt value;
+# - an unknown option, a missing value, a missing or extra operand: one line naming it, then the
+#   usage lines, nothing on stdout, exit 2;
 # - options after the operands are read (getopt_long permutes), --opt=value works;
 # - replay --timing bogus is replay's usage error, not the simulator's.
 #   usage: options.sh MTRACE TRACE2WL MTRACE_SIM REPORT_MKTRACE VERSION
@@ -44,6 +46,7 @@ ok_help() {
 # usage_error WHAT NEEDLE... -- CMD...: exit 2, nothing on stdout, the first line of stderr has every
 # NEEDLE, then come the usage lines.
 usage_error() {
+    local mode=${mode:-usage}
     local what=$1
     shift
     local needles=()
@@ -59,7 +62,16 @@ usage_error() {
     for needle in "${needles[@]}"; do
         head -1 "$work/err" | grep -qF -- "$needle" || fail "$what: '$needle' not in: $(head -1 "$work/err")"
     done
-    sed -n 2p "$work/err" | grep -q '^usage: ' || fail "$what: no usage after the message: $(cat "$work/err")"
+    if [ "$mode" = value ]; then
+        [ "$(wc -l <"$work/err")" = 1 ] || fail "$what: expected one line on stderr: $(cat "$work/err")"
+    else
+        sed -n 2p "$work/err" | grep -q '^usage: ' || fail "$what: no usage after the message: $(cat "$work/err")"
+    fi
+}
+
+# value_error WHAT NEEDLE... -- CMD...: as usage_error, but the one line is all of stderr.
+value_error() {
+    mode=value usage_error "$@"
 }
 
 # ---- help and version ----
@@ -99,33 +111,33 @@ usage_error "trace2wl --no-such-option" "trace2wl:" "'--no-such-option'" -- "$t2
 usage_error "mtrace-sim --no-such-option" "mtrace-sim:" "'--no-such-option'" -- "$sim" --no-such-option x
 
 # numbers: one rule, the option and the value named
-usage_error "report --top abc" "--top" "'abc'" -- "$mtrace" report --top abc t.mtr
-usage_error "report --top -5" "--top" "'-5'" -- "$mtrace" report --top -5 t.mtr
-usage_error "report --top=abc" "--top" "'abc'" -- "$mtrace" report --top=abc t.mtr
-usage_error "report --top 5x" "--top" "'5x'" -- "$mtrace" report t.mtr --top 5x
-usage_error "report --tree-depth 0" "--tree-depth" "'0'" -- "$mtrace" report --tree-depth 0 t.mtr
-usage_error "report --tree-depth 65" "--tree-depth" "'65'" -- "$mtrace" report --tree-depth 65 t.mtr
-usage_error "report --flame-weight mass" "--flame-weight" "'mass'" "bytes" -- \
+value_error "report --top abc" "--top" "'abc'" -- "$mtrace" report --top abc t.mtr
+value_error "report --top -5" "--top" "'-5'" -- "$mtrace" report --top -5 t.mtr
+value_error "report --top=abc" "--top" "'abc'" -- "$mtrace" report --top=abc t.mtr
+value_error "report --top 5x" "--top" "'5x'" -- "$mtrace" report t.mtr --top 5x
+value_error "report --tree-depth 0" "--tree-depth" "'0'" -- "$mtrace" report --tree-depth 0 t.mtr
+value_error "report --tree-depth 65" "--tree-depth" "'65'" -- "$mtrace" report --tree-depth 65 t.mtr
+value_error "report --flame-weight mass" "--flame-weight" "'mass'" "bytes" -- \
     "$mtrace" report --flame-weight mass t.mtr
-usage_error "diff --top ''" "--top" -- "$mtrace" diff --top '' a.mtr b.mtr
-usage_error "pack --level 99" "--level" "'99'" "1 to 22" -- "$mtrace" pack --level 99 t.mtr
-usage_error "pack --level 0" "--level" "'0'" -- "$mtrace" pack t.mtr --level=0
+value_error "diff --top ''" "--top" -- "$mtrace" diff --top '' a.mtr b.mtr
+value_error "pack --level 99" "--level" "'99'" "1 to 22" -- "$mtrace" pack --level 99 t.mtr
+value_error "pack --level 0" "--level" "'0'" -- "$mtrace" pack t.mtr --level=0
 usage_error "pack --level" "a value is missing after '--level'" -- "$mtrace" pack t.mtr --level
-usage_error "record --stacks 65" "--stacks" "'65'" -- "$mtrace" record --stacks 65 -- true
-usage_error "record --rss-ms -1" "--rss-ms" "'-1'" -- "$mtrace" record --rss-ms -1 -- true
-usage_error "replay --repeat 0" "--repeat" "'0'" -- "$mtrace" replay --repeat 0 w.wl
-usage_error "sweep --repeat 101" "--repeat" "'101'" -- "$mtrace" sweep --repeat 101 --mallopt top_pad=1 w.wl
-usage_error "mtrace-sim --sample-ms 0" "--sample-ms" "'0'" -- "$sim" w.wl --sample-ms 0
-usage_error "mtrace-sim --stall-timeout nan" "--stall-timeout" "'nan'" -- "$sim" w.wl --stall-timeout nan
-usage_error "mtrace-sim --stall-timeout -1" "--stall-timeout" "'-1'" -- "$sim" w.wl --stall-timeout=-1
+value_error "record --stacks 65" "--stacks" "'65'" -- "$mtrace" record --stacks 65 -- true
+value_error "record --rss-ms -1" "--rss-ms" "'-1'" -- "$mtrace" record --rss-ms -1 -- true
+value_error "replay --repeat 0" "--repeat" "'0'" -- "$mtrace" replay --repeat 0 w.wl
+value_error "sweep --repeat 101" "--repeat" "'101'" -- "$mtrace" sweep --repeat 101 --mallopt top_pad=1 w.wl
+value_error "mtrace-sim --sample-ms 0" "--sample-ms" "'0'" -- "$sim" w.wl --sample-ms 0
+value_error "mtrace-sim --stall-timeout nan" "--stall-timeout" "'nan'" -- "$sim" w.wl --stall-timeout nan
+value_error "mtrace-sim --stall-timeout -1" "--stall-timeout" "'-1'" -- "$sim" w.wl --stall-timeout=-1
 # values from a list: replay's and sweep's own usage, before any simulator runs
-usage_error "replay --timing bogus" "mtrace replay:" "--timing" "'bogus'" "asap" -- \
+value_error "replay --timing bogus" "mtrace replay:" "--timing" "'bogus'" "asap" -- \
     "$mtrace" replay --timing bogus w.wl
 grep -q "mtrace-sim" "$work/err" && fail "replay --timing bogus gave mtrace-sim's usage: $(cat "$work/err")"
-usage_error "replay --touch bogus" "mtrace replay:" "--touch" "'bogus'" -- "$mtrace" replay w.wl --touch bogus
-usage_error "sweep --timing bogus" "mtrace sweep:" "--timing" "'bogus'" -- \
+value_error "replay --touch bogus" "mtrace replay:" "--touch" "'bogus'" -- "$mtrace" replay w.wl --touch bogus
+value_error "sweep --timing bogus" "mtrace sweep:" "--timing" "'bogus'" -- \
     "$mtrace" sweep w.wl --mallopt top_pad=1 --timing bogus
-usage_error "mtrace-sim --touch bogus" "mtrace-sim:" "--touch" "'bogus'" -- "$sim" w.wl --touch bogus
+value_error "mtrace-sim --touch bogus" "mtrace-sim:" "--touch" "'bogus'" -- "$sim" w.wl --touch bogus
 # operands
 usage_error "info two files" "one FILE only" -- "$mtrace" info a.mtr b.mtr
 usage_error "diff one trace" "BEFORE and AFTER" -- "$mtrace" diff a.mtr
