@@ -27,6 +27,11 @@
     "     not be written; nothing partial is left under the output's name\n"                                \
     "  2  usage error: an unknown option, a missing argument or a bad value (the message names it)\n"
 
+/* The status of info and dump on a trace cut short. */
+#define EXIT_CUT                                                                                             \
+    "  3  the trace was cut short after it was written (chunks its header counts are missing): what is\n"    \
+    "     there is shown, and a line on stderr says it is not the whole\n"
+
 /* The verdict rule, as replay, compare and sweep apply it (analysis/spread.c). */
 #define VERDICTS                                                                                             \
     "Verdicts:\n"                                                                                            \
@@ -53,6 +58,7 @@ static const char help_mtrace[] =
     "  0  success\n"
     "  1  an input could not be read, or an output not written\n"
     "  2  usage error (an unknown command or option, a bad value)\n"
+    "  3  done, but not whole: a trace cut short (info, dump), replayed calls that failed (replay)\n"
     "Every command states its own in its --help; record passes the traced program's status through.\n"
     "\n"
     "Example:\n"
@@ -94,7 +100,8 @@ static const char help_record[] =
     "Exit status:\n"
     "  N    CMD's own exit status; 128+S when CMD was killed by signal S\n"
     "  127  CMD could not be run\n"
-    "  2    usage error, FILE exists (without --force), or libmtrace.so not found\n"
+    "  2    usage error, FILE exists (without --force), its directory cannot be written, or\n"
+    "       libmtrace.so not found\n"
     "\n"
     "Example:\n"
     "  mtrace record --stacks 8 -o app.mtr -- ./app --its-options\n";
@@ -120,11 +127,13 @@ static const char help_info[] =
     "  state       complete; ended at an exec; or not finished (the process was killed or crashed);\n"
     "              \"truncated\" and why when the recorder had to stop writing\n"
     "  lost calls  calls the recorder could not write (shown when there were any)\n"
+    "  bypassed    the program's malloc was another object's, found before libmtrace.so (LD_PRELOAD\n"
+    "              order): its calls are not in the trace\n"
     "  calls       the calls per function; events: the events per kind\n"
     "A workload gives threads, ops, slots (peak live blocks), peak live bytes and when, sync points,\n"
     "duration, and the repairs the converter made. JSON: bytes_requested is as mtrace report --help\n"
     "defines it; failed_calls are the calls that returned NULL (or an error).\n"
-    "\n" EXIT_COMMON "\n"
+    "\n" EXIT_COMMON EXIT_CUT "\n"
     "Example:\n"
     "  mtrace info --json app.mtr\n";
 
@@ -144,7 +153,7 @@ static const char help_dump[] =
     "and flags (mmapped, heap_grew, stack=ID). A workload's line: thread, seconds, the op, #SLOT\n"
     "(with the size in bytes of the block freed in parentheses), its size in bytes, or for events\n"
     "their fields (rss_kb and vm_kb in KiB).\n"
-    "\n" EXIT_COMMON "\n"
+    "\n" EXIT_COMMON EXIT_CUT "\n"
     "Example:\n"
     "  mtrace dump app.mtr | grep -c ' malloc '\n";
 
@@ -252,10 +261,42 @@ static const char help_diff[] =
     "Example:\n"
     "  mtrace diff before.mtr after.mtr --top 10\n";
 
+static const char help_export[] =
+    "usage: mtrace export TRACE -o DIR [--trace-id N] [--skip-frames PATTERN,...] [--no-auto-skip]\n"
+    "                     [--force]\n"
+    "\n"
+    "Writes the trace as ClickHouse tables in RowBinary, one file each in DIR (made if missing):\n"
+    "mtrace_records (every call, in time order), mtrace_stacks (symbolized), mtrace_threads, mtrace_rss\n"
+    "and mtrace_traces (the header), as TABLE.rowbinary. doc/export.md has the CREATE TABLE statements\n"
+    "and the queries that give mtrace report's figures.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output DIR    where the tables go\n"
+    "  --trace-id N        the key of this trace's rows, 1 to 2^64-1 (default: a hash of its pid, start\n"
+    "                      and host)\n"
+    "  --skip-frames LIST  allocation wrappers to see through, as mtrace report --skip-frames\n"
+    "  --no-auto-skip      skip only the frames --skip-frames names\n"
+    "  --force             replace the files of an earlier export in DIR\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Output:\n"
+    "One line on stderr: the call records, stacks, threads and RSS samples exported, and the trace id.\n"
+    "Every file is written under a temporary name and renamed at the end: a failed export leaves none.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the trace could not be read, or a table not written; a damaged trace: every record before\n"
+    "     the damage is exported, and the message says where it stopped\n"
+    "  2  usage error, or files of an earlier export in DIR (without --force)\n"
+    "\n"
+    "Example:\n"
+    "  mtrace export app.mtr -o t\n"
+    "  clickhouse-client --query \"INSERT INTO mtrace_records FORMAT RowBinary\" <t/mtrace_records.rowbinary\n";
+
 static const char help_replay[] =
     "usage: mtrace replay WORKLOAD [--allocator NAME|PATH.so]... [--mallopt NAME=VALUE]...\n"
     "                     [--tunables GLIBC_TUNABLES] [--json FILE] [--rss-series FILE]\n"
-    "                     [--timing asap|recorded] [--touch auto|pages|ends|none] [--repeat N] [--quiet]\n"
+    "                     [--timing recorded|asap] [--touch auto|pages|ends|none] [--repeat N] [--quiet]\n"
     "\n"
     "Replays WORKLOAD once per allocator (default glibc), each in a process of its own (mtrace-sim\n"
     "with the allocator preloaded); several allocators, or --repeat, end with a comparison table.\n"
@@ -270,7 +311,9 @@ static const char help_replay[] =
     "                     before its extension, with --repeat the run's number (FILE.NAME.1.json)\n"
     "  --rss-series FILE  RSS over the replay, one sample a line, tab-separated: t_s (seconds), rss_kb,\n"
     "                     vmsize_kb, ideal_kb, source_rss_kb (the traced program's RSS), in KiB\n"
-    "  --timing T         asap (default): every op at once; recorded: at the traced program's pace\n"
+    "  --timing T         recorded (default): no op before its time in the trace, so that an allocator\n"
+    "                     that gives memory back on a timer sees the program's pace; asap: as fast as\n"
+    "                     the waits between threads allow\n"
     "  --touch MODE       how a replayed block is written: auto (default), pages, ends, none (see\n"
     "                     mtrace-sim --help)\n"
     "  --repeat N         every allocator N times (1 to " MT_STR(MT_REPLAY_MAX_REPEAT) "), in rounds: each allocator once, then\n"
@@ -289,10 +332,13 @@ static const char help_replay[] =
     "  GLIBC_TUNABLES  passed to the replays (--tunables replaces it)\n"
     "\n"
     "Exit status:\n"
-    "  0  every replay ran to its end\n"
-    "  1  the workload could not be read, or a replay failed: mtrace-sim's status (its message says\n"
-    "     why), 1 when it died of a signal\n"
-    "  2  usage error, or an allocator that cannot be loaded\n"
+    "  0      every replay ran to its end, and every replayed call got its block\n"
+    "  1      the workload could not be read, or a replay failed: mtrace-sim's status (its message\n"
+    "         says why), 1 when it died of a signal\n"
+    "  2      usage error, or an allocator that cannot be loaded\n"
+    "  3      every replay ran, but calls failed in some (the allocator returned NULL where the traced\n"
+    "         call got a block; each summary says how many)\n"
+    "  128+N  interrupted by signal N; no result is written\n"
     "\n"
     "Example:\n"
     "  mtrace replay app.wl --allocator glibc --allocator jemalloc --repeat 5 --json run.json\n";
@@ -321,7 +367,7 @@ static const char help_compare[] =
 
 static const char help_sweep[] =
     "usage: mtrace sweep WORKLOAD --mallopt NAME=V1,V2,... [--mallopt NAME=...] [--allocator NAME]...\n"
-    "                    [-o DIR] [--timing asap|recorded] [--touch MODE] [--repeat N]\n"
+    "                    [-o DIR] [--timing recorded|asap] [--touch MODE] [--repeat N]\n"
     "\n"
     "Replays WORKLOAD for every combination of the settings (and allocators), prints a table, writes\n"
     "DIR/sweep.csv and DIR/sweep.png, and names the lowest-RSS and the fastest setting.\n"
@@ -330,7 +376,7 @@ static const char help_sweep[] =
     "  --mallopt NAME=V1,V2,...  a setting and its values (k and m suffixes); up to 4 of them\n"
     "  --allocator NAME          as mtrace replay --allocator; repeatable (default glibc)\n"
     "  -o, --output DIR          where the files go (default sweep-out)\n"
-    "  --timing T                asap or recorded, as mtrace replay --timing\n"
+    "  --timing T                recorded (default) or asap, as mtrace replay --timing\n"
     "  --touch MODE              how replayed blocks are written: auto, pages, ends or none, for every\n"
     "                            replay (see mtrace-sim --help)\n"
     "  --repeat N                every point N times (1 to " MT_STR(MT_REPLAY_MAX_REPEAT) ", default 1), in rounds (every\n"
@@ -354,7 +400,11 @@ static const char help_sweep[] =
     "             against the baseline\n"
     "  sweep.png  peak RSS and CPU time (medians) along the first setting's values, bars for the\n"
     "             runs' spread, the default's median as a dashed line; both y axes start at zero\n"
-    "\n" VERDICTS "\n" EXIT_COMMON "\n"
+    "\n" VERDICTS "\n" EXIT_COMMON
+    "  3  a replay's calls failed (the allocator returned NULL where the traced call got a block):\n"
+    "     the sweep stops there\n"
+    "  128+N  interrupted by signal N\n"
+    "\n"
     "Example:\n"
     "  mtrace sweep app.wl --mallopt mmap_threshold=64k,256k,1m --mallopt arena_max=1,8 --repeat 5\n";
 
@@ -386,6 +436,7 @@ const mt_help_t mt_help_pages[] = {
     { "pack", "compress a trace with zstd", help_pack },
     { "report", "calls, peak, leaks, temporaries, histograms, callsites", help_report },
     { "diff", "the change per allocating function between two traces, biggest movers first", help_diff },
+    { "export", "write a trace as ClickHouse tables (doc/export.md)", help_export },
     { "convert", "turn a trace into a workload for replay (= trace2wl)", mt_convert_help },
     { "replay", "replay a workload against one or more allocators", help_replay },
     { "compare", "compare replay results (medians, % change and verdict against the first)", help_compare },

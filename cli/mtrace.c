@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "mtrace/trace_reader.h"
@@ -23,9 +25,11 @@
 #include "sweep.h"
 #include "mtrace/report.h"
 #include "mtrace/report_diff.h"
+#include "export_cmd.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "tmp_cleanup.h"
 
 extern char **environ;
 
@@ -64,6 +68,69 @@ static int find_shim(char *out, size_t cap)
     }
     snprintf(out, cap, "%s", MT_SHIM_INSTALL_PATH);
     return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+/* The recorder, finding its output directory unwritable, lets the program run untraced (it must
+ * never stop its host); asked through mtrace record, that would be a run with no trace that exits 0.
+ * So the directory is tried first, by creating a file in it: access() would answer yes to root on a
+ * read-only file system. A directory named with %p is made per process: not checked. */
+static int check_record_dir(const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    if (!slash || memchr(out, '%', (size_t)(slash - out)))
+        return 0;
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%.*s/.mtrace-probe.XXXXXX", (int)(slash - out), out) >= (int)sizeof probe) {
+        fprintf(stderr, "mtrace: %s: the output path is too long\n", out);
+        return -1;
+    }
+    const int fd = mkostemp(probe, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "mtrace: cannot write the trace into %.*s: %s\n", (int)(slash - out), out, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* The loader ignores LD_PRELOAD for a program that gains privileges as it starts (set-user-ID or
+ * set-group-ID to another user or group, or file capabilities, on a file system that honours them):
+ * it runs untraced. Says so, once, for the command itself; returns whether it did. */
+static int warn_if_privileged(const char *cmd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int found = 0;
+    if (strchr(cmd, '/')) {
+        found = snprintf(path, sizeof path, "%s", cmd) < (int)sizeof path && stat(path, &st) == 0;
+    } else { /* as execvp looks: the first executable file of that name along PATH */
+        const char *dirs = getenv("PATH");
+        if (!dirs || !*dirs)
+            dirs = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *d = dirs; !found && *d;) {
+            const size_t len = strcspn(d, ":");
+            found = snprintf(path, sizeof path, "%.*s%s%s", (int)len, len ? d : ".", "/", cmd) < (int)sizeof path &&
+                    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+            d += len + (d[len] == ':');
+        }
+    }
+    struct statvfs fs;
+    if (!found || !S_ISREG(st.st_mode) || (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+        return 0;
+    const char *how = NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        how = "set-user-ID";
+    else if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        how = "set-group-ID";
+    else if (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+        how = "given file capabilities";
+    if (!how)
+        return 0;
+    char shown[1024];
+    fprintf(stderr, "mtrace: %s is %s: the loader ignores LD_PRELOAD for it, so it runs untraced\n",
+            mt_safe_str(shown, sizeof shown, path), how);
+    return 1;
 }
 
 static int cmd_record(int argc, char **argv)
@@ -116,6 +183,8 @@ static int cmd_record(int argc, char **argv)
         }
         out = abs_out;
     }
+    if (check_record_dir(out) < 0)
+        return 2;
     if (!strstr(out, "%p") && access(out, F_OK) == 0) {
         if (!force) {
             fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
@@ -123,13 +192,15 @@ static int cmd_record(int argc, char **argv)
         }
         unlink(out);
     }
-    char index[] = "/tmp/mtrace-index.XXXXXX";
+    char index[PATH_MAX];
+    mt_tmp_template(index, sizeof index, "index", "");
     const int ifd = mkstemp(index);
     if (ifd < 0) {
         fprintf(stderr, "mtrace: cannot create %s: %s\n", index, strerror(errno));
         return 2;
     }
     close(ifd);
+    mt_cleanup_add(index, 0); /* SIGTERM to mtrace record removes it (SIGINT is the program's) */
 
     char preload[PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");
@@ -144,6 +215,8 @@ static int cmd_record(int argc, char **argv)
     if (paused)
         setenv("MTRACE_PAUSED", "1", 1);
 
+    const int said_untraced = warn_if_privileged(argv[optind]);
+
     /* Like time(1): the terminal's signals are for the traced program, we wait for it. */
     struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
     sigaction(SIGINT, &ign, &old_int);
@@ -152,6 +225,7 @@ static int cmd_record(int argc, char **argv)
     if (pid < 0) {
         fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
         unlink(index);
+        mt_cleanup_del(index);
         return 2;
     }
     if (pid == 0) {
@@ -166,13 +240,22 @@ static int cmd_record(int argc, char **argv)
     }
     FILE *f = fopen(index, "r");
     char line[PATH_MAX + 2];
+    int wrote = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         fprintf(stderr, "mtrace: wrote %s\n", line);
+        wrote++;
     }
     if (f)
         fclose(f);
+    /* Nothing loaded the recorder: not silently (said once, not again after the warning above). */
+    if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
+        fprintf(stderr, "mtrace: no trace was written: %s did not load the recorder (a statically linked "
+                        "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
+                        "without LD_PRELOAD)\n",
+                argv[optind]);
     unlink(index);
+    mt_cleanup_del(index);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
@@ -487,6 +570,12 @@ static int cmd_info(int argc, char **argv)
      * complete, yet nothing was lost. Its latest record is the EXEC event. */
     const int ended_at_exec = !complete && s.last_op == MT_EV_EXEC;
     const uint64_t size = mt_trace_file_size(t);
+    /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
+    /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
+    size_t bound_len = 0;
+    const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
     if (json) {
         mt_json_t j;
         mt_json_init(&j, stdout);
@@ -508,9 +597,13 @@ static int cmd_info(int argc, char **argv)
         mt_json_kv_double(&j, "bytes_per_call", s.calls ? (double)size / (double)s.calls : 0);
         mt_json_kv_double(&j, "ticks_per_sec", rate);
         mt_json_kv_double(&j, "span_s", span);
-        mt_json_kv_bool(&j, "complete", complete);
+        mt_json_kv_bool(&j, "complete", complete && whole);
+        mt_json_kv_bool(&j, "file_truncated", !whole);
         mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
         mt_json_kv_bool(&j, "truncated", truncated);
+        mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
+        if (bound)
+            mt_json_kv_str(&j, "bypassed_by", bound, bound_len);
         if (truncated)
             mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
         mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
@@ -552,12 +645,18 @@ static int cmd_info(int argc, char **argv)
             printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
         printf("time span     %.6f s\n", span);
         printf("state         %s%s%s\n",
-               complete        ? "complete"
+               !whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
+               : complete      ? "complete"
                : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
                                : "not finished (the process was killed or crashed)",
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
         if (h->lost_calls)
             printf("lost calls    %" PRIu64 "\n", h->lost_calls);
+        if (h->flags & MT_HDR_BYPASSED) {
+            printf("bypassed      the program's malloc was ");
+            mt_put_safe(stdout, bound ? bound : "another object", bound ? bound_len : strlen("another object"));
+            printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+        }
         printf("calls        ");
         for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
             if (s.per_op[op])
@@ -569,6 +668,10 @@ static int cmd_info(int argc, char **argv)
         printf("\n");
     }
     mt_trace_close(t);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
     return 0;
 }
 
@@ -677,6 +780,9 @@ static int cmd_dump(int argc, char **argv)
         return mt_fail(&err);
     const mt_file_header_t *h = mt_trace_header(t);
     const double rate = mt_trace_ticks_per_sec(t);
+    /* A trace cut short dumps the records present, then says it is not the whole (exit 3, as info). */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
     int rc = 0;
     for (size_t i = 0; i < mt_trace_thread_count(t) && rc >= 0; i++) {
         mt_thread_cursor_t tc;
@@ -695,7 +801,13 @@ static int cmd_dump(int argc, char **argv)
         fprintf(stderr, "mtrace: writing the dump: %s\n", strerror(errno));
         return 1;
     }
-    return rc < 0 ? mt_fail(&err) : 0;
+    if (rc < 0)
+        return mt_fail(&err);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
+    return 0;
 }
 
 /* ---- mtrace pack ------------------------------------------------------------------------------- */
@@ -839,12 +951,15 @@ static int cmd_replay(int argc, char **argv)
     }
     int n = 0;
     int rc = mt_replay_run(&o, results, &n);
-    /* A table for several allocators, and for the runs of one: its median and spread. */
-    if (rc == 0 && n > 1) {
+    /* A table for several allocators, and for the runs of one: its median and spread. Runs in which
+     * calls failed are in it too; the exit status (3) still says they failed. */
+    if ((rc == 0 || rc == MT_EXIT_FAILED_CALLS) && n > 1) {
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        const int table_rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        if (table_rc)
+            rc = table_rc;
     }
     if (!o.json)
         for (int i = 0; i < n; i++)
@@ -973,7 +1088,8 @@ static int cmd_report(int argc, char **argv)
     }
     const char *const *results = (const char *const *)argv + optind;
     /* The page gets a flame graph of its own when the user did not ask for one. */
-    char flame_tmp[] = "/tmp/mtrace-flame.XXXXXX.svg";
+    char flame_tmp[PATH_MAX];
+    mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");
     int flame_fd = -1;
     if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
         close(flame_fd);
@@ -1139,6 +1255,7 @@ static int cmd_plot(int argc, char **argv)
 static const command_t commands[] = {
     { "record", cmd_record }, { "info", cmd_info },       { "dump", cmd_dump },
     { "pack", cmd_pack },     { "report", cmd_report },   { "diff", cmd_diff },
+    { "export", mt_export_main },
     { "convert", cmd_convert }, { "replay", cmd_replay }, { "compare", cmd_compare },
     { "sweep", mt_sweep_main }, { "plot", cmd_plot },
 };
@@ -1161,6 +1278,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace: no command given\n");
         return mt_help_usage_error("mtrace");
     }
+    /* A command stopped by SIGINT, SIGTERM or SIGHUP leaves no temporary (PATH.partial.*, gnuplot's
+     * files) and no gnuplot behind. */
+    mt_cleanup_on_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[optind], commands[i].name))
             return commands[i].run(argc - optind, argv + optind);

@@ -203,6 +203,7 @@ static int run_points(sweep_t *s)
         return 1;
     }
     int rc = 0;
+    const int tty = isatty(STDERR_FILENO);
     for (int r = 0; r < s->repeat && !rc; r++) {
         for (int k = 0; k < s->total && !rc; k++) {
             point_t *pt = &s->pts[k];
@@ -217,11 +218,13 @@ static int run_points(sweep_t *s)
             else
                 snprintf(json, sizeof json, "%s/run-%03d.json", s->dir, k);
             o.json = json;
-            fprintf(stderr, "\rmtrace sweep: run %d of %d: %s", r * s->total + k + 1, s->repeat * s->total,
-                    pt->allocator);
+            /* On a terminal, one line rewritten in place; elsewhere (a log, a pipe) plain lines, with no
+             * carriage return or escape code for a reader to trip over. */
+            fprintf(stderr, "%smtrace sweep: run %d of %d: %s", tty ? "\r" : "", r * s->total + k + 1,
+                    s->repeat * s->total, pt->allocator);
             for (int p = 0; p < s->nparams; p++)
                 fprintf(stderr, " %s", pt->setting[p]);
-            fprintf(stderr, "\033[K");
+            fputs(tty ? "\033[K" : "\n", stderr);
             static char results[1][4096];
             int n = 0;
             double *fig[5];
@@ -232,7 +235,8 @@ static int run_points(sweep_t *s)
                 rc = read_run(json, fig, r);
         }
     }
-    fprintf(stderr, "\n");
+    if (tty)
+        fputc('\n', stderr);
     for (int k = 0; k < s->total && !rc; k++) {
         point_t *pt = &s->pts[k];
         mt_spread_t *dst[5] = { &pt->wall_ms, &pt->cpu_ms, &pt->rss_mib, &pt->ideal_mib, &pt->frag };

@@ -39,6 +39,7 @@ typedef struct mt_real_api {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*madvise)(void *, size_t, int);
 } mt_real_api_t;
 
 /* Options, read once from the environment (shim_options.c holds the one table). */
@@ -58,6 +59,10 @@ typedef struct mt_options {
  * the same time, so a few; one that finds them all taken keeps its chunk's last pages resident. */
 #define MT_ENDED_MAX 64
 
+/* mt_thread_t.busy while the start-up probe calls the program's malloc (shim_file.c, note_bypass):
+ * our malloc, reached, turns PROBE into PROBED; an allocator before us in the lookup order does not. */
+enum { MT_BUSY_PROBE = 3, MT_BUSY_PROBED = 4 };
+
 /* Per-thread writer state. */
 typedef struct mt_thread {
     uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
@@ -70,7 +75,8 @@ typedef struct mt_thread {
     uint32_t creator;   /* thread number of the pthread_create caller, if known */
     uint64_t lost;      /* calls not recorded by this thread */
     uint8_t busy;       /* inside the shim: nested calls pass through. 1: writing a record (a nested call
-                         * is a signal handler's, counted as lost); 2: the shim's own libc calls */
+                         * is a signal handler's, counted as lost); 2: the shim's own libc calls;
+                         * MT_BUSY_PROBE, MT_BUSY_PROBED: the start-up probe of who answers malloc */
     uint8_t exited;     /* THREAD_EXIT written */
     uint8_t started;    /* THREAD_START written */
     /* page evidence's cost (shim_pages.c): counts made, time they took, from when */

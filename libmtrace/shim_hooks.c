@@ -162,6 +162,7 @@ static void resolve_real(void)
     r->mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     r->munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
     r->mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
+    r->madvise = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
     real_fork_fn = (void *(*)(void))dlsym(RTLD_NEXT, "fork");
     real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
     real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");
@@ -286,7 +287,7 @@ static void count_lost(mt_thread_t *t)
 {
     /* Calls nested in a record being written (a signal handler's) and calls after truncation are
      * losses; the shim's own calls (busy 2), pauses and stops are not. */
-    if (t->busy == 2)
+    if (t->busy >= 2) /* the shim's own calls, the start-up probe's included */
         return;
     if (t->busy || atomic_load_explicit(&mt_g.truncated, memory_order_relaxed))
         t->lost++;
@@ -509,6 +510,8 @@ MT_EXPORT void *malloc(size_t size)
 {
     mt_thread_t *t = &mt_self;
     if (MT_UNLIKELY(pass_through(t))) {
+        if (t->busy == MT_BUSY_PROBE)
+            t->busy = MT_BUSY_PROBED;
         if (MT_UNLIKELY(!init()))
             return boot_alloc(size, 16);
         if (pass_through(t)) { /* else this call started tracing: it is the first one recorded */

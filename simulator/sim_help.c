@@ -4,7 +4,7 @@
 
 const char mt_sim_help[] =
     "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
-    "                  [--rss-series FILE] [--timing asap|recorded] [--touch auto|pages|ends|none]\n"
+    "                  [--rss-series FILE] [--timing recorded|asap] [--touch auto|pages|ends|none]\n"
     "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
     "\n"
     "Replays WORKLOAD (mtrace convert) against the allocator that answers malloc in this process, one\n"
@@ -20,7 +20,9 @@ const char mt_sim_help[] =
     "  --json FILE             the result as JSON\n"
     "  --rss-series FILE       RSS over the replay, tab-separated: t_s (seconds), rss_kb, vmsize_kb,\n"
     "                          ideal_kb, source_rss_kb (KiB)\n"
-    "  --timing T              asap (default): every op at once; recorded: at the traced pace\n"
+    "  --timing T              recorded (default): no op before its time in the trace, so that an\n"
+    "                          allocator that gives memory back on a timer sees the program's pace;\n"
+    "                          asap: as fast as the waits between threads allow\n"
     "  --touch MODE            how a replayed block is written. auto (default): the pages the traced\n"
     "                          program wrote, from the trace's page evidence (glibc traces of format\n"
     "                          3), else every page; pages: every page; ends: its first and last byte;\n"
@@ -46,7 +48,8 @@ const char mt_sim_help[] =
     "Exit status:\n"
     "  0  the replay ran to its end\n"
     "  1  the workload could not be read, the replay failed, or a result not written\n"
-    "  2  usage error, or --allocator-lib is not the allocator in use\n"
+    "  2  usage error, or --allocator-lib is not the allocator in use\n"    "  3  done, but replayed calls failed (the allocator returned NULL where the traced call got a\n"
+    "     block; the summary says how many)\n"
     "\n"
     "Example:\n"
     "  LD_PRELOAD=libjemalloc.so.2 mtrace-sim app.wl --label jemalloc --json je.json\n";

@@ -110,6 +110,11 @@ int mt_convert_main(const char *prog, int argc, char **argv)
             printf("  program mappings    %" PRIu64 " (at most %.1f MiB at once): %.1f %% of their pages written\n",
                    st.program_maps, (double)st.program_peak_bytes / 1048576.0,
                    st.program_pages ? 100.0 * (double)st.program_touched / (double)st.program_pages : 0.0);
+        if (st.program_brk_peak_bytes)
+            printf("  program's own brk   at most %.1f MiB at once (of the mappings above)\n",
+                   (double)st.program_brk_peak_bytes / 1048576.0);
+        if (st.program_advises)
+            printf("  program's madvise   %" PRIu64 " ops dropping pages of its own mappings\n", st.program_advises);
     }
     return 0;
 }

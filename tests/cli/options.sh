@@ -26,7 +26,7 @@ fail() {
     failures=$((failures + 1))
 }
 
-commands="record info dump pack report diff convert replay compare sweep plot"
+commands="record info dump pack report diff export convert replay compare sweep plot"
 
 # ok_help NAME CMD...: CMD prints a whole help on stdout, nothing on stderr, exit 0.
 ok_help() {
@@ -143,6 +143,8 @@ usage_error "info two files" "one FILE only" -- "$mtrace" info a.mtr b.mtr
 usage_error "diff one trace" "BEFORE and AFTER" -- "$mtrace" diff a.mtr
 usage_error "convert without -o" "no -o WORKLOAD" -- "$mtrace" convert t.mtr
 usage_error "plot without -o" "no -o OUT" -- "$mtrace" plot t.mtr
+usage_error "export without -o" "no -o DIR" -- "$mtrace" export t.mtr
+value_error "export --trace-id 0" "--trace-id" "'0'" -- "$mtrace" export t.mtr -o d --trace-id 0
 usage_error "report results without --html" "--html" -- "$mtrace" report t.mtr r.json
 
 # ---- options where getopt_long puts them ----
