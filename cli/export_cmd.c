@@ -8,21 +8,8 @@
 
 #include "cli_util.h"
 #include "export_cmd.h"
+#include "help_text.h"
 #include "mtrace/export.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: mtrace export TRACE -o DIR [--trace-id N] [--skip-frames PATTERN,...] [--no-auto-skip] [--force]\n"
-               "  writes the trace as ClickHouse tables in RowBinary, one file each in DIR (made if missing):\n"
-               "  mtrace_records (every call, in time order), mtrace_stacks (symbolized), mtrace_threads,\n"
-               "  mtrace_rss and mtrace_traces (the header), as TABLE.rowbinary. doc/export.md has the\n"
-               "  CREATE TABLE statements and the queries that give mtrace report's figures.\n"
-               "  --trace-id N  the key of this trace's rows (default: a hash of its pid, start and host)\n"
-               "  --skip-frames, --no-auto-skip  how callsites are found, as in mtrace report\n"
-               "  --force       replace the files of an earlier export in DIR\n"
-               "  A damaged trace: every record before the damage is exported, the message says where it\n"
-               "  stopped, and the exit status is 1.\n");
-}
 
 int mt_export_main(int argc, char **argv)
 {
@@ -40,12 +27,13 @@ int mt_export_main(int argc, char **argv)
     o.skip = skip;
     int force = 0, c;
     unsigned long id;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace export", argc, argv, "o:h", opts)) != -1) {
         switch (c) {
         case 'o': o.dir = optarg; break;
         case 'i':
             if (mt_uint_option("mtrace export", "--trace-id", optarg, 1, ULONG_MAX, &id) < 0)
-                return 2;
+                return MT_EXIT_USAGE;
             o.trace_id = id;
             break;
         case 'f': force = 1; break;
@@ -54,15 +42,16 @@ int mt_export_main(int argc, char **argv)
                 skip[o.nskip++] = p;
             break;
         case 'n': o.no_auto_skip = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': return mt_help_print("export");
+        default: return mt_help_usage_error("export");
         }
     }
-    if (optind + 1 != argc || !o.dir) {
-        usage(stderr);
-        return 2;
+    const char *trace = mt_one_operand("mtrace export", "TRACE", argc, argv);
+    if (!trace || !o.dir) {
+        if (trace)
+            fprintf(stderr, "mtrace export: no -o DIR given\n");
+        return mt_help_usage_error("export");
     }
-    const char *trace = argv[optind];
     for (int k = 0; k < MT_EXPORT_NTABLES && !force; k++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s.rowbinary", o.dir, mt_export_table_names[k]);

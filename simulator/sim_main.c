@@ -22,8 +22,10 @@
 #include "file_io.h"
 #include "statm.h"
 #include "mtrace/json_writer.h"
+#include "cli_options.h"
 #include "mtrace/replay.h"
 #include "sim.h"
+#include "sim_help.h"
 
 sim_t *sim_self;
 
@@ -469,103 +471,74 @@ static const char *touch_name(sim_touch_t touch)
     }
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
-               "                  [--rss-series FILE] [--timing asap|recorded] [--touch auto|pages|ends|none]\n"
-               "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
-               "  replays WORKLOAD against the allocator that answers malloc in this process\n"
-               "  (--allocator-lib: refuse to run unless PATH, preloaded, is that allocator). Functions the\n"
-               "  allocator does not define are emulated with those it does; the JSON result lists those the\n"
-               "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n"
-               "  --touch: how a replayed block is written. auto (default): the pages the traced program\n"
-               "  wrote, from the trace's page evidence (glibc traces of format 3), else every page; pages:\n"
-               "  every page; ends: its first and last byte; none: not at all.\n"
-               "  --timing: recorded (default): no op before its time in the trace, so that an allocator that\n"
-               "  gives memory back on a timer sees the program's pace; asap: as fast as the waits allow.\n"
-               "  Exit status: 0 done; 1 error; 2 usage; 3 done, but replayed calls failed (the allocator\n"
-               "  returned NULL where the traced call got a block; the summary says how many).\n");
-}
-
 int main(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "json", required_argument, 0, 'j' },         { "rss-series", required_argument, 0, 's' },
+        { "label", required_argument, 0, 'l' },        { "allocator-lib", required_argument, 0, 'a' },
+        { "sample-ms", required_argument, 0, 'S' },    { "stall-timeout", required_argument, 0, 'T' },
+        { "quiet", no_argument, 0, 'q' },              { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },        { "mallopt", required_argument, 0, 'm' },
+        { "help", no_argument, 0, 'h' },               { 0, 0, 0, 0 },
+    };
+    static const char *const timings[] = MT_TIMING_CHOICES, *const touches[] = MT_TOUCH_CHOICES;
+    static const sim_touch_t touch_modes[] = { TOUCH_AUTO, TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE };
     const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL, *allocator_lib = NULL;
     /* Recorded pacing by default: jemalloc's decay, tcmalloc's and mimalloc's delayed release give
      * memory back after a time, and a replay that squeezes a 6.8 s compile into 0.7 s (asap) kept
      * what the program had given back (issue 14). The threads' CPU time leaves the pacing out. */
     sim_t s = { .touch = TOUCH_AUTO, .timing = TIMING_RECORDED, .sample_ms = 10, .stall_s = 30 };
-    int quiet = 0, nopts = 0, timing_asked = 0;
+    int quiet = 0, nopts = 0, timing_asked = 0, opt, pick;
     int opt_param[32], opt_value[32];
     const char *opt_text[32];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json") && v)
-            json_path = argv[++i];
-        else if (!strcmp(a, "--rss-series") && v)
-            series_path = argv[++i];
-        else if (!strcmp(a, "--label") && v)
-            label = argv[++i];
-        else if (!strcmp(a, "--allocator-lib") && v)
-            allocator_lib = argv[++i];
-        else if (!strcmp(a, "--sample-ms") && v)
-            s.sample_ms = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(a, "--stall-timeout") && v)
-            s.stall_s = atof(argv[++i]);
-        else if (!strcmp(a, "--quiet"))
-            quiet = 1;
-        else if (!strcmp(a, "--timing") && v) {
-            i++;
+    unsigned long ms;
+    while ((opt = mt_getopt("mtrace-sim", argc, argv, "h", longopts)) != -1) {
+        switch (opt) {
+        case 'j': json_path = optarg; break;
+        case 's': series_path = optarg; break;
+        case 'l': label = optarg; break;
+        case 'a': allocator_lib = optarg; break;
+        case 'S':
+            if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
+                return MT_EXIT_USAGE;
+            s.sample_ms = (unsigned)ms;
+            break;
+        case 'T':
+            if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s.stall_s) < 0)
+                return MT_EXIT_USAGE;
+            break;
+        case 'q': quiet = 1; break;
+        case 't':
+            if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
+                return MT_EXIT_USAGE;
+            s.timing = pick ? TIMING_RECORDED : TIMING_ASAP;
             timing_asked = 1;
-            if (!strcmp(v, "asap"))
-                s.timing = TIMING_ASAP;
-            else if (!strcmp(v, "recorded"))
-                s.timing = TIMING_RECORDED;
-            else {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(a, "--touch") && v) {
-            i++;
-            if (!strcmp(v, "auto"))
-                s.touch = TOUCH_AUTO;
-            else if (!strcmp(v, "pages"))
-                s.touch = TOUCH_PAGES;
-            else if (!strcmp(v, "ends"))
-                s.touch = TOUCH_ENDS;
-            else if (!strcmp(v, "none"))
-                s.touch = TOUCH_NONE;
-            else {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(a, "--mallopt") && v) {
-            i++;
-            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(v, &opt_param[nopts], &opt_value[nopts]);
+            break;
+        case 'u':
+            if ((pick = mt_choice_option("mtrace-sim", "--touch", optarg, touches)) < 0)
+                return MT_EXIT_USAGE;
+            s.touch = touch_modes[pick];
+            break;
+        case 'm': {
+            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(optarg, &opt_param[nopts], &opt_value[nopts]);
             if (rc == -2) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
-                        v, INT_MIN, INT_MAX);
-                return 2;
+                        optarg, INT_MIN, INT_MAX);
+                return MT_EXIT_USAGE;
             }
             if (rc < 0) {
-                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", v);
-                return 2;
+                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", optarg);
+                return MT_EXIT_USAGE;
             }
-            opt_text[nopts++] = v;
-        } else if (!strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && !path) {
-            path = a;
-        } else {
-            usage(stderr);
-            return 2;
+            opt_text[nopts++] = optarg;
+            break;
+        }
+        case 'h': fputs(mt_sim_help, stdout); return 0;
+        default: return mt_usage_error("mtrace-sim", mt_sim_help);
         }
     }
-    if (!path || s.sample_ms == 0) {
-        usage(stderr);
-        return 2;
-    }
+    if (!(path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
+        return mt_usage_error("mtrace-sim", mt_sim_help);
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
     char why[PATH_MAX + 300];
     if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {

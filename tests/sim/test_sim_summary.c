@@ -523,7 +523,8 @@ START_TEST(pacing_sleeps_short_gaps)
 }
 END_TEST
 
-/* Usage errors: exit 2. */
+/* Usage errors: exit 2, and a message that names what is wrong: a bad value in one line with the
+ * option and the value, anything else with the usage lines. */
 START_TEST(usage_errors)
 {
     char *wl = write_wl(1), *err = path_in(g_dir, "stderr");
@@ -537,11 +538,15 @@ START_TEST(usage_errors)
         { MTRACE_EXE, "replay", NULL },
         { MTRACE_EXE, "replay", wl, "--bogus", NULL },
     };
+    static const char *const said[] = {
+        "usage:", "--timing 'sometimes'", "--touch 'all'", "unknown option '--no-such-option'",
+        "--sample-ms '0'", "one WORKLOAD only", "usage:", "unknown option '--bogus'",
+    };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int rc = run(cases[i], NULL, err, NULL, 30);
         ck_assert_msg(rc == 2, "case %zu: exit %d", i, rc);
         char *e = read_text(err, NULL);
-        ck_assert_msg(strstr(e, "usage:"), "case %zu: %s", i, e);
+        ck_assert_msg(strstr(e, said[i]), "case %zu: '%s' not in: %s", i, said[i], e);
         free(e);
     }
     free(wl);
