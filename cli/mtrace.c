@@ -285,7 +285,8 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
             s->ops++;
             if (!dump)
                 continue;
-            printf("%u %.9f %s", i, (double)r.time_ns / 1e9, mt_wl_op_name(r.op));
+            /* threads by the recorder's numbers, as a trace's dump prints them */
+            printf("%u %.9f %s", mt_wl_thread(w, i)->thread_no, (double)r.time_ns / 1e9, mt_wl_op_name(r.op));
             switch (r.op) {
             case MT_WL_FREE:
             case MT_WL_USABLE_SIZE:
@@ -304,7 +305,8 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
                 printf(" param=%" PRId64 " value=%" PRId64, r.a, r.b);
                 break;
             case MT_WL_WAIT:
-                printf(" thread=%u count=%" PRIu64, r.thread, r.n);
+                printf(" thread=%u count=%" PRIu64,
+                       r.thread < mt_wl_thread_count(w) ? mt_wl_thread(w, r.thread)->thread_no : r.thread, r.n);
                 break;
             case MT_WL_RSS:
                 printf(" rss_kb=%" PRIu64 " vm_kb=%" PRIu64, r.rss_kb, r.vm_kb);
@@ -677,7 +679,9 @@ static int cmd_info(int argc, char **argv)
 
 /* ---- mtrace dump ------------------------------------------------------------------------------- */
 
-static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint64_t t0)
+/* One record a line: the thread's number (the recorder's, as workload dumps print it too), seconds
+ * from the trace's start, the op and its fields. */
+static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint64_t t0, uint64_t page_kb)
 {
     const double ts = r->time > t0 ? mt_ticks_seconds(r->time - t0, rate) : 0;
     printf("%u %.9f %s", thread, ts, mt_op_name(r->op));
@@ -720,6 +724,16 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
             printf(" mmapped");
         if (r->flags & MT_FLAG_HEAP_GREW)
             printf(" heap_grew");
+        break;
+    case MT_EV_RSS: /* statm's pages in KiB, named as in a workload's dump */
+        if (r->nargs >= 4) {
+            printf(" rss_kb=%" PRIu64 " vm_kb=%" PRIu64 " file_kb=%" PRIu64 " mono_ns=%" PRIu64,
+                   (uint64_t)r->arg[1] * page_kb, (uint64_t)r->arg[0] * page_kb, (uint64_t)r->arg[2] * page_kb,
+                   (uint64_t)r->arg[3]);
+            break;
+        }
+        for (uint32_t i = 0; i < r->nargs; i++)
+            printf(" %" PRId64, r->arg[i]);
         break;
     case MT_EV_MARK:
     case MT_EV_EXEC:
@@ -780,6 +794,7 @@ static int cmd_dump(int argc, char **argv)
         return mt_fail(&err);
     const mt_file_header_t *h = mt_trace_header(t);
     const double rate = mt_trace_ticks_per_sec(t);
+    const uint64_t page_kb = (h->page_size ? h->page_size : 4096) / 1024;
     /* A trace cut short dumps the records present, then says it is not the whole (exit 3, as info). */
     mt_error_t cut;
     const int whole = mt_trace_check_whole(t, &cut) == 0;
@@ -793,7 +808,7 @@ static int cmd_dump(int argc, char **argv)
         }
         mt_record_t r;
         while ((rc = mt_thread_cursor_next(&tc, &r, &err)) > 0)
-            dump_record(&r, mt_trace_thread(t, i)->thread, rate, h->start_time);
+            dump_record(&r, mt_trace_thread(t, i)->thread, rate, h->start_time, page_kb);
         mt_thread_cursor_fini(&tc);
     }
     mt_trace_close(t);
