@@ -13,6 +13,7 @@
 #include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
+#include "mtrace/suppress.h"
 #include "mtrace/symbolize.h"
 #include "file_io.h"
 
@@ -26,8 +27,10 @@ typedef struct block {
 typedef struct stack_stat {
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
     uint64_t others; /* records with this stack that made no block: frees, failed calls ... */
+    uint64_t added, shrunk; /* bytes added (allocations, realloc growth) and given back by realloc */
     uint64_t *frames; /* from its STACK event; NULL until seen */
     uint32_t nframes;
+    uint8_t leak_quarters; /* bit q: a block of it still live at the end was made in quarter q of the run */
 } stack_stat_t;
 
 typedef struct rthread {
@@ -49,6 +52,7 @@ typedef struct pass {
     uint64_t *free_idx, nfree, cap_free;
     uint64_t live_bytes;
     uint64_t steps;
+    uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
 } pass_t;
 
 typedef struct priv {
@@ -66,6 +70,7 @@ typedef struct priv {
     mt_stack_in_t *input;  /* the stacks with something to show, for the caller trees */
     uint32_t *input_id;    /* their stack ids */
     size_t ninput;
+    mt_suppressions_t supp;
 } priv_t;
 
 
@@ -431,6 +436,18 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
     return rc;
 }
 
+static int collect_leaks(mt_report_t *rep, priv_t *pv)
+{
+    uint8_t *quarters = malloc(pv->ninput + 1);
+    if (!quarters)
+        return -ENOMEM;
+    for (size_t i = 0; i < pv->ninput; i++)
+        quarters[i] = pv->stacks[pv->input_id[i]].leak_quarters;
+    const int rc = mt_leaks_collect(&rep->leaks, pv->frames, pv->input, quarters, pv->ninput, &pv->supp, rep->complete);
+    free(quarters);
+    return rc;
+}
+
 static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
 {
     int rc = symbolize_stacks(pv, err);
@@ -505,9 +522,13 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         c->leaked_blocks += s->leaked_blocks;
         c->leaked_bytes += s->leaked_bytes;
         c->peak_bytes += s->peak_bytes;
+        c->added += s->added;
+        c->shrunk += s->shrunk;
     }
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
+    if (rc == 0)
+        rc = collect_leaks(rep, pv);
     if (rc == -ENOMEM)
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
     if (rc == 0 && out[OUT_FOLDED].f)
@@ -577,6 +598,13 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
     rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
+    rep->temporary_rule = o ? o->temporary_rule : MT_TEMP_THREAD;
+    /* The suppressions are read first: a file that cannot be used fails before the long pass. */
+    if (o && o->suppress && (rc = mt_suppressions_load(&pv->supp, o->suppress, err)) < 0) {
+        mt_trace_close(t);
+        return rc;
+    }
+    rep->leaks.suppress_file = o ? o->suppress : NULL;
     size_t len;
     const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
     /* Arguments joined by spaces, on one line: a script given with -c may hold newlines. */
@@ -643,6 +671,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             freed_ptr = r.ptr;
         else if ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr && (!nul || requested(&r) == 0))
             freed_ptr = r.ptr;
+        uint64_t old_size = 0; /* of the block a realloc resized */
         if (freed_ptr) {
             block_t b;
             const int had = block_remove(&p, freed_ptr, &b);
@@ -653,15 +682,19 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (!had) {
                 rep->unknown_frees++;
             } else {
+                old_size = b.size;
                 rep->life_hist[log2_bucket(lifetime_ns(t, b.time, r.time))]++;
-                if (r.op == MT_OP_FREE) {
+                if (r.op == MT_OP_FREE)
                     th->frees++;
-                    if (b.thread == ti && p.t[ti].last_alloc == freed_ptr) {
-                        rep->temporary++;
-                        rep->temporary_bytes += b.size;
-                        th->temporary++;
-                    }
+                const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
+                                     ? p.last_any == freed_ptr
+                                     : r.op == MT_OP_FREE && b.thread == ti && p.t[ti].last_alloc == freed_ptr;
+                if (temp) {
+                    rep->temporary++;
+                    rep->temporary_bytes += b.size;
+                    th->temporary++;
                 }
+                p.last_any = 0;
             }
             if (p.t[ti].last_alloc == freed_ptr)
                 p.t[ti].last_alloc = 0;
@@ -681,9 +714,18 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         rep->allocations++;
         th->allocations++;
         rep->size_hist[log2_bucket(req)]++;
+        uint64_t grown = req, shrunk = 0;
+        if (r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) {
+            grown = req > old_size ? req - old_size : 0;
+            shrunk = old_size > req ? old_size - req : 0;
+            rep->realloc_growth = add_bytes(rep->realloc_growth, grown);
+            rep->realloc_shrink = add_bytes(rep->realloc_shrink, shrunk);
+        }
         if (st) {
             st->calls++;
             st->bytes += req;
+            st->added = add_bytes(st->added, grown);
+            st->shrunk = add_bytes(st->shrunk, shrunk);
         }
         block_t stale;
         if (block_remove(&p, r.result, &stale) < 0) { /* an address given again while we think it live */
@@ -696,6 +738,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             break;
         }
         p.t[ti].last_alloc = r.result;
+        p.last_any = r.result;
         if (p.live_bytes > rep->peak_live_bytes) {
             rep->peak_live_bytes = p.live_bytes;
             rep->peak_live_blocks = p.live.n;
@@ -722,6 +765,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (st) {
                 st->leaked_blocks++;
                 st->leaked_bytes += b->size;
+                st->leak_quarters |= (uint8_t)(1u << mt_leak_quarter(b->time, first_time, last_time));
             }
         }
     }
@@ -784,12 +828,14 @@ void mt_report_free(mt_report_t *rep)
         free(pv->frame_ids);
         free(pv->input);
         free(pv->input_id);
+        mt_suppressions_free(&pv->supp);
         free(pv);
     }
     free(rep->thread);
     free(rep->series);
     free(rep->callsites);
     mt_callers_free(&rep->callers);
+    mt_leaks_free(&rep->leaks);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -870,10 +916,12 @@ static void json_hist(mt_json_t *j, const char *key, const uint64_t *h)
     mt_json_end_array(j);
 }
 
-/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 peak bytes, 3 leaked bytes. */
+/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 bytes added, 3 peak bytes, 4 leaked
+ * bytes. */
 static uint64_t callsite_key(const mt_callsite_t *c, int k)
 {
-    return k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+    const uint64_t v[] = { c->calls, c->bytes, c->added, c->peak_bytes, c->leaked_bytes };
+    return v[k];
 }
 
 typedef struct callsite_rank {
@@ -904,6 +952,11 @@ static int rank_callsites(const mt_callsite_t *in, size_t n, int k, mt_callsite_
         out[i] = in[rank[i].at];
     free(rank);
     return 0;
+}
+
+static const char *temporary_rule_name(int rule)
+{
+    return rule == MT_TEMP_HEAPTRACK ? "heaptrack" : "thread";
 }
 
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
@@ -946,6 +999,9 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_json_kv_u64(&j, "leaked_bytes", r->leaked_bytes);
         mt_json_kv_u64(&j, "temporary", r->temporary);
         mt_json_kv_u64(&j, "temporary_bytes", r->temporary_bytes);
+        mt_json_kv_cstr(&j, "temporary_rule", temporary_rule_name(r->temporary_rule));
+        mt_json_kv_u64(&j, "realloc_growth", r->realloc_growth);
+        mt_json_kv_u64(&j, "realloc_shrink", r->realloc_shrink);
         mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
         json_hist(&j, "size_histogram", r->size_hist);
         json_hist(&j, "lifetime_histogram_ns", r->life_hist);
@@ -985,9 +1041,13 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
             mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
             mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
+            mt_json_kv_u64(&j, "bytes_added", c->added);
+            mt_json_kv_u64(&j, "bytes_shrunk", c->shrunk);
             mt_json_end_object(&j);
         }
         mt_json_end_array(&j);
+        if (r->has_stacks)
+            mt_leaks_json(&r->leaks, &j, top);
         if (r->has_stacks && r->callers.leaf) {
             mt_callers_json_skipped(&r->callers, &j);
             mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
@@ -1020,9 +1080,19 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             r->peak_live_blocks, r->peak_time_s);
     fprintf(f, "leaked         %s in %" PRIu64 " blocks (live when the trace ended)\n",
             human(a, sizeof a, (double)r->leaked_bytes), r->leaked_blocks);
-    fprintf(f, "temporary      %" PRIu64 " allocations (%.1f %%), %s: freed before the thread's next allocation\n",
-            r->temporary, r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
-            human(b, sizeof b, (double)r->temporary_bytes));
+    if (r->has_stacks)
+        mt_leaks_print_kinds(&r->leaks, f);
+    else if (r->leaks.suppress_file)
+        fprintf(f, "  (suppressions apply to stacks: record with --stacks N to use them)\n");
+    fprintf(f, "temporary      %" PRIu64 " allocations (%.1f %%), %s: %s\n", r->temporary,
+            r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
+            human(b, sizeof b, (double)r->temporary_bytes),
+            r->temporary_rule == MT_TEMP_HEAPTRACK
+                ? "freed right after they were made, no other allocation or free in between (heaptrack's rule)"
+                : "freed before the thread's next allocation");
+    if (r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY])
+        fprintf(f, "realloc        grew blocks by %s, shrank them by %s (bytes requested counts each new size whole)\n",
+                human(a, sizeof a, (double)r->realloc_growth), human(b, sizeof b, (double)r->realloc_shrink));
     if (r->unknown_frees)
         fprintf(f, "unknown frees  %" PRIu64 " (blocks allocated before tracing began)\n", r->unknown_frees);
     print_hist(f, "allocation sizes (requested)", r->size_hist, 0);
@@ -1037,8 +1107,12 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
         return;
     }
-    static const char *const by[] = { "calls", "bytes", "peak", "leaks" };
-    for (int k = 0; k < 4; k++) {
+    static const char *const by[] = { "calls", "bytes requested", "bytes added (allocations and realloc growth)",
+                                       "peak", "leaks" };
+    const int reallocs = r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY];
+    for (int k = 0; k < 5; k++) {
+        if (k == 2 && !reallocs)
+            continue; /* without realloc, bytes added are the bytes requested */
         mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
         if (!sorted)
             return;
@@ -1062,6 +1136,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         }
         free(sorted);
     }
+    mt_leaks_print_stacks(&r->leaks, f, top ? top : 10);
     if (!r->callers.leaf)
         return;
     fputc('\n', f);
