@@ -916,6 +916,7 @@ static void usage_report(FILE *f)
     fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
                "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
                "                     [--skip-frames PATTERN,...] [--no-auto-skip] [--tree-depth N]\n"
+               "                     [--suppress FILE] [--temporary thread|heaptrack]\n"
                "                     [--html OUT.html] TRACE [RESULT.json...]\n"
                "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
                "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n"
@@ -924,7 +925,11 @@ static void usage_report(FILE *f)
                "  --skip-frames    allocation wrappers to see through (fnmatch patterns, e.g. 'xmalloc,z*alloc*');\n"
                "                   a function that only allocates for several callers is skipped too, unless\n"
                "                   --no-auto-skip; the output lists every frame skipped and why\n"
-               "  --tree-depth N   levels of the caller trees shown (default 5)\n");
+               "  --tree-depth N   levels of the caller trees shown (default 5)\n"
+               "  --suppress FILE  leaks whose stack has a function matching a pattern of FILE (fnmatch, one a\n"
+               "                   line, '#' comments, 'leak:' prefix allowed) are counted apart, not listed\n"
+               "  --temporary R    thread (default): freed before its thread's next allocation; heaptrack:\n"
+               "                   freed right after it was made, no allocation or free of any thread between\n");
 }
 
 /* Splits a --skip-frames list at its commas into `v` (up to `cap` patterns); the count. */
@@ -964,6 +969,10 @@ static int cmd_report(int argc, char **argv)
             o.callsites_csv = argv[++i];
         else if (!strcmp(a, "--skip-frames") && v)
             o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
+        else if (!strcmp(a, "--suppress") && v)
+            o.suppress = argv[++i];
+        else if (!strcmp(a, "--temporary") && v && (!strcmp(v, "thread") || !strcmp(v, "heaptrack")))
+            o.temporary_rule = !strcmp(argv[++i], "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
         else if (!strcmp(a, "--no-auto-skip"))
             o.no_auto_skip = 1;
         else if (!strcmp(a, "--tree-depth") && v) {
