@@ -42,6 +42,62 @@ static int cmp_leak(const void *pa, const void *pb)
     return 0;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+    return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
+}
+
+/* Orders stacks by what they read as: function, file and line of each frame (strings are interned:
+ * equal strings are one pointer). Stacks through different return addresses of the same lines read
+ * alike and are one entry. */
+static int cmp_leak_frames(const void *pa, const void *pb, void *arg)
+{
+    const mt_leak_t *a = pa, *b = pb;
+    const mt_frame_in_t *frames = arg;
+    if (a->nframes != b->nframes)
+        return a->nframes < b->nframes ? -1 : 1;
+    for (uint32_t k = 0; k < a->nframes; k++) {
+        const mt_symbol_t *x = &frames[a->frame[k]].sym, *y = &frames[b->frame[k]].sym;
+        int c = cmp_ptr(x->function, y->function);
+        if (!c)
+            c = cmp_ptr(x->file, y->file);
+        if (!c && x->line != y->line)
+            c = x->line < y->line ? -1 : 1;
+        if (c)
+            return c;
+    }
+    return 0;
+}
+
+/* Merges the entries that read alike into one (their blocks, bytes and quarters added up), then
+ * gives each its kind. */
+static void merge_alike(mt_leaks_t *l, int complete)
+{
+    if (!l->n)
+        return;
+    qsort_r(l->v, l->n, sizeof *l->v, cmp_leak_frames, (void *)l->frames);
+    size_t out = 0;
+    for (size_t i = 1; i < l->n; i++) {
+        mt_leak_t *m = &l->v[out];
+        if (cmp_leak_frames(m, &l->v[i], (void *)l->frames) == 0) {
+            m->blocks += l->v[i].blocks;
+            m->bytes += l->v[i].bytes;
+            m->quarters |= l->v[i].quarters;
+        } else {
+            l->v[++out] = l->v[i];
+        }
+    }
+    l->n = out + 1;
+    memset(l->kind_blocks, 0, sizeof l->kind_blocks);
+    memset(l->kind_bytes, 0, sizeof l->kind_bytes);
+    for (size_t i = 0; i < l->n; i++) {
+        mt_leak_t *m = &l->v[i];
+        m->kind = mt_leak_kind(m->quarters, complete);
+        l->kind_blocks[m->kind] += m->blocks;
+        l->kind_bytes[m->kind] += m->bytes;
+    }
+}
+
 /* The suppression pattern that matches a frame of the stack, or NULL. */
 static const char *suppressed_by(const mt_frame_in_t *frames, const mt_stack_in_t *s, const mt_suppressions_t *supp)
 {
@@ -77,13 +133,11 @@ int mt_leaks_collect(mt_leaks_t *l, const mt_frame_in_t *frames, const mt_stack_
         uint32_t skip = 0; /* the allocator's own frames (malloc, operator new ...) tell nothing */
         while (skip + 1 < st->nframes && frames[st->frame[skip]].allocator)
             skip++;
-        const mt_leak_kind_t kind = mt_leak_kind(quarters[i], complete);
         l->v[l->n++] = (mt_leak_t){ .frame = st->frame + skip, .nframes = st->nframes - skip,
                                     .blocks = st->fig.leaked_blocks, .bytes = st->fig.leaked_bytes,
-                                    .quarters = quarters[i], .kind = kind };
-        l->kind_blocks[kind] += st->fig.leaked_blocks;
-        l->kind_bytes[kind] += st->fig.leaked_bytes;
+                                    .quarters = quarters[i] };
     }
+    merge_alike(l, complete);
     if (l->n)
         qsort(l->v, l->n, sizeof *l->v, cmp_leak);
     return 0;

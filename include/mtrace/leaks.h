@@ -36,6 +36,8 @@ mt_leak_kind_t mt_leak_kind(unsigned mask, int complete);
 /* The quarter (0-3) of the run from `first` to `last` that time `t` falls in. */
 unsigned mt_leak_quarter(uint64_t t, uint64_t first, uint64_t last);
 
+/* One entry per stack as it reads (function, file and line of each frame): recorded stacks that
+ * differ only in return addresses of the same lines are one entry. */
 typedef struct mt_leak {
     const uint32_t *frame; /* indices into the frames, innermost first, allocator frames left out */
     uint32_t nframes;

@@ -895,7 +895,8 @@ static char *slurp(const char *path)
 }
 
 /* A trace of this process's modules with stacks 1 [site_one], 2 [site_two], 3 [site_one called from
- * site_two] (sites 1 and 3 are the same callsite: site_one's line), ready for records. */
+ * site_two] (sites 1 and 3 are the same callsite: site_one's line), and 4 [site_one one byte further,
+ * on the same line], ready for records. */
 static mt_writer_t *open_stacks_trace(const char *path, unsigned *one_line, unsigned *two_line)
 {
     site_one(one_line);
@@ -918,6 +919,8 @@ static mt_writer_t *open_stacks_trace(const char *path, unsigned *one_line, unsi
     w_stack(w, 1, s1, 1);
     w_stack(w, 2, s2, 1);
     w_stack(w, 3, s3, 2);
+    const uint64_t s4[] = { ra1 + 1 };
+    w_stack(w, 4, s4, 1);
     return w;
 }
 
@@ -1598,7 +1601,8 @@ static void w_realloc_at(mt_writer_t *w, uint64_t t, uint64_t ptr, uint64_t size
 }
 
 /* The run is t = 100 to 900; its quarters: [100, 300], [301, 500], [501, 700], [701, 900].
- *   stack 1 [site_one]: leaks 10 bytes at 100, 400, 600 and 900: every quarter, so growing;
+ *   stacks 1 and 4 [site_one, the same line]: leak 10 bytes at 100, 400, 500 (4), 600 and 900:
+ *     every quarter, so growing, and one entry;
  *   stack 2 [site_two]: leaks 1000 at 150, once: at exit; G 64 at 800, realloc'd in place to 16
  *     (shrinks by 48) at 810, freed at 850;
  *   stack 3 [site_one from site_two]: leaks 5 at 750 and at 800: the last quarter only, at exit. */
@@ -1608,6 +1612,7 @@ static void write_leaks_trace(const char *path, int finished, unsigned *one_line
     w_malloc_at(w, 100, 10, 0xa0, 1);
     w_malloc_at(w, 150, 1000, 0xb0, 2);
     w_malloc_at(w, 400, 10, 0xc0, 1);
+    w_malloc_at(w, 500, 10, 0xc8, 4);
     w_malloc_at(w, 600, 10, 0xd0, 1);
     w_malloc_at(w, 750, 5, 0xe0, 3);
     w_malloc_at(w, 800, 5, 0xf0, 3);
@@ -1640,18 +1645,18 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
     mt_report_t rep;
     build(&rep, path, NULL);
     ck_assert(rep.complete);
-    ck_assert_uint_eq(rep.leaked_blocks, 7);
-    ck_assert_uint_eq(rep.leaked_bytes, 1050);
+    ck_assert_uint_eq(rep.leaked_blocks, 8);
+    ck_assert_uint_eq(rep.leaked_bytes, 1060);
     ck_assert_uint_eq(rep.leaks.n, 3);
     static const char *const two[] = { "site_two" }, *const one[] = { "site_one" },
                              *const one_from_two[] = { "site_one", "site_two" };
     assert_leak(&rep, 0, 1, 1000, MT_LEAK_AT_EXIT, two, 1);
-    assert_leak(&rep, 1, 4, 40, MT_LEAK_GROWING, one, 1);
+    assert_leak(&rep, 1, 5, 50, MT_LEAK_GROWING, one, 1);
     assert_leak(&rep, 2, 2, 10, MT_LEAK_AT_EXIT, one_from_two, 2);
     ck_assert_uint_eq(rep.leaks.v[1].quarters, 15);
     ck_assert_uint_eq(rep.leaks.v[2].quarters, 8);
-    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_GROWING], 4);
-    ck_assert_uint_eq(rep.leaks.kind_bytes[MT_LEAK_GROWING], 40);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_GROWING], 5);
+    ck_assert_uint_eq(rep.leaks.kind_bytes[MT_LEAK_GROWING], 50);
     ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_EXIT], 3);
     ck_assert_uint_eq(rep.leaks.kind_bytes[MT_LEAK_AT_EXIT], 1010);
     ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_STOP], 0);
@@ -1668,7 +1673,7 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
 
     char *text;
     char *out = print_to_file(&rep, MT_TABLE_TEXT, "leaks.txt", &text);
-    ck_assert_msg(strstr(text, "  growing      40 B in 4 blocks") && strstr(text, "  at exit      1010 B in 3 blocks") &&
+    ck_assert_msg(strstr(text, "  growing      50 B in 5 blocks") && strstr(text, "  at exit      1010 B in 3 blocks") &&
                   strstr(text, "leaks by stack (largest first)\n  1000 B in 1 blocks, at exit\n      site_two  "),
                   "%s", text);
     free(text);
@@ -1679,7 +1684,7 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
     ck_assert_msg(mt_json_load(out, &j, &err) == 0, "%s", err.msg);
     const mt_jval_t *kinds = mt_json_get(j, "leak_kinds"), *leaks = mt_json_get(j, "leaks");
     ck_assert_ptr_nonnull(kinds);
-    ck_assert_uint_eq((uint64_t)jnum(mt_json_get(kinds, "growing"), "blocks"), 4);
+    ck_assert_uint_eq((uint64_t)jnum(mt_json_get(kinds, "growing"), "blocks"), 5);
     ck_assert_uint_eq((uint64_t)jnum(mt_json_get(kinds, "at_exit"), "bytes"), 1010);
     ck_assert_msg(leaks && leaks->type == MT_JARR && leaks->n == 3, "JSON: leaks");
     ck_assert_str_eq(mt_json_str_at(&leaks->items[2], "kind", ""), "at_exit");
@@ -1696,7 +1701,7 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
     write_leaks_trace(path, 0, &one_line, &two_line);
     build(&rep, path, NULL);
     ck_assert(!rep.complete);
-    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_STOP], 7);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_STOP], 8);
     ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_GROWING] + rep.leaks.kind_blocks[MT_LEAK_AT_EXIT], 0);
     mt_report_free(&rep);
     free(path);
@@ -1724,10 +1729,10 @@ START_TEST(leaks_suppressed_by_pattern)
     const mt_report_opts_t o = { .suppress = file };
     mt_report_t rep;
     build(&rep, path, &o);
-    ck_assert_uint_eq(rep.leaked_blocks, 7); /* the totals keep their meaning */
+    ck_assert_uint_eq(rep.leaked_blocks, 8); /* the totals keep their meaning */
     ck_assert_uint_eq(rep.leaks.n, 1);
     static const char *const one[] = { "site_one" };
-    assert_leak(&rep, 0, 4, 40, MT_LEAK_GROWING, one, 1);
+    assert_leak(&rep, 0, 5, 50, MT_LEAK_GROWING, one, 1);
     ck_assert_uint_eq(rep.leaks.suppressed_blocks, 3);
     ck_assert_uint_eq(rep.leaks.suppressed_bytes, 1010);
     ck_assert_uint_eq(rep.leaks.suppressed_stacks, 2);
