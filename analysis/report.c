@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mtrace/callers.h"
 #include "mtrace/flamegraph.h"
@@ -94,7 +95,8 @@ static void pass_fini(pass_t *p)
     free(p->t);
     free(p->heap.v);
     free(p->key);
-    free(p->slots);
+    if (p->slots)
+        munmap(p->slots, p->cap_slots * sizeof *p->slots);
     mt_ptr_map_fini(&p->live);
 }
 
@@ -151,6 +153,23 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
 #define MAX_STACK_ID (1u << 24)
 _Static_assert(MAX_STACK_ID <= 1ull << (64 - SLOT_BITS), "a stack id fits above the slot index");
 
+/* The slots are mapped, and grown by mremap: never copied, and their pages go back when the pass
+ * ends (a realloc'd array became a heap block once glibc's mmap threshold had risen, see
+ * libmtrace/ptr_map.c). 0 or -ENOMEM. */
+static int slots_grow(pass_t *p)
+{
+    const uint64_t cap = p->cap_slots ? p->cap_slots * 2 : 4096;
+    if (cap > SLOT_MASK)
+        return -ENOMEM;
+    void *n = p->slots ? mremap(p->slots, p->cap_slots * sizeof *p->slots, cap * sizeof *p->slots, MREMAP_MAYMOVE)
+                       : mmap(NULL, cap * sizeof *p->slots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED)
+        return -ENOMEM;
+    p->slots = n;
+    p->cap_slots = cap;
+    return 0;
+}
+
 /* b's stack is kept only if it can be one (below MAX_STACK_ID); 0 otherwise, as stack_at would. */
 static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
 {
@@ -159,14 +178,8 @@ static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
         idx = p->free_head - 1;
         p->free_head = p->slots[idx].size;
     } else {
-        if (p->nslots == p->cap_slots) {
-            const uint64_t cap = p->cap_slots ? p->cap_slots * 2 : 4096;
-            block_slot_t *ns = cap <= SLOT_MASK ? realloc(p->slots, cap * sizeof *ns) : NULL;
-            if (!ns)
-                return -ENOMEM;
-            p->slots = ns;
-            p->cap_slots = cap;
-        }
+        if (p->nslots == p->cap_slots && slots_grow(p) < 0)
+            return -ENOMEM;
         idx = p->nslots++;
     }
     p->slots[idx] = (block_slot_t){ b->size, b->time };
