@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "mtrace/callers.h"
 #include "mtrace/flamegraph.h"
@@ -17,25 +16,10 @@
 #include "mtrace/suppress.h"
 #include "mtrace/symbolize.h"
 #include "file_io.h"
+#include "live_set.h"
 
-/* A live block, as the passes read it. */
-typedef struct block {
-    uint64_t size;
-    uint64_t time;
-    uint32_t stack;
-} block_t;
-
-/* What a live block keeps: 16 bytes in a slot, its stack id in the address map's value above the
- * slot's index (SLOT_BITS), and no thread (a thread's latest allocation is told by its time). A free
- * slot's size holds the next free slot + 1, so the free slots cost nothing more. A 43 M-call python
- * trace with 2.4 M live blocks at its peak took 160 MiB with 24-byte blocks and a separate free list
- * of 8-byte indices (bench/RESULTS.md, "mtrace report's memory"). */
-typedef struct block_slot {
-    uint64_t size, time;
-} block_slot_t;
-
-#define SLOT_BITS 40
-#define SLOT_MASK ((1ull << SLOT_BITS) - 1)
+/* A live block, as the passes read it (live_set.h keeps them). */
+typedef mt_live_block_t block_t;
 
 typedef struct stack_stat {
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
@@ -60,11 +44,7 @@ typedef struct pass {
     uint32_t n;
     mt_merge_heap_t heap; /* threads by the time of their next record */
     uint64_t *key;
-    mt_ptr_map_t live;
-    block_slot_t *slots;
-    uint64_t nslots, cap_slots;
-    uint64_t free_head; /* the first free slot + 1; 0: none */
-    uint64_t live_bytes;
+    mt_live_set_t live;
     uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
 } pass_t;
@@ -95,9 +75,7 @@ static void pass_fini(pass_t *p)
     free(p->t);
     free(p->heap.v);
     free(p->key);
-    if (p->slots)
-        munmap(p->slots, p->cap_slots * sizeof *p->slots);
-    mt_ptr_map_fini(&p->live);
+    mt_live_fini(&p->live);
 }
 
 static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
@@ -109,7 +87,7 @@ static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
     p->heap.v = calloc(p->n + 1, sizeof *p->heap.v);
     p->key = calloc(p->n + 1, sizeof *p->key);
     p->heap.key = p->key;
-    if (!p->t || !p->heap.v || !p->key || mt_ptr_map_init(&p->live) < 0)
+    if (!p->t || !p->heap.v || !p->key || mt_live_init(&p->live) < 0)
         goto oom;
     for (uint32_t i = 0; i < p->n; i++) {
         if (mt_thread_cursor_init(&p->t[i].cur, t, i) < 0)
@@ -151,63 +129,18 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
 
 /* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
 #define MAX_STACK_ID (1u << 24)
-_Static_assert(MAX_STACK_ID <= 1ull << (64 - SLOT_BITS), "a stack id fits above the slot index");
 
-/* The slots are mapped, and grown by mremap: never copied, and their pages go back when the pass
- * ends (a realloc'd array became a heap block once glibc's mmap threshold had risen, see
- * libmtrace/ptr_map.c). 0 or -ENOMEM. */
-static int slots_grow(pass_t *p)
-{
-    const uint64_t cap = p->cap_slots ? p->cap_slots * 2 : 4096;
-    if (cap > SLOT_MASK)
-        return -ENOMEM;
-    void *n = p->slots ? mremap(p->slots, p->cap_slots * sizeof *p->slots, cap * sizeof *p->slots, MREMAP_MAYMOVE)
-                       : mmap(NULL, cap * sizeof *p->slots, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (n == MAP_FAILED)
-        return -ENOMEM;
-    p->slots = n;
-    p->cap_slots = cap;
-    return 0;
-}
-
-/* b's stack is kept only if it can be one (below MAX_STACK_ID); 0 otherwise, as stack_at would. */
 static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
 {
-    uint64_t idx;
-    if (p->free_head) {
-        idx = p->free_head - 1;
-        p->free_head = p->slots[idx].size;
-    } else {
-        if (p->nslots == p->cap_slots && slots_grow(p) < 0)
-            return -ENOMEM;
-        idx = p->nslots++;
-    }
-    p->slots[idx] = (block_slot_t){ b->size, b->time };
-    p->live_bytes += b->size;
-    const uint64_t stack = b->stack < MAX_STACK_ID ? b->stack : 0;
-    return mt_ptr_map_put(&p->live, ptr, idx | stack << SLOT_BITS);
-}
-
-/* The block of an address map value. */
-static block_t block_at(const pass_t *p, uint64_t value)
-{
-    const block_slot_t *s = &p->slots[value & SLOT_MASK];
-    return (block_t){ s->size, s->time, (uint32_t)(value >> SLOT_BITS) };
+    block_t x = *b;
+    x.addr = ptr;
+    return mt_live_add(&p->live, &x);
 }
 
 /* Removes the block at ptr; returns it in *out. 0 if it was not live. */
 static int block_remove(pass_t *p, uint64_t ptr, block_t *out)
 {
-    mt_ptr_entry_t *e = mt_ptr_map_find(&p->live, ptr);
-    if (!e)
-        return 0;
-    const uint64_t idx = e->value & SLOT_MASK;
-    *out = block_at(p, e->value);
-    p->live_bytes -= out->size;
-    mt_ptr_map_del(&p->live, e);
-    p->slots[idx].size = p->free_head;
-    p->free_head = idx + 1;
-    return 1;
+    return mt_live_remove(&p->live, ptr, out);
 }
 
 static unsigned log2_bucket(uint64_t v)
@@ -669,12 +602,12 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         if (r.op == MT_EV_RSS && r.nargs >= 2) {
             mt_trace_note_rss(t, &r);
             sampled = 1;
-            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, (uint64_t)r.arg[1] * page_kb,
+            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, (uint64_t)r.arg[1] * page_kb,
                                 (uint64_t)r.arg[0] * page_kb)) < 0)
                 break;
         }
         if (!sampled && r.op <= MT_OP_LAST_CALL && (++calls & 0xffff) == 0 &&
-            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, 0, 0)) < 0)
+            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, 0, 0)) < 0)
             break;
         if (r.op == MT_EV_STACK && (rc = note_stack_event(pv, &r)) < 0)
             break;
@@ -769,8 +702,8 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         p.t[ti].last_alloc = r.result;
         p.t[ti].last_time = r.time;
         p.last_any = r.result;
-        if (p.live_bytes > rep->peak_live_bytes) {
-            rep->peak_live_bytes = p.live_bytes;
+        if (p.live.bytes > rep->peak_live_bytes) {
+            rep->peak_live_bytes = p.live.bytes;
             rep->peak_live_blocks = p.live.n;
             rep->peak_time_s = seconds(t, r.time);
             peak_step = p.steps;
@@ -784,10 +717,11 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         return rc;
     }
     /* Leaks: what is live at the end of the trace. */
-    for (uint64_t i = 0; i < p.live.cap; i++) {
-        if (!p.live.v[i].key)
+    for (uint64_t i = 0; i < p.live.nslots; i++) {
+        block_t lb;
+        if (!mt_live_slot(&p.live, i, &lb))
             continue;
-        const block_t lb = block_at(&p, p.live.v[i].value), *b = &lb;
+        const block_t *b = &lb;
         rep->leaked_blocks++;
         rep->leaked_bytes += b->size;
         if (b->stack) {
@@ -819,10 +753,10 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
                 }
             }
         }
-        for (uint64_t i = 0; rc >= 0 && i < p.live.cap; i++) {
-            if (!p.live.v[i].key)
+        for (uint64_t i = 0; rc >= 0 && i < p.live.nslots; i++) {
+            block_t b;
+            if (!mt_live_slot(&p.live, i, &b))
                 continue;
-            const block_t b = block_at(&p, p.live.v[i].value);
             stack_stat_t *st = b.stack ? stack_at(pv, b.stack) : NULL;
             if (st)
                 st->peak_bytes += b.size;
