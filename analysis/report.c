@@ -347,9 +347,10 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
                 ids[k] = (uint32_t)e->value;
                 continue;
             }
-            mt_symbol_t y;
-            mt_symbolize(sym, s->frames[k], &y);
+            mt_symbol_t y = { .function = MT_TRUNCATED_FRAME, .module = MT_TRUNCATED_FRAME };
             char label[600];
+            if (s->frames[k]) /* a frame 0 ends a stack cut at the frame limit */
+                mt_symbolize(sym, s->frames[k], &y);
             mt_symbol_label(&y, label, sizeof label);
             if (pv->nframes == cap_frames) {
                 cap_frames = cap_frames ? cap_frames * 2 : 1024;

@@ -14,6 +14,7 @@
 
 #include "shim.h"
 
+#define STACK_FRAMES_MAX 64 /* frames of a STACK event, the cut marker included */
 #define TABLE_BITS 20 /* 1 Mi slots, 16 MiB of address space touched only as used */
 #define TABLE_SLOTS (1u << TABLE_BITS)
 #define MAX_LOAD (TABLE_SLOTS / 4 * 3)
@@ -225,11 +226,15 @@ uint32_t mt_stack_id(mt_thread_t *t)
     while (skip < n && (uintptr_t)frames[skip] >= self_lo && (uintptr_t)frames[skip] < self_hi)
         skip++;
     n -= skip;
-    if (n > (int)mt_g.opt.stacks)
-        n = (int)mt_g.opt.stacks;
+    void **f = frames + skip;
+    if (n > (int)mt_g.opt.stacks) {
+        /* Cut at the limit: the stack ends with a frame 0, so that readers know it went on
+         * (doc/trace-format.md, "Callsites"); the unwind asked for 8 frames more, so f[n] exists. */
+        n = (int)mt_g.opt.stacks < STACK_FRAMES_MAX ? (int)mt_g.opt.stacks : STACK_FRAMES_MAX - 1;
+        f[n++] = NULL;
+    }
     if (n <= 0)
         return 0;
-    void *const *f = frames + skip;
     /* Read after the unwind: frames in a library that replaced an unloaded one were captured after
      * that dlclose began, so either it is still in flight or its new generation is visible. */
     if (atomic_load(&dlclose_in_flight))

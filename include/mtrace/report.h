@@ -94,6 +94,10 @@ enum { MT_TEMP_THREAD, MT_TEMP_HEAPTRACK };
 
 #define MT_TREE_DEPTH 5
 
+/* The outermost frame of a stack cut at the recorder's frame limit (a STACK event's last frame 0,
+ * doc/trace-format.md): in the callsites, trees, flame graphs and leaks. */
+#define MT_TRUNCATED_FRAME "[truncated]"
+
 /* Reads the trace and fills the report. 0, or negative with the message in err. */
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top);
