@@ -3,6 +3,7 @@
  * the callsite tables, and the replay results beside them. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
 #include "file_io.h"
+#include "tmp_cleanup.h"
 
 void mt_html_escape(FILE *f, const char *s)
 {
@@ -128,24 +130,39 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
             fprintf(stderr, "mtrace: %s\n", err.msg);
             return -1;
         }
-        const int replay = !strcmp(mt_json_str_at(j, "kind", ""), "replay");
-        all_series &= mt_json_str_at(j, "rss_series", NULL) != NULL;
+        /* The kind and the figures, by the rule compare and plot apply (mt_replay_result_check); a
+         * series named but not readable as one (missing, a device, a FIFO) fails the page too:
+         * drawn without it, the page would pass for whole. One message: the first fault. */
+        const char *series = mt_json_str_at(j, "rss_series", NULL);
+        char where[4096];
+        const int ok = mt_replay_result_check(results[i], j) == 0 &&
+                       (!series || mt_result_series(results[i], series, where, sizeof where));
+        all_series &= series != NULL;
         mt_json_free(j);
-        if (!replay) {
-            fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", results[i]);
+        if (!ok)
             return -1;
-        }
     }
-    char tmp[] = "/tmp/mtrace-html.XXXXXX";
+    char tmp[PATH_MAX];
+    mt_tmp_template(tmp, sizeof tmp, "html", "");
     if (!mkdtemp(tmp)) {
-        fprintf(stderr, "mtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        fprintf(stderr, "mtrace: cannot create a temporary directory %s: %s\n", tmp, strerror(errno));
         return -1;
     }
-    char live_svg[64], sizes_svg[64], rss_svg[64], bars_svg[64];
+    char live_svg[PATH_MAX + 16], sizes_svg[PATH_MAX + 16], rss_svg[PATH_MAX + 16], bars_svg[PATH_MAX + 16];
     snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
     snprintf(sizes_svg, sizeof sizes_svg, "%s/sizes.svg", tmp);
     snprintf(rss_svg, sizeof rss_svg, "%s/rss.svg", tmp);
     snprintf(bars_svg, sizeof bars_svg, "%s/bars.svg", tmp);
+    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
+    char dats[4][80];
+    /* What the plots leave in the directory: removed at the end, or by a stop signal (newest first:
+     * the files, then the directory). */
+    mt_cleanup_add(tmp, 1);
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(dats[i], sizeof dats[i], "%.*s.dat", (int)(strlen(files[i]) - 4), files[i]);
+        mt_cleanup_add(files[i], 0);
+        mt_cleanup_add(dats[i], 0);
+    }
     const int have_live = mt_plot_trace(r, live_svg) == 0;
     const int have_sizes = mt_plot_sizes(r, sizes_svg) == 0;
     int have_rss = 0, have_bars = 0;
@@ -157,7 +174,6 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
     mt_out_t page;
     mt_error_t err;
-    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
     int rc = mt_out_open(&page, out, &err);
     FILE *const f = page.f;
     if (rc < 0)
@@ -277,11 +293,12 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
 cleanup:
     for (size_t i = 0; i < 4; i++) {
         unlink(files[i]);
-        char dat[80];
-        snprintf(dat, sizeof dat, "%.*s.dat", (int)(strlen(files[i]) - 4), files[i]);
-        unlink(dat);
+        unlink(dats[i]);
+        mt_cleanup_del(files[i]);
+        mt_cleanup_del(dats[i]);
     }
     rmdir(tmp);
+    mt_cleanup_del(tmp);
     if (rc < 0) {
         fprintf(stderr, "mtrace: %s\n", err.msg);
         return -1;

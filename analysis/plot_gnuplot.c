@@ -1,15 +1,19 @@
 /* gnuplot runner and the plots drawn from mtrace's own data files. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "file_io.h"
+#include "tmp_cleanup.h"
 #include "mtrace/plot.h"
 #include "plot_internal.h"
 
@@ -53,6 +57,46 @@ int mt_gp_put_file(FILE *f, const char *path)
     }
     fputc('\'', f);
     return 0;
+}
+
+/* Starts gnuplot reading its script from the returned stream, its stderr into log_fd. It dies with
+ * this process (PR_SET_PDEATHSIG: checked against a parent gone before prctl), and a stop signal
+ * ends it before the temporaries it writes are removed (tmp_cleanup.h): killed midway, it must not
+ * create its output afterwards. NULL (with a message) when it cannot be started. */
+static FILE *start_gnuplot(int log_fd, pid_t *pid)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        fprintf(stderr, "mtrace: cannot start gnuplot: %s\n", strerror(errno));
+        return NULL;
+    }
+    const pid_t parent = getpid();
+    *pid = fork();
+    if (*pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
+        if (dup2(fds[0], 0) < 0 || dup2(log_fd, 2) < 0)
+            _exit(127);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    const int e = errno;
+    close(fds[0]);
+    if (*pid < 0) {
+        close(fds[1]);
+        fprintf(stderr, "mtrace: cannot start gnuplot: %s\n", strerror(e));
+        return NULL;
+    }
+    mt_cleanup_child(*pid);
+    FILE *f = fdopen(fds[1], "w");
+    if (!f) {
+        close(fds[1]);
+        kill(*pid, SIGKILL);
+        waitpid(*pid, NULL, 0);
+        mt_cleanup_child(0);
+        fprintf(stderr, "mtrace: out of memory\n");
+    }
+    return f;
 }
 
 int mt_gnuplot(const char *script, const char *out)
@@ -100,21 +144,22 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
     }
     /* gnuplot's stderr goes aside (it warns about empty ranges on good data) and is shown only when
      * the plot fails, which then leaves no output file behind. */
-    char log[] = "/tmp/mtrace-gnuplot.XXXXXX";
-    const int lfd = mkstemp(log);
+    char log[PATH_MAX];
+    mt_tmp_template(log, sizeof log, "gnuplot", "");
+    const int lfd = mkostemp(log, O_CLOEXEC);
     if (lfd < 0) {
         fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));
         free(setup);
         mt_out_abort(&pic);
         goto fail_data;
     }
+    mt_cleanup_add(log, 0);
+    pid_t gp;
+    FILE *p = start_gnuplot(lfd, &gp);
     close(lfd);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "gnuplot 2>%s", log);
-    FILE *p = popen(cmd, "w");
     /* A gnuplot that stops reading (it exited on an error) must fail the plot, not kill mtrace with
      * SIGPIPE midway through a long script, which would leave the temporaries behind. (Set after
-     * popen: gnuplot itself keeps the default.) */
+     * the fork: gnuplot itself keeps the default.) */
     struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &old_pipe);
@@ -122,8 +167,12 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
     if (p) {
         fputs(setup, p);
         fputs(script, p);
-        const int st = pclose(p);
-        rc = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+        fclose(p);
+        int st = -1; /* stays -1 (not an exit) if waitpid fails */
+        while (waitpid(gp, &st, 0) < 0 && errno == EINTR) {
+        }
+        mt_cleanup_child(0);
+        rc = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
     free(setup);
@@ -158,6 +207,7 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
         rc = -1;
     }
     unlink(log);
+    mt_cleanup_del(log);
     return rc;
 fail_data:
     if (data)
@@ -180,6 +230,25 @@ const char *mt_gp_text(char *buf, size_t cap, const char *s)
     }
     buf[n] = 0;
     return buf;
+}
+
+const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width)
+{
+    /* The program by its file name, not its path; then, if still too long, the middle elided. */
+    const char *const end_of_prog = command ? command + strcspn(command, " ") : NULL;
+    const char *p = command;
+    for (const char *c = command; c && c < end_of_prog; c++)
+        if (*c == '/' && c + 1 < end_of_prog)
+            p = c + 1;
+    char shortened[1024];
+    const size_t len = p ? strlen(p) : 0;
+    if (len <= width || width < 16 || width >= sizeof shortened) {
+        snprintf(shortened, sizeof shortened, "%s", p ? p : "");
+    } else {
+        const size_t tail = width / 3, head = width - tail - 5;
+        snprintf(shortened, sizeof shortened, "%.*s ... %s", (int)head, p, p + len - tail);
+    }
+    return mt_gp_text(buf, cap, shortened);
 }
 
 const char *mt_gp_file(char *buf, size_t cap, const char *path)

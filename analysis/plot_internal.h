@@ -24,4 +24,9 @@ int mt_gp_check_output(const char *out);
  * run that fails leaves neither. data may be NULL. On failure data is aborted. */
 int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data);
 
+/* A command line as a plot's title, quoted as mt_gp_text does: the program by its file name and, when
+ * the line is longer than `width` characters, its middle elided (" ... ") so the title fits the
+ * picture and keeps both the program and the last arguments. */
+const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mtrace/json_reader.h"
@@ -103,12 +104,23 @@ const char *mt_result_series(const char *result_path, const char *series, char *
                 strlen(series));
         return NULL;
     }
-    if (access(buf, R_OK) != 0) {
-        const int e = errno;
+    /* gnuplot reads the series by its name: a device (/dev/zero, /dev/urandom) or a FIFO would keep
+     * it reading, or waiting, for ever. A regular file of a bounded size only. */
+    struct stat st;
+    const char *why = NULL;
+    if (stat(buf, &st) != 0 || access(buf, R_OK) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = S_ISDIR(st.st_mode) ? "expected a regular file, found a directory"
+              : S_ISFIFO(st.st_mode) ? "expected a regular file, found a pipe"
+                                    : "expected a regular file, found a device or socket";
+    else if ((uint64_t)st.st_size > MT_SERIES_MAX_BYTES)
+        why = "expected a regular file under " MT_SERIES_MAX_TEXT;
+    if (why) {
         /* the path comes from the result file: escaped, never raw to the terminal */
         fprintf(stderr, "mtrace: %s: its RSS series ", result_path);
         mt_put_safe(stderr, buf, strlen(buf));
-        fprintf(stderr, ": %s\n", strerror(e));
+        fprintf(stderr, ": %s\n", why);
         return NULL;
     }
     return buf;
@@ -143,7 +155,7 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
         return -1;
     }
     char title[1200];
-    mt_gp_text(title, sizeof title, r->command);
+    mt_gp_title(title, sizeof title, r->command, 90);
     fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
                  "set title '%s' noenhanced\nplot ", title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
@@ -177,16 +189,20 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
         return -1;
     }
     char title[1200];
-    mt_gp_text(title, sizeof title, r->command);
-    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\n"
-                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations'\nset xtics rotate by -45\n"
+    mt_gp_title(title, sizeof title, r->command, 70);
+    /* Counts span decades (millions of small blocks, a few large ones): a log scale shows both. */
+    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\nset logscale y\nset yrange [0.8:*]\n"
+                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations (log scale)'\n"
+                 "set xtics rotate by -45\n"
                  "set title 'allocation sizes: %s' noenhanced\nplot ", title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
     fprintf(s.f, " using 1:3:xtic(2) with boxes notitle\n");
     return script_draw(&s, ok, out, &data);
 }
 
-/* RSS, ideal and the traced program's RSS over time, one replay result per line colour. */
+/* RSS, ideal and the traced program's RSS, one replay result per line colour, against the share of
+ * the workload's ops done (the series' sixth column): a time axis common to every replay, where each
+ * replay's own seconds would stretch one allocator's curve against another's. */
 int mt_plot_replays(const char *const *results, int n, const char *out)
 {
     if (mt_gp_check_output(out) < 0)
@@ -194,14 +210,20 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
     script_t s;
     if (script_open(&s) < 0)
         return -1;
-    fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\n"
-                 "set ylabel 'MiB'\nset title 'replay: RSS against ideal RSS'\nplot ");
+    fprintf(s.f, "set grid\nset key top left\nset xlabel 'workload ops done (%%)'\nset xrange [0:100]\n"
+                 "set ylabel 'MiB'\nset yrange [0:*]\nset title 'replay: RSS against ideal RSS'\nplot ");
     int ok = 1;
     for (int i = 0; i < n; i++) {
         mt_jval_t *j;
         mt_error_t err;
         if (mt_json_load(results[i], &j, &err) < 0) {
             fprintf(stderr, "mtrace: %s\n", err.msg);
+            ok = 0;
+            break;
+        }
+        /* The figures compare rejects are rejected here too, by the same rule. */
+        if (mt_replay_result_check(results[i], j) < 0) {
+            mt_json_free(j);
             ok = 0;
             break;
         }
@@ -220,13 +242,13 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             ok = 0;
             break;
         }
-        fprintf(s.f, " using 1:($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
-                     "'' using 1:($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
+        fprintf(s.f, " using ($6*100):($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
+                     "'' using ($6*100):($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
                 i + 1, title, i + 1, title);
         if (i == 0) { /* the traced program's own curve, once */
             fputs(", ", s.f);
             mt_gp_put_file(s.f, series); /* accepted just above */
-            fputs(" using 1:($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'", s.f);
+            fputs(" using ($6*100):($5/1024) with lines lw 1 lc rgb 'black' dt 3 title 'traced program RSS'", s.f);
         }
     }
     fputc('\n', s.f);

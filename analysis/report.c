@@ -17,6 +17,7 @@
 #include "mtrace/symbolize.h"
 #include "file_io.h"
 #include "live_set.h"
+#include "vmap.h"
 
 /* A live block, as the passes read it (live_set.h keeps them). */
 typedef mt_live_block_t block_t;
@@ -47,6 +48,8 @@ typedef struct pass {
     mt_live_set_t live;
     uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
+    uint8_t *payload; /* a copy of the latest STACK or MODULE payload (see pass_next) */
+    size_t cap_payload;
 } pass_t;
 
 typedef struct priv {
@@ -75,6 +78,7 @@ static void pass_fini(pass_t *p)
     free(p->t);
     free(p->heap.v);
     free(p->key);
+    free(p->payload);
     mt_live_fini(&p->live);
 }
 
@@ -114,8 +118,20 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
     const uint32_t i = mt_merge_pop(&p->heap);
     *thread = i;
     *r = p->t[i].head;
-    /* The payload of r points into the cursor's buffer, which the next read may replace: events
-     * whose payload matters (STACK, MODULE) are consumed before the next call. */
+    /* The payload of r points into the cursor's buffer, which the read below replaces when the
+     * thread's next record is in another chunk: the payloads that matter (STACK, MODULE) are copied
+     * first, and live until the next call. */
+    if ((r->op == MT_EV_STACK || r->op == MT_EV_MODULE) && r->len) {
+        if (r->len > p->cap_payload) {
+            uint8_t *n = realloc(p->payload, r->len);
+            if (!n)
+                return -ENOMEM;
+            p->payload = n;
+            p->cap_payload = r->len;
+        }
+        memcpy(p->payload, r->data, r->len);
+        r->data = p->payload;
+    }
     const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
     if (rc < 0)
         return rc;
@@ -531,6 +547,52 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
 /* ---- the passes ---------------------------------------------------------------------------------- */
 
 /* Saturates: a damaged trace's times must not overflow the conversion. */
+/* The program's own memory: a VM event applied to its mappings. */
+static int note_vm_event(struct mt_report_own *own, mt_vmap_t *v, mt_vmap_cut_t **cuts, size_t *cap,
+                         const mt_record_t *r)
+{
+    if (r->nargs < 4 || !r->arg[2] || (uint64_t)r->arg[1] + (uint64_t)r->arg[2] < (uint64_t)r->arg[1])
+        return 0;
+    const uint64_t a = (uint64_t)r->arg[1], len = (uint64_t)r->arg[2];
+    uint64_t fifth = 0;
+    const int has_fifth = mt_vmap_event_fifth(r, &fifth);
+    size_t ncuts;
+    int rc = 0;
+    if (r->arg[0] == MT_VM_ADVISE) {
+        if ((rc = mt_vmap_parts(v, a, a + len, cuts, &ncuts, cap)) == 0 && ncuts)
+            own->advises++;
+    } else if (r->arg[0] == MT_VM_MAP || r->arg[0] == MT_VM_UNMAP) {
+        rc = mt_vmap_cut(v, a, a + len, cuts, &ncuts, cap);
+        for (size_t k = 0; k < ncuts && rc == 0; k++)
+            if (!v->map[(*cuts)[k].map].left)
+                mt_vmap_release(v, (*cuts)[k].map);
+        const int brk = has_fifth && fifth == MT_VM_VIA_BRK;
+        if (rc == 0 && r->arg[0] == MT_VM_MAP && (rc = (int)mt_vmap_add(v, a, len, 0, 0, 0, brk)) >= 0) {
+            rc = 0;
+            own->brk_maps += brk;
+        }
+    }
+    own->maps = v->made;
+    own->peak_mapped = v->peak_mapped;
+    own->peak_brk = v->peak_brk;
+    return rc < 0 ? rc : 0;
+}
+
+/* An RSS sample: the program's anonymous memory (resident less file-backed), and at its peak how
+ * much of it the program's own mappings and malloc's live blocks could be. */
+static void note_anon_sample(struct mt_report_own *own, const mt_vmap_t *v, const mt_record_t *r, uint64_t page_kb,
+                             uint64_t live_bytes)
+{
+    if (r->nargs < 3 || r->arg[1] < r->arg[2])
+        return;
+    const uint64_t anon_kb = (uint64_t)(r->arg[1] - r->arg[2]) * page_kb;
+    if (anon_kb <= own->anon_peak_kb)
+        return;
+    own->anon_peak_kb = anon_kb;
+    own->mapped_at_anon_peak = v->mapped;
+    own->live_at_anon_peak = live_bytes;
+}
+
 static uint64_t lifetime_ns(const mt_trace_t *t, uint64_t from, uint64_t to)
 {
     return to > from ? mt_ticks_ns(to - from, mt_trace_ticks_per_sec(t)) : 0;
@@ -556,6 +618,11 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     int rc = mt_trace_open(&t, path, err);
     if (rc < 0)
         return rc;
+    /* A report of a trace cut short would pass part of the run off as all of it. */
+    if ((rc = mt_trace_check_whole(t, err)) < 0) {
+        mt_trace_close(t);
+        return rc;
+    }
     const mt_file_header_t *h = mt_trace_header(t);
     rep->truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
@@ -598,6 +665,9 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     const uint64_t page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4;
     uint32_t ti;
     mt_record_t r;
+    mt_vmap_t own = { 0 }; /* the program's own mappings */
+    mt_vmap_cut_t *own_cuts = NULL;
+    size_t own_cap = 0;
     while ((rc = pass_next(&p, &ti, &r, err)) > 0) {
         struct mt_report_thread *th = &rep->thread[ti];
         if (r.op == MT_EV_RSS && r.nargs >= 2) {
@@ -606,7 +676,10 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, (uint64_t)r.arg[1] * page_kb,
                                 (uint64_t)r.arg[0] * page_kb)) < 0)
                 break;
+            note_anon_sample(&rep->own, &own, &r, page_kb, p.live.bytes);
         }
+        if (r.op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, &r)) < 0)
+            break;
         if (!sampled && r.op <= MT_OP_LAST_CALL && (++calls & 0xffff) == 0 &&
             (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, 0, 0)) < 0)
             break;
@@ -710,6 +783,8 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             peak_step = p.steps;
         }
     }
+    mt_vmap_fini(&own);
+    free(own_cuts);
     if (rc < 0) {
         if (rc == -ENOMEM)
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
@@ -881,6 +956,39 @@ static void json_hist(mt_json_t *j, const char *key, const uint64_t *h)
     mt_json_end_array(j);
 }
 
+/* The program's own memory beside the heap's: which share of its anonymous RSS the allocator's can be. */
+static void print_own_memory(const mt_report_t *r, FILE *f)
+{
+    const struct mt_report_own *o = &r->own;
+    char a[32], b[32], c[32];
+    if (o->maps)
+        fprintf(f, "own mappings   %" PRIu64 " made by the program outside malloc (%" PRIu64 " of them its brk/sbrk), at most "
+                   "%s at once (its break: %s); %" PRIu64 " madvise calls dropped pages of them\n",
+                o->maps, o->brk_maps, human(a, sizeof a, (double)o->peak_mapped), human(b, sizeof b, (double)o->peak_brk),
+                o->advises);
+    if (o->anon_peak_kb)
+        fprintf(f, "anonymous RSS  %s at most (sampled; RSS less file-backed pages): then %s mapped by the program "
+                   "itself, %s live in malloc's blocks\n",
+                human(a, sizeof a, (double)o->anon_peak_kb * 1024), human(b, sizeof b, (double)o->mapped_at_anon_peak),
+                human(c, sizeof c, (double)o->live_at_anon_peak));
+}
+
+static void json_own_memory(mt_json_t *j, const mt_report_t *r)
+{
+    const struct mt_report_own *o = &r->own;
+    mt_json_key(j, "own_memory");
+    mt_json_begin_object(j);
+    mt_json_kv_u64(j, "maps", o->maps);
+    mt_json_kv_u64(j, "brk_maps", o->brk_maps);
+    mt_json_kv_u64(j, "advises", o->advises);
+    mt_json_kv_u64(j, "peak_mapped_bytes", o->peak_mapped);
+    mt_json_kv_u64(j, "peak_brk_bytes", o->peak_brk);
+    mt_json_kv_u64(j, "anon_peak_kb", o->anon_peak_kb);
+    mt_json_kv_u64(j, "mapped_at_anon_peak_bytes", o->mapped_at_anon_peak);
+    mt_json_kv_u64(j, "live_at_anon_peak_bytes", o->live_at_anon_peak);
+    mt_json_end_object(j);
+}
+
 /* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 bytes added, 3 peak bytes, 4 leaked
  * bytes. */
 static uint64_t callsite_key(const mt_callsite_t *c, int k)
@@ -968,6 +1076,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_json_kv_u64(&j, "realloc_growth", r->realloc_growth);
         mt_json_kv_u64(&j, "realloc_shrink", r->realloc_shrink);
         mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
+        json_own_memory(&j, r);
         json_hist(&j, "size_histogram", r->size_hist);
         json_hist(&j, "lifetime_histogram_ns", r->life_hist);
         mt_json_key(&j, "thread_list");
@@ -1060,6 +1169,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
                 human(a, sizeof a, (double)r->realloc_growth), human(b, sizeof b, (double)r->realloc_shrink));
     if (r->unknown_frees)
         fprintf(f, "unknown frees  %" PRIu64 " (blocks allocated before tracing began)\n", r->unknown_frees);
+    print_own_memory(r, f);
     print_hist(f, "allocation sizes (requested)", r->size_hist, 0);
     print_hist(f, "lifetimes (allocation to free)", r->life_hist, 1);
     fprintf(f, "\nthread      tid        calls  allocations       bytes   temporary\n");

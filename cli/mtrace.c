@@ -10,23 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "mtrace/trace_reader.h"
 #include "mtrace/workload.h"
 #include "cli_util.h"
+#include "help_text.h"
 #include "convert_cli.h"
 #include "mtrace/compare.h"
 #include "mtrace/replay.h"
 #include "sweep.h"
 #include "mtrace/report.h"
 #include "mtrace/report_diff.h"
+#include "export_cmd.h"
 #include "mtrace/plot.h"
 #include "mtrace/json_reader.h"
 #include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "tmp_cleanup.h"
 
 extern char **environ;
+
+/* Values --timing and --touch take (mtrace-sim's): checked here, so that a bad one is replay's usage
+ * error rather than the simulator's. */
+static const char *const mt_timing_names[] = MT_TIMING_CHOICES, *const mt_touch_names[] = MT_TOUCH_CHOICES;
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
@@ -61,12 +70,67 @@ static int find_shim(char *out, size_t cap)
     return access(out, R_OK) == 0 ? 0 : -1;
 }
 
-static void usage_record(FILE *f)
+/* The recorder, finding its output directory unwritable, lets the program run untraced (it must
+ * never stop its host); asked through mtrace record, that would be a run with no trace that exits 0.
+ * So the directory is tried first, by creating a file in it: access() would answer yes to root on a
+ * read-only file system. A directory named with %p is made per process: not checked. */
+static int check_record_dir(const char *out)
 {
-    fprintf(f, "usage: mtrace record [-o FILE] [--force] [--stacks N] [--paused] [--rss-ms N] -- CMD [ARGS...]\n"
-               "  Runs CMD with the tracer and passes its exit status through. FILE may contain %%p (pid);\n"
-               "  the default is mtrace.%%p.mtr, relative to the current directory for every process of CMD.\n"
-               "  A forked child or an exec'd image gets a file of its own.\n");
+    const char *slash = strrchr(out, '/');
+    if (!slash || memchr(out, '%', (size_t)(slash - out)))
+        return 0;
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%.*s/.mtrace-probe.XXXXXX", (int)(slash - out), out) >= (int)sizeof probe) {
+        fprintf(stderr, "mtrace: %s: the output path is too long\n", out);
+        return -1;
+    }
+    const int fd = mkostemp(probe, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "mtrace: cannot write the trace into %.*s: %s\n", (int)(slash - out), out, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* The loader ignores LD_PRELOAD for a program that gains privileges as it starts (set-user-ID or
+ * set-group-ID to another user or group, or file capabilities, on a file system that honours them):
+ * it runs untraced. Says so, once, for the command itself; returns whether it did. */
+static int warn_if_privileged(const char *cmd)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int found = 0;
+    if (strchr(cmd, '/')) {
+        found = snprintf(path, sizeof path, "%s", cmd) < (int)sizeof path && stat(path, &st) == 0;
+    } else { /* as execvp looks: the first executable file of that name along PATH */
+        const char *dirs = getenv("PATH");
+        if (!dirs || !*dirs)
+            dirs = "/usr/local/bin:/usr/bin:/bin";
+        for (const char *d = dirs; !found && *d;) {
+            const size_t len = strcspn(d, ":");
+            found = snprintf(path, sizeof path, "%.*s%s%s", (int)len, len ? d : ".", "/", cmd) < (int)sizeof path &&
+                    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+            d += len + (d[len] == ':');
+        }
+    }
+    struct statvfs fs;
+    if (!found || !S_ISREG(st.st_mode) || (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+        return 0;
+    const char *how = NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        how = "set-user-ID";
+    else if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        how = "set-group-ID";
+    else if (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+        how = "given file capabilities";
+    if (!how)
+        return 0;
+    char shown[1024];
+    fprintf(stderr, "mtrace: %s is %s: the loader ignores LD_PRELOAD for it, so it runs untraced\n",
+            mt_safe_str(shown, sizeof shown, path), how);
+    return 1;
 }
 
 static int cmd_record(int argc, char **argv)
@@ -79,25 +143,25 @@ static int cmd_record(int argc, char **argv)
     };
     const char *out = "mtrace.%p.mtr", *stacks = NULL, *rss = NULL;
     int paused = 0, force = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:s:pr:fh", opts, NULL)) != -1) {
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace record", argc, argv, "+o:s:pr:fh", opts)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 's': stacks = optarg; break;
         case 'p': paused = 1; break;
         case 'r': rss = optarg; break;
         case 'f': force = 1; break;
-        case 'h': usage_record(stdout); return 0;
-        default: usage_record(stderr); return 2;
+        case 'h': return mt_help_print("record");
+        default: return mt_help_usage_error("record");
         }
     }
     if (optind >= argc) {
-        usage_record(stderr);
-        return 2;
+        fprintf(stderr, "mtrace record: no command given to run\n");
+        return mt_help_usage_error("record");
     }
     if ((stacks && mt_uint_option("mtrace record", "--stacks", stacks, 0, 64, NULL) < 0) ||
         (rss && mt_uint_option("mtrace record", "--rss-ms", rss, 0, 1000000000ul, NULL) < 0))
-        return 2;
+        return MT_EXIT_USAGE;
     char shim[PATH_MAX];
     if (find_shim(shim, sizeof shim) < 0) {
         fprintf(stderr, "mtrace: cannot find libmtrace.so (looked next to this program and at %s); set MTRACE_SHIM\n",
@@ -119,6 +183,8 @@ static int cmd_record(int argc, char **argv)
         }
         out = abs_out;
     }
+    if (check_record_dir(out) < 0)
+        return 2;
     if (!strstr(out, "%p") && access(out, F_OK) == 0) {
         if (!force) {
             fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
@@ -126,13 +192,15 @@ static int cmd_record(int argc, char **argv)
         }
         unlink(out);
     }
-    char index[] = "/tmp/mtrace-index.XXXXXX";
+    char index[PATH_MAX];
+    mt_tmp_template(index, sizeof index, "index", "");
     const int ifd = mkstemp(index);
     if (ifd < 0) {
         fprintf(stderr, "mtrace: cannot create %s: %s\n", index, strerror(errno));
         return 2;
     }
     close(ifd);
+    mt_cleanup_add(index, 0); /* SIGTERM to mtrace record removes it (SIGINT is the program's) */
 
     char preload[PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");
@@ -147,6 +215,8 @@ static int cmd_record(int argc, char **argv)
     if (paused)
         setenv("MTRACE_PAUSED", "1", 1);
 
+    const int said_untraced = warn_if_privileged(argv[optind]);
+
     /* Like time(1): the terminal's signals are for the traced program, we wait for it. */
     struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
     sigaction(SIGINT, &ign, &old_int);
@@ -155,6 +225,7 @@ static int cmd_record(int argc, char **argv)
     if (pid < 0) {
         fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
         unlink(index);
+        mt_cleanup_del(index);
         return 2;
     }
     if (pid == 0) {
@@ -169,13 +240,22 @@ static int cmd_record(int argc, char **argv)
     }
     FILE *f = fopen(index, "r");
     char line[PATH_MAX + 2];
+    int wrote = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         fprintf(stderr, "mtrace: wrote %s\n", line);
+        wrote++;
     }
     if (f)
         fclose(f);
+    /* Nothing loaded the recorder: not silently (said once, not again after the warning above). */
+    if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
+        fprintf(stderr, "mtrace: no trace was written: %s did not load the recorder (a statically linked "
+                        "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
+                        "without LD_PRELOAD)\n",
+                argv[optind]);
     unlink(index);
+    mt_cleanup_del(index);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);
@@ -454,25 +534,21 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
 
 static int cmd_info(int argc, char **argv)
 {
-    int json = 0;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "--help")) {
-            printf("usage: mtrace info [--json] FILE\n");
-            return 0;
+    static const struct option opts[] = {
+        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+    };
+    int json = 0, c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace info", argc, argv, "h", opts)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': return mt_help_print("info");
+        default: return mt_help_usage_error("info");
         }
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "usage: mtrace info [--json] FILE\n");
-            return 2;
-        } else
-            path = argv[i];
     }
-    if (!path) {
-        fprintf(stderr, "usage: mtrace info [--json] FILE\n");
-        return 2;
-    }
+    const char *path = mt_one_operand("mtrace info", "FILE", argc, argv);
+    if (!path)
+        return mt_help_usage_error("info");
     if (mt_file_is_workload(path) == 1)
         return info_workload(path, json);
     mt_error_t err;
@@ -494,6 +570,12 @@ static int cmd_info(int argc, char **argv)
      * complete, yet nothing was lost. Its latest record is the EXEC event. */
     const int ended_at_exec = !complete && s.last_op == MT_EV_EXEC;
     const uint64_t size = mt_trace_file_size(t);
+    /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
+    /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
+    size_t bound_len = 0;
+    const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
     if (json) {
         mt_json_t j;
         mt_json_init(&j, stdout);
@@ -515,9 +597,13 @@ static int cmd_info(int argc, char **argv)
         mt_json_kv_double(&j, "bytes_per_call", s.calls ? (double)size / (double)s.calls : 0);
         mt_json_kv_double(&j, "ticks_per_sec", rate);
         mt_json_kv_double(&j, "span_s", span);
-        mt_json_kv_bool(&j, "complete", complete);
+        mt_json_kv_bool(&j, "complete", complete && whole);
+        mt_json_kv_bool(&j, "file_truncated", !whole);
         mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
         mt_json_kv_bool(&j, "truncated", truncated);
+        mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
+        if (bound)
+            mt_json_kv_str(&j, "bypassed_by", bound, bound_len);
         if (truncated)
             mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
         mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
@@ -559,12 +645,18 @@ static int cmd_info(int argc, char **argv)
             printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
         printf("time span     %.6f s\n", span);
         printf("state         %s%s%s\n",
-               complete        ? "complete"
+               !whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
+               : complete      ? "complete"
                : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
                                : "not finished (the process was killed or crashed)",
                truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
         if (h->lost_calls)
             printf("lost calls    %" PRIu64 "\n", h->lost_calls);
+        if (h->flags & MT_HDR_BYPASSED) {
+            printf("bypassed      the program's malloc was ");
+            mt_put_safe(stdout, bound ? bound : "another object", bound ? bound_len : strlen("another object"));
+            printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+        }
         printf("calls        ");
         for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
             if (s.per_op[op])
@@ -576,6 +668,10 @@ static int cmd_info(int argc, char **argv)
         printf("\n");
     }
     mt_trace_close(t);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
     return 0;
 }
 
@@ -668,12 +764,14 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
 
 static int cmd_dump(int argc, char **argv)
 {
-    const char *path = argc == 2 ? argv[1] : NULL;
-    if (!path || path[0] == '-') {
-        fprintf(stderr, "usage: mtrace dump FILE\n"
-                        "  one record per line: thread, seconds since start, op, arguments = result\n");
-        return 2;
-    }
+    static const struct option opts[] = { { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+    int c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace dump", argc, argv, "h", opts)) != -1)
+        return c == 'h' ? mt_help_print("dump") : mt_help_usage_error("dump");
+    const char *path = mt_one_operand("mtrace dump", "FILE", argc, argv);
+    if (!path)
+        return mt_help_usage_error("dump");
     if (mt_file_is_workload(path) == 1)
         return dump_workload(path);
     mt_error_t err;
@@ -682,6 +780,9 @@ static int cmd_dump(int argc, char **argv)
         return mt_fail(&err);
     const mt_file_header_t *h = mt_trace_header(t);
     const double rate = mt_trace_ticks_per_sec(t);
+    /* A trace cut short dumps the records present, then says it is not the whole (exit 3, as info). */
+    mt_error_t cut;
+    const int whole = mt_trace_check_whole(t, &cut) == 0;
     int rc = 0;
     for (size_t i = 0; i < mt_trace_thread_count(t) && rc >= 0; i++) {
         mt_thread_cursor_t tc;
@@ -700,39 +801,45 @@ static int cmd_dump(int argc, char **argv)
         fprintf(stderr, "mtrace: writing the dump: %s\n", strerror(errno));
         return 1;
     }
-    return rc < 0 ? mt_fail(&err) : 0;
+    if (rc < 0)
+        return mt_fail(&err);
+    if (!whole) {
+        fprintf(stderr, "mtrace: %s\n", cut.msg);
+        return 3;
+    }
+    return 0;
 }
 
 /* ---- mtrace pack ------------------------------------------------------------------------------- */
 
 static int cmd_pack(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    int level = 9, force = 0;
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "level", required_argument, 0, 'l' },
+        { "plain", no_argument, 0, 'P' },        { "force", no_argument, 0, 'f' },
+        { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+    };
+    const char *out = NULL;
+    unsigned long level = 9;
+    int force = 0, c;
     unsigned flags = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--plain"))
-            flags |= MT_PACK_PLAIN;
-        else if (!strcmp(argv[i], "--level") && i + 1 < argc)
-            level = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--force"))
-            force = 1;
-        else if (argv[i][0] != '-' && !in)
-            in = argv[i];
-        else {
-            in = NULL;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fh", opts)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'l':
+            if (mt_uint_option("mtrace pack", "--level", optarg, 1, 22, &level) < 0)
+                return MT_EXIT_USAGE;
             break;
+        case 'P': flags |= MT_PACK_PLAIN; break;
+        case 'f': force = 1; break;
+        case 'h': return mt_help_print("pack");
+        default: return mt_help_usage_error("pack");
         }
     }
-    if (!in) {
-        fprintf(stderr, "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force]\n"
-                        "  compresses a trace (default OUT: TRACE with .mtz for .mtr); every mtrace command\n"
-                        "  reads packed traces as it reads raw ones. Chunks are modeled, then compressed\n"
-                        "  with zstd at level N (default 9); --plain: zstd alone, which older mtrace reads\n");
-        return 2;
-    }
+    const char *in = mt_one_operand("mtrace pack", "TRACE", argc, argv);
+    if (!in)
+        return mt_help_usage_error("pack");
     char def[PATH_MAX];
     if (!out) {
         const size_t n = strlen(in);
@@ -747,7 +854,7 @@ static int cmd_pack(int argc, char **argv)
         return 2;
     }
     mt_error_t err;
-    if (mt_trace_pack_flags(in, out, level, flags, &err) < 0)
+    if (mt_trace_pack_flags(in, out, (int)level, flags, &err) < 0)
         return mt_fail(&err);
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)
@@ -761,7 +868,6 @@ static int cmd_pack(int argc, char **argv)
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
-    const char *summary;
 } command_t;
 
 static int cmd_convert(int argc, char **argv)
@@ -770,23 +876,6 @@ static int cmd_convert(int argc, char **argv)
 }
 
 /* ---- mtrace replay and compare ---------------------------------------------------------------- */
-
-static void usage_replay(FILE *f)
-{
-    fprintf(f, "usage: mtrace replay WORKLOAD [--allocator NAME|PATH.so]... [--mallopt NAME=VALUE]...\n"
-               "                     [--tunables GLIBC_TUNABLES] [--json FILE] [--rss-series FILE]\n"
-               "                     [--timing asap|recorded] [--touch MODE] [--repeat N] [--quiet]\n"
-               "  replays WORKLOAD once per allocator (default glibc): glibc, jemalloc, tcmalloc, mimalloc or\n"
-               "  a library path; several allocators end with a comparison table. With several, FILE gets the\n"
-               "  allocator's name before its extension. mallopt names: mmap_threshold, trim_threshold,\n"
-               "  top_pad, mmap_max, arena_max, arena_test, mxfast, perturb (or M_* or a number).\n"
-               "  --touch MODE is passed to mtrace-sim as given (pages, ends, none: see mtrace-sim --help).\n"
-               "  --repeat N (1 to %d): every allocator N times, in rounds (each allocator once, then again),\n"
-               "  FILE getting the run's number (FILE.1.json, FILE.NAME.1.json). The table then gives per\n"
-               "  allocator the median of its runs and their spread of CPU time and wall time (ms) and peak\n"
-               "  RSS (MiB), with a verdict against the first allocator (as mtrace compare).\n" MT_VERDICT_HELP,
-            MT_REPLAY_MAX_REPEAT);
-}
 
 static int cmd_replay(int argc, char **argv)
 {
@@ -801,8 +890,8 @@ static int cmd_replay(int argc, char **argv)
     mt_replay_opts_t o = { .repeat = 1 };
     unsigned long repeat = 1;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace replay", argc, argv, "h", opts)) != -1) {
         switch (c) {
         case 'a':
         case 'm':
@@ -818,21 +907,29 @@ static int cmd_replay(int argc, char **argv)
         case 'T': o.tunables = optarg; break;
         case 'j': o.json = optarg; break;
         case 's': o.series = optarg; break;
-        case 't': o.timing = optarg; break;
-        case 'u': o.touch = optarg; break;
+        case 't':
+            if (mt_choice_option("mtrace replay", "--timing", optarg, mt_timing_names) < 0)
+                return MT_EXIT_USAGE;
+            o.timing = optarg;
+            break;
+        case 'u':
+            if (mt_choice_option("mtrace replay", "--touch", optarg, mt_touch_names) < 0)
+                return MT_EXIT_USAGE;
+            o.touch = optarg;
+            break;
         case 'r':
             if (mt_uint_option("mtrace replay", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
-                return 2;
+                return MT_EXIT_USAGE;
             o.repeat = (int)repeat;
             break;
         case 'q': o.quiet = 1; break;
-        case 'h': usage_replay(stdout); return 0;
-        default: usage_replay(stderr); return 2;
+        case 'h': return mt_help_print("replay");
+        default: return mt_help_usage_error("replay");
         }
     }
     if (optind != argc - 1) {
-        usage_replay(stderr);
-        return 2;
+        fprintf(stderr, "mtrace replay: %s\n", optind == argc ? "no WORKLOAD given" : "one WORKLOAD only");
+        return mt_help_usage_error("replay");
     }
     o.workload = argv[optind];
     if (!o.nallocators)
@@ -854,12 +951,15 @@ static int cmd_replay(int argc, char **argv)
     }
     int n = 0;
     int rc = mt_replay_run(&o, results, &n);
-    /* A table for several allocators, and for the runs of one: its median and spread. */
-    if (rc == 0 && n > 1) {
+    /* A table for several allocators, and for the runs of one: its median and spread. Runs in which
+     * calls failed are in it too; the exit status (3) still says they failed. */
+    if ((rc == 0 || rc == MT_EXIT_FAILED_CALLS) && n > 1) {
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        const int table_rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
+        if (table_rc)
+            rc = table_rc;
     }
     if (!o.json)
         for (int i = 0; i < n; i++)
@@ -869,68 +969,35 @@ static int cmd_replay(int argc, char **argv)
     return rc;
 }
 
-static void usage_compare(FILE *f)
-{
-    fprintf(f, "usage: mtrace compare [--csv|--json] RESULT.json...\n"
-               "  replay results (mtrace replay --json, mtrace-sim --json) in one table, one row per allocator\n"
-               "  and settings: results of the same allocator, settings, workload, timing and touch are runs of\n"
-               "  one row (mtrace replay --repeat writes them). A row's figures are the medians of its runs: wall\n"
-               "  and CPU time in ms, peak RSS in MiB, with the %% change against the first row's; the spreads\n"
-               "  follow when a row has several runs.\n" MT_VERDICT_HELP
-               "  --csv and --json also give: runs; cpu_ms, wall_ms, max_rss_mib with _min, _q1, _q3, _max (the\n"
-               "  spread, same units); time_verdict (baseline, faster, slower, within noise), memory_verdict\n"
-               "  (baseline, less memory, more memory, within noise), noise_measured (both rows ran twice or\n"
-               "  more); --json also files (a row's results).\n");
-}
-
 static int cmd_compare(int argc, char **argv)
 {
+    static const struct option opts[] = {
+        { "csv", no_argument, 0, 'c' }, { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
-    const char *paths[256];
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--csv"))
-            fmt = MT_TABLE_CSV;
-        else if (!strcmp(argv[i], "--json"))
-            fmt = MT_TABLE_JSON;
-        else if (!strcmp(argv[i], "--help")) {
-            usage_compare(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' || n == 256) {
-            usage_compare(stderr);
-            return 2;
-        } else
-            paths[n++] = argv[i];
+    int c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace compare", argc, argv, "h", opts)) != -1) {
+        switch (c) {
+        case 'c': fmt = MT_TABLE_CSV; break;
+        case 'j': fmt = MT_TABLE_JSON; break;
+        case 'h': return mt_help_print("compare");
+        default: return mt_help_usage_error("compare");
+        }
     }
-    if (!n) {
-        usage_compare(stderr);
-        return 2;
+    const int n = argc - optind;
+    if (n < 1 || n > 256) {
+        fprintf(stderr, "mtrace compare: %s\n", n < 1 ? "no RESULT.json given" : "at most 256 results");
+        return mt_help_usage_error("compare");
     }
+    const char *const *paths = (const char *const *)argv + optind;
     return mt_compare_print(stdout, paths, n, fmt);
 }
 
 /* ---- mtrace report ------------------------------------------------------------------------------ */
 
-static void usage_report(FILE *f)
-{
-    fprintf(f, "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
-               "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
-               "                     [--skip-frames PATTERN,...] [--no-auto-skip] [--tree-depth N]\n"
-               "                     [--suppress FILE] [--temporary thread|heaptrack]\n"
-               "                     [--html OUT.html] TRACE [RESULT.json...]\n"
-               "  calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
-               "  size and lifetime histograms, threads, and with stacks the top callsites with file:line\n"
-               "  and the caller trees: allocating functions with their callers (bottom-up) and the callers\n"
-               "  down to them (top-down), with calls, bytes, bytes at the peak and leaks at each level.\n"
-               "  --skip-frames    allocation wrappers to see through (fnmatch patterns, e.g. 'xmalloc,z*alloc*');\n"
-               "                   a function that only allocates for several callers is skipped too, unless\n"
-               "                   --no-auto-skip; the output lists every frame skipped and why\n"
-               "  --tree-depth N   levels of the caller trees shown (default 5)\n"
-               "  --suppress FILE  leaks whose stack has a function matching a pattern of FILE (fnmatch, one a\n"
-               "                   line, '#' comments, 'leak:' prefix allowed) are counted apart, not listed\n"
-               "  --temporary R    thread (default): freed before its thread's next allocation; heaptrack:\n"
-               "                   freed right after it was made, no allocation or free of any thread between\n");
-}
+#define SKIP_MAX 64 /* --skip-frames patterns */
 
 /* Splits a --skip-frames list at its commas into `v` (up to `cap` patterns); the count. */
 static size_t split_patterns(char *list, const char **v, size_t n, size_t cap)
@@ -941,70 +1008,96 @@ static size_t split_patterns(char *list, const char **v, size_t n, size_t cap)
     return n;
 }
 
+/* The options report and diff share (their long options' values): 1 if c was one of them, 0 if not,
+ * -1 after a message for a bad value. */
+static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const char **html, unsigned *top,
+                              mt_report_opts_t *o, const char *skip[SKIP_MAX])
+{
+    unsigned long n;
+    switch (c) {
+    case 'j': *fmt = MT_TABLE_JSON; return 1;
+    case 'H': *html = optarg; return 1;
+    case 't':
+        if (mt_uint_option(cmd, "--top", optarg, 0, 1000000, &n) < 0)
+            return -1;
+        *top = (unsigned)n;
+        return 1;
+    case 's': o->nskip = split_patterns(optarg, skip, o->nskip, SKIP_MAX); return 1;
+    case 'n': o->no_auto_skip = 1; return 1;
+    default: return 0;
+    }
+}
+
 static int cmd_report(int argc, char **argv)
 {
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
     mt_report_opts_t o = { 0 };
     unsigned top = 0;
     const char *path = NULL, *html = NULL;
-    const char *results[64];
-    const char *skip[64];
+    const char *skip[SKIP_MAX];
     int nresults = 0;
     o.skip = skip;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json"))
-            fmt = MT_TABLE_JSON;
-        else if (!strcmp(a, "--csv"))
-            fmt = MT_TABLE_CSV;
-        else if (!strcmp(a, "--top") && v)
-            top = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(a, "--folded") && v)
-            o.folded = argv[++i];
-        else if (!strcmp(a, "--flamegraph") && v)
-            o.flamegraph = argv[++i];
-        else if (!strcmp(a, "--flame-weight") && v)
-            o.flame_weight = argv[++i];
-        else if (!strcmp(a, "--callsites-csv") && v)
-            o.callsites_csv = argv[++i];
-        else if (!strcmp(a, "--skip-frames") && v)
-            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
-        else if (!strcmp(a, "--suppress") && v)
-            o.suppress = argv[++i];
-        else if (!strcmp(a, "--temporary") && v && (!strcmp(v, "thread") || !strcmp(v, "heaptrack")))
-            o.temporary_rule = !strcmp(argv[++i], "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
-        else if (!strcmp(a, "--no-auto-skip"))
-            o.no_auto_skip = 1;
-        else if (!strcmp(a, "--tree-depth") && v) {
-            char *end;
-            const unsigned long d = strtoul(argv[++i], &end, 10);
-            if (end == argv[i] || *end || d < 1 || d > 64) {
-                fprintf(stderr, "mtrace report: --tree-depth wants 1 to 64, not '%s'\n", argv[i]);
-                return 2;
-            }
-            o.tree_depth = (unsigned)d;
-        }
-        else if (!strcmp(a, "--html") && v)
-            html = argv[++i];
-        else if (!strcmp(a, "--help")) {
-            usage_report(stdout);
-            return 0;
-        } else if (a[0] != '-' && !path)
-            path = a;
-        else if (a[0] != '-' && html && nresults < 64)
-            results[nresults++] = a;
-        else {
-            usage_report(stderr);
-            return 2;
+    static const struct option opts[] = {
+        { "json", no_argument, 0, 'j' },           { "csv", no_argument, 0, 'c' },
+        { "top", required_argument, 0, 't' },      { "folded", required_argument, 0, 'F' },
+        { "flamegraph", required_argument, 0, 'g' }, { "flame-weight", required_argument, 0, 'w' },
+        { "callsites-csv", required_argument, 0, 'C' }, { "skip-frames", required_argument, 0, 's' },
+        { "no-auto-skip", no_argument, 0, 'n' },   { "tree-depth", required_argument, 0, 'd' },
+        { "html", required_argument, 0, 'H' },     { "help", no_argument, 0, 'h' },
+        { "suppress", required_argument, 0, 'S' }, { "temporary", required_argument, 0, 'T' },
+        { 0, 0, 0, 0 },
+    };
+    static const char *const weights[] = { "bytes", "calls", "leaked", "peak", NULL };
+    static const char *const temporary_rules[] = { "thread", "heaptrack", NULL }; /* MT_TEMP_* order */
+    unsigned long n;
+    int c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace report", argc, argv, "h", opts)) != -1) {
+        const int shared = report_diff_option("mtrace report", c, &fmt, &html, &top, &o, skip);
+        if (shared < 0)
+            return MT_EXIT_USAGE;
+        if (shared)
+            continue;
+        switch (c) {
+        case 'c': fmt = MT_TABLE_CSV; break;
+        case 'F': o.folded = optarg; break;
+        case 'g': o.flamegraph = optarg; break;
+        case 'w':
+            if (mt_choice_option("mtrace report", "--flame-weight", optarg, weights) < 0)
+                return MT_EXIT_USAGE;
+            o.flame_weight = optarg;
+            break;
+        case 'C': o.callsites_csv = optarg; break;
+        case 'd':
+            if (mt_uint_option("mtrace report", "--tree-depth", optarg, 1, 64, &n) < 0)
+                return MT_EXIT_USAGE;
+            o.tree_depth = (unsigned)n;
+            break;
+        case 'S': o.suppress = optarg; break;
+        case 'T':
+            if (mt_choice_option("mtrace report", "--temporary", optarg, temporary_rules) < 0)
+                return MT_EXIT_USAGE;
+            o.temporary_rule = !strcmp(optarg, "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
+            break;
+        case 'h': return mt_help_print("report");
+        default: return mt_help_usage_error("report");
         }
     }
-    if (!path || (o.flame_weight && strcmp(o.flame_weight, "bytes") && strcmp(o.flame_weight, "calls") &&
-                  strcmp(o.flame_weight, "leaked") && strcmp(o.flame_weight, "peak"))) {
-        usage_report(stderr);
-        return 2;
+    if (optind == argc) {
+        fprintf(stderr, "mtrace report: no TRACE given\n");
+        return mt_help_usage_error("report");
     }
+    path = argv[optind++];
+    /* Replay results go on the HTML page only. */
+    nresults = argc - optind;
+    if (nresults && (!html || nresults > 64)) {
+        fprintf(stderr, "mtrace report: %s\n", html ? "at most 64 replay results" : "replay results go with --html only");
+        return mt_help_usage_error("report");
+    }
+    const char *const *results = (const char *const *)argv + optind;
     /* The page gets a flame graph of its own when the user did not ask for one. */
-    char flame_tmp[] = "/tmp/mtrace-flame.XXXXXX.svg";
+    char flame_tmp[PATH_MAX];
+    mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");
     int flame_fd = -1;
     if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
         close(flame_fd);
@@ -1029,48 +1122,36 @@ static int cmd_report(int argc, char **argv)
 
 /* ---- mtrace diff -------------------------------------------------------------------------------- */
 
-static void usage_diff(FILE *f)
-{
-    fprintf(f, "usage: mtrace diff [--json|--html OUT.html] [--top N] [--skip-frames PATTERN,...] [--no-auto-skip]\n"
-               "                   BEFORE AFTER\n"
-               "  the change in calls, bytes, bytes at the peak and leaks per allocating function between two\n"
-               "  traces recorded with --stacks (a run before and after a change), biggest movers first;\n"
-               "  wrappers are skipped as by mtrace report, the same ones in both traces\n");
-}
-
 static int cmd_diff(int argc, char **argv)
 {
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
     mt_report_opts_t o = { 0 };
-    const char *skip[64], *path[2] = { NULL, NULL }, *html = NULL;
+    const char *skip[SKIP_MAX], *path[2] = { NULL, NULL }, *html = NULL;
     unsigned top = 0;
     o.skip = skip;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json"))
-            fmt = MT_TABLE_JSON;
-        else if (!strcmp(a, "--html") && v)
-            html = argv[++i];
-        else if (!strcmp(a, "--top") && v)
-            top = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(a, "--skip-frames") && v)
-            o.nskip = split_patterns(argv[++i], skip, o.nskip, sizeof skip / sizeof skip[0]);
-        else if (!strcmp(a, "--no-auto-skip"))
-            o.no_auto_skip = 1;
-        else if (!strcmp(a, "--help")) {
-            usage_diff(stdout);
-            return 0;
-        } else if (a[0] != '-' && !path[1])
-            path[path[0] ? 1 : 0] = a;
-        else {
-            usage_diff(stderr);
-            return 2;
-        }
+    static const struct option opts[] = {
+        { "json", no_argument, 0, 'j' },          { "html", required_argument, 0, 'H' },
+        { "top", required_argument, 0, 't' },     { "skip-frames", required_argument, 0, 's' },
+        { "no-auto-skip", no_argument, 0, 'n' },  { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace diff", argc, argv, "h", opts)) != -1) {
+        const int shared = report_diff_option("mtrace diff", c, &fmt, &html, &top, &o, skip);
+        if (shared < 0)
+            return MT_EXIT_USAGE;
+        if (!shared && c != 'h')
+            return mt_help_usage_error("diff");
+        if (c == 'h')
+            return mt_help_print("diff");
     }
-    if (!path[1]) {
-        usage_diff(stderr);
-        return 2;
+    if (argc - optind != 2) {
+        fprintf(stderr, "mtrace diff: expected two traces, BEFORE and AFTER, not %d\n", argc - optind);
+        return mt_help_usage_error("diff");
     }
+    path[0] = argv[optind];
+    path[1] = argv[optind + 1];
     mt_report_t ra, rb;
     mt_error_t err;
     if (mt_report_diff_build(&ra, &rb, path[0], path[1], &o, &err) < 0)
@@ -1089,42 +1170,28 @@ static int cmd_diff(int argc, char **argv)
 
 /* ---- mtrace plot -------------------------------------------------------------------------------- */
 
-static void usage_plot(FILE *f)
-{
-    fprintf(f, "usage: mtrace plot -o OUT.png|OUT.svg [--kind live|sizes|rss|compare] INPUT...\n"
-               "  TRACE                live bytes and the program's RSS over time (--kind sizes: size histogram)\n"
-               "  RESULT.json...       replay results: RSS against ideal RSS over time beside the traced\n"
-               "                       program's RSS (--kind rss, default when recorded with --rss-series),\n"
-               "                       or wall time and peak RSS bars (--kind compare)\n");
-}
-
 static int cmd_plot(int argc, char **argv)
 {
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "kind", required_argument, 0, 'k' },
+        { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+    };
     const char *out = NULL, *kind = NULL;
-    const char *inputs[256];
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-o") && v)
-            out = argv[++i];
-        else if (!strcmp(a, "--kind") && v)
-            kind = argv[++i];
-        else if (!strcmp(a, "--help")) {
-            usage_plot(stdout);
-            return 0;
-        } else if (a[0] != '-' && n < 256) {
-            inputs[n++] = a;
-        } else if (a[0] != '-') {
-            fprintf(stderr, "mtrace: plot draws at most 256 inputs\n");
-            return 2;
-        } else {
-            usage_plot(stderr);
-            return 2;
+    int c;
+    optind = 0; /* afresh: see mt_getopt */
+    while ((c = mt_getopt("mtrace plot", argc, argv, "o:h", opts)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'k': kind = optarg; break;
+        case 'h': return mt_help_print("plot");
+        default: return mt_help_usage_error("plot");
         }
     }
-    if (!out || !n) {
-        usage_plot(stderr);
-        return 2;
+    const int n = argc - optind;
+    const char *const *inputs = (const char *const *)argv + optind;
+    if (!out || n < 1 || n > 256) {
+        fprintf(stderr, "mtrace plot: %s\n", !out ? "no -o OUT given" : n < 1 ? "no INPUT given" : "at most 256 inputs");
+        return mt_help_usage_error("plot");
     }
     if (mt_gp_check_output(out) < 0) /* before a large trace is read */
         return 2;
@@ -1192,38 +1259,39 @@ static int cmd_plot(int argc, char **argv)
     return rc == 0 ? 0 : 1;
 }
 
+/* The names are those of the help pages (help_text.c), which hold each command's summary. */
 static const command_t commands[] = {
-    { "record", cmd_record, "run a program under the tracer" },
-    { "info", cmd_info, "summarize a trace (--json for scripts)" },
-    { "dump", cmd_dump, "print a trace one record per line" },
-    { "pack", cmd_pack, "compress a trace with zstd" },
-    { "report", cmd_report, "calls, peak, leaks, temporaries, histograms, callsites" },
-    { "diff", cmd_diff, "the change per allocating function between two traces, biggest movers first" },
-    { "convert", cmd_convert, "turn a trace into a workload for replay (= trace2wl)" },
-    { "replay", cmd_replay, "replay a workload against one or more allocators" },
-    { "compare", cmd_compare, "compare replay results (medians, % change and verdict against the first)" },
-    { "sweep", mt_sweep_main, "replay over a grid of mallopt settings and allocators" },
-    { "plot", cmd_plot, "draw a trace's or replays' figures with gnuplot (PNG or SVG)" },
+    { "record", cmd_record }, { "info", cmd_info },       { "dump", cmd_dump },
+    { "pack", cmd_pack },     { "report", cmd_report },   { "diff", cmd_diff },
+    { "export", mt_export_main },
+    { "convert", cmd_convert }, { "replay", cmd_replay }, { "compare", cmd_compare },
+    { "sweep", mt_sweep_main }, { "plot", cmd_plot },
 };
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: mtrace COMMAND [ARGS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'mtrace COMMAND --help' describes a command.\n");
-}
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    static const struct option opts[] = {
+        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+    };
+    int c;
+    /* Options of mtrace itself come before the command: the command's own are its business. */
+    while ((c = mt_getopt("mtrace", argc, argv, "+hV", opts)) != -1) {
+        switch (c) {
+        case 'h': return mt_help_print("mtrace");
+        case 'V': printf("mtrace %s\n", MT_VERSION); return 0;
+        default: return mt_help_usage_error("mtrace");
+        }
     }
+    if (optind == argc) {
+        fprintf(stderr, "mtrace: no command given\n");
+        return mt_help_usage_error("mtrace");
+    }
+    /* A command stopped by SIGINT, SIGTERM or SIGHUP leaves no temporary (PATH.partial.*, gnuplot's
+     * files) and no gnuplot behind. */
+    mt_cleanup_on_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "mtrace: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+        if (!strcmp(argv[optind], commands[i].name))
+            return commands[i].run(argc - optind, argv + optind);
+    fprintf(stderr, "mtrace: unknown command '%s'\n", argv[optind]);
+    return mt_help_usage_error("mtrace");
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "help_text.h"
 #include "file_io.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
@@ -45,32 +46,6 @@ typedef struct sweep {
     point_t *pts;
 } sweep_t;
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: mtrace sweep WORKLOAD --mallopt NAME=V1,V2,... [--mallopt NAME=...] [--allocator NAME]...\n"
-               "                    [-o DIR] [--timing asap|recorded] [--touch MODE] [--repeat N]\n"
-               "  replays WORKLOAD for every combination of the settings (and allocators), prints a table,\n"
-               "  writes DIR/sweep.csv and DIR/sweep.png, and names the lowest-RSS and the fastest setting.\n"
-               "  Values take k and m suffixes. DIR defaults to sweep-out.\n"
-               "  The first rows are each allocator's default, replayed with no setting at all: the baseline\n"
-               "  (glibc's mmap_threshold and trim_threshold: \"dynamic (default)\", glibc moving them as\n"
-               "  blocks are freed until one is set). Every row's changes are against its allocator's\n"
-               "  baseline, in %% of the baseline's median: CPU time, wall time, and peak RSS in %% of the\n"
-               "  baseline's peak RSS.\n"
-               "  --touch MODE is passed to every replay as given (see mtrace-sim --help).\n"
-               "  --repeat N (1 to %d, default 1): every point N times, in rounds (every point once, then\n"
-               "  again); figures are medians, with their spread (min..max; q1..q3 from 4 runs); run K of\n"
-               "  point P writes DIR/run-P.K.json (DIR/run-P.json with one run).\n" MT_VERDICT_HELP
-               "  \"fastest\" and \"lowest peak RSS\" are the lowest medians of CPU time and of peak RSS.\n"
-               "  sweep.csv: the settings, then wall_ms, cpu_ms (medians, ms), max_rss_mib, ideal_mib (MiB),\n"
-               "  fragmentation (peak RSS over ideal), runs, the spreads (_min, _q1, _q3, _max of cpu_ms,\n"
-               "  wall_ms, max_rss_mib), cpu_change_pct, wall_change_pct, rss_change_pct_of_default_peak_rss,\n"
-               "  time_verdict, memory_verdict and noise_measured against the baseline.\n"
-               "  sweep.png: peak RSS and CPU time (medians) along the first setting's values, bars for the\n"
-               "  runs' spread, the default's median as a dashed line; both y axes start at zero.\n",
-            MT_REPLAY_MAX_REPEAT);
-}
-
 /* --mallopt NAME=V1,V2,... into parameter s->nparams. 0, or 2 (usage) with a message. */
 static int add_param(sweep_t *s, const char *v)
 {
@@ -80,7 +55,7 @@ static int add_param(sweep_t *s, const char *v)
         return 2;
     }
     if (!eq || eq == v || (size_t)(eq - v) >= sizeof s->pname[0]) {
-        fprintf(stderr, "mtrace: --mallopt %s: expected NAME=V1,V2,...\n", v);
+        fprintf(stderr, "mtrace sweep: --mallopt '%s': expected NAME=V1,V2,...\n", v);
         return 2;
     }
     const int p = s->nparams;
@@ -92,7 +67,7 @@ static int add_param(sweep_t *s, const char *v)
          tok = strtok_r(NULL, ",", &save))
         snprintf(s->pval[p][s->nval[p]++], sizeof s->pval[0][0], "%s", tok);
     if (!s->nval[p]) {
-        fprintf(stderr, "mtrace: --mallopt %s: no values\n", v);
+        fprintf(stderr, "mtrace sweep: --mallopt '%s': no values\n", v);
         return 2;
     }
     s->nparams++;
@@ -108,14 +83,15 @@ static int parse_args(sweep_t *s, int argc, char **argv)
         { "touch", required_argument, 0, 'u' },   { "repeat", required_argument, 0, 'r' },
         { "help", no_argument, 0, 'h' },          { 0, 0, 0, 0 },
     };
+    static const char *const timings[] = MT_TIMING_CHOICES, *const touches[] = MT_TOUCH_CHOICES;
     unsigned long repeat;
-    int c, rc;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    int c;
+    optind = 0; /* 0, not 1: glibc starts afresh, ordering too, after mtrace's own options */
+    while ((c = mt_getopt("mtrace sweep", argc, argv, "o:h", opts)) != -1) {
         switch (c) {
         case 'm':
-            if ((rc = add_param(s, optarg)) != 0)
-                return rc;
+            if (add_param(s, optarg) != 0)
+                return MT_EXIT_USAGE;
             break;
         case 'a':
             if (s->nalloc == MT_REPLAY_MAX) {
@@ -125,20 +101,29 @@ static int parse_args(sweep_t *s, int argc, char **argv)
             s->allocators[s->nalloc++] = optarg;
             break;
         case 'o': s->dir = optarg; break;
-        case 't': s->timing = optarg; break;
-        case 'u': s->touch = optarg; break;
+        case 't':
+            if (mt_choice_option("mtrace sweep", "--timing", optarg, timings) < 0)
+                return MT_EXIT_USAGE;
+            s->timing = optarg;
+            break;
+        case 'u':
+            if (mt_choice_option("mtrace sweep", "--touch", optarg, touches) < 0)
+                return MT_EXIT_USAGE;
+            s->touch = optarg;
+            break;
         case 'r':
             if (mt_uint_option("mtrace sweep", "--repeat", optarg, 1, MT_REPLAY_MAX_REPEAT, &repeat) < 0)
-                return 2;
+                return MT_EXIT_USAGE;
             s->repeat = (int)repeat;
             break;
-        case 'h': usage(stdout); return -1;
-        default: usage(stderr); return 2;
+        case 'h': mt_help_print("sweep"); return -1;
+        default: return mt_help_usage_error("sweep");
         }
     }
     if (optind != argc - 1 || !s->nparams) {
-        usage(stderr);
-        return 2;
+        fprintf(stderr, "mtrace sweep: %s\n", !s->nparams ? "no --mallopt NAME=V1,V2,... given"
+                                                  : optind == argc ? "no WORKLOAD given" : "one WORKLOAD only");
+        return mt_help_usage_error("sweep");
     }
     s->workload = argv[optind];
     if (!s->nalloc)
@@ -218,6 +203,7 @@ static int run_points(sweep_t *s)
         return 1;
     }
     int rc = 0;
+    const int tty = isatty(STDERR_FILENO);
     for (int r = 0; r < s->repeat && !rc; r++) {
         for (int k = 0; k < s->total && !rc; k++) {
             point_t *pt = &s->pts[k];
@@ -232,11 +218,13 @@ static int run_points(sweep_t *s)
             else
                 snprintf(json, sizeof json, "%s/run-%03d.json", s->dir, k);
             o.json = json;
-            fprintf(stderr, "\rmtrace sweep: run %d of %d: %s", r * s->total + k + 1, s->repeat * s->total,
-                    pt->allocator);
+            /* On a terminal, one line rewritten in place; elsewhere (a log, a pipe) plain lines, with no
+             * carriage return or escape code for a reader to trip over. */
+            fprintf(stderr, "%smtrace sweep: run %d of %d: %s", tty ? "\r" : "", r * s->total + k + 1,
+                    s->repeat * s->total, pt->allocator);
             for (int p = 0; p < s->nparams; p++)
                 fprintf(stderr, " %s", pt->setting[p]);
-            fprintf(stderr, "\033[K");
+            fputs(tty ? "\033[K" : "\n", stderr);
             static char results[1][4096];
             int n = 0;
             double *fig[5];
@@ -247,7 +235,8 @@ static int run_points(sweep_t *s)
                 rc = read_run(json, fig, r);
         }
     }
-    fprintf(stderr, "\n");
+    if (tty)
+        fputc('\n', stderr);
     for (int k = 0; k < s->total && !rc; k++) {
         point_t *pt = &s->pts[k];
         mt_spread_t *dst[5] = { &pt->wall_ms, &pt->cpu_ms, &pt->rss_mib, &pt->ideal_mib, &pt->frag };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "file_io.h"
+#include "tmp_cleanup.h"
 
 int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
 {
@@ -42,6 +43,21 @@ int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
                          S_ISSOCK(st->st_mode) ? "socket" : "device");
     }
     return fd;
+}
+
+const char *mt_tmp_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && dir[0] == '/' ? dir : "/tmp";
+}
+
+int mt_tmp_template(char *buf, size_t cap, const char *stem, const char *suffix)
+{
+    int n = snprintf(buf, cap, "%s/mtrace-%s.XXXXXX%s", mt_tmp_dir(), stem, suffix);
+    if (n >= 0 && (size_t)n < cap)
+        return 0;
+    snprintf(buf, cap, "/tmp/mtrace-%s.XXXXXX%s", stem, suffix);
+    return -1;
 }
 
 int mt_same_file(const char *a, const char *b)
@@ -119,6 +135,7 @@ int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err)
         o->tmp[0] = 0;
         return out_fail(o, err, e, "");
     }
+    mt_cleanup_add(o->tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     /* mkostemp makes 0600; an output gets what fopen "w" would give it. The umask can only be read
      * by setting it: the tools create no file on another thread meanwhile. */
     struct stat st;
@@ -156,6 +173,7 @@ int mt_out_commit(mt_out_t *o, mt_error_t *err)
         return out_fail(o, err, e, "");
     if (rename(o->tmp, o->path) < 0)
         return out_fail(o, err, errno, " (renaming into place)");
+    mt_cleanup_del(o->tmp);
     o->tmp[0] = 0;
     return 0;
 }
@@ -168,6 +186,7 @@ void mt_out_abort(mt_out_t *o)
     }
     if (o->tmp[0]) {
         unlink(o->tmp);
+        mt_cleanup_del(o->tmp);
         o->tmp[0] = 0;
     }
 }

@@ -19,6 +19,14 @@ int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, cons
  * refused instead of blocking the open forever. The descriptor (st filled), or a negative errno. */
 int mt_open_input(const char *path, struct stat *st, mt_error_t *err);
 
+/* The directory for temporaries: $TMPDIR when it is an absolute path, else /tmp (the Unix
+ * convention; a test can then see exactly what a command left behind). */
+const char *mt_tmp_dir(void);
+
+/* A template for mkstemp and its kin there: "DIR/mtrace-STEM.XXXXXX" then `suffix` (may be "").
+ * 0, or -1 if it does not fit cap (then /tmp is used, which fits a buffer of 64 bytes or more). */
+int mt_tmp_template(char *buf, size_t cap, const char *stem, const char *suffix);
+
 /* Whether the two paths name one existing file (after links): an output that would replace its own
  * input is refused by the tools that write one from the other. */
 int mt_same_file(const char *a, const char *b);

@@ -16,12 +16,20 @@
 #include "mtrace/clock.h"
 #include "mtrace/trace_format.h"
 
+/* Everything declared below is the shim's own: hidden, so that code in one file reaches data and
+ * functions of another directly (one RIP-relative access), not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define MT_EXPORT __attribute__((visibility("default")))
 #define MT_TLS __attribute__((tls_model("initial-exec"))) __thread
 
-/* The allocator the shim forwards to, resolved with dlsym(RTLD_NEXT). */
+typedef int (*mt_pthread_create_fn_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef void (*mt_exit_fn_t)(int) __attribute__((noreturn));
+
+/* The one table of the functions the shim forwards to, resolved with dlsym(RTLD_NEXT) at start-up
+ * (shim_resolve.c): the allocator's first (read by every call), then those of the process. */
 typedef struct mt_real_api {
     void *(*malloc)(size_t);
     void (*free)(void *);
@@ -39,6 +47,18 @@ typedef struct mt_real_api {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
+    int (*madvise)(void *, size_t, int);
+    /* shim_process.c, shim_stacks.c */
+    pid_t (*fork)(void);
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execv)(const char *, char *const[]);
+    int (*execvp)(const char *, char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*fexecve)(int, char *const[], char *const[]);
+    int (*execveat)(int, const char *, char *const[], char *const[], int); /* NULL before glibc 2.34 */
+    mt_pthread_create_fn_t pthread_create; /* NULL until libpthread is loaded, before glibc 2.34 */
+    mt_exit_fn_t exit_, Exit_;
+    int (*dlclose)(void *);
 } mt_real_api_t;
 
 /* Options, read once from the environment (shim_options.c holds the one table). */
@@ -58,6 +78,10 @@ typedef struct mt_options {
  * the same time, so a few; one that finds them all taken keeps its chunk's last pages resident. */
 #define MT_ENDED_MAX 64
 
+/* mt_thread_t.busy while the start-up probe calls the program's malloc (shim_file.c, note_bypass):
+ * our malloc, reached, turns PROBE into PROBED; an allocator before us in the lookup order does not. */
+enum { MT_BUSY_PROBE = 3, MT_BUSY_PROBED = 4 };
+
 /* Per-thread writer state. */
 typedef struct mt_thread {
     uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
@@ -70,7 +94,8 @@ typedef struct mt_thread {
     uint32_t creator;   /* thread number of the pthread_create caller, if known */
     uint64_t lost;      /* calls not recorded by this thread */
     uint8_t busy;       /* inside the shim: nested calls pass through. 1: writing a record (a nested call
-                         * is a signal handler's, counted as lost); 2: the shim's own libc calls */
+                         * is a signal handler's, counted as lost); 2: the shim's own libc calls;
+                         * MT_BUSY_PROBE, MT_BUSY_PROBED: the start-up probe of who answers malloc */
     uint8_t exited;     /* THREAD_EXIT written */
     uint8_t started;    /* THREAD_START written */
     /* page evidence's cost (shim_pages.c): counts made, time they took, from when */
@@ -119,6 +144,23 @@ typedef struct mt_global {
 
 extern mt_global_t mt_g;
 extern MT_TLS mt_thread_t mt_self;
+
+/* shim_start.c: dlsym may allocate before the real allocator is known: those requests are served
+ * from the boot pool and never freed. */
+#define MT_BOOT_POOL_SIZE (64u * 1024u)
+extern uint8_t mt_boot_pool[MT_BOOT_POOL_SIZE];
+void *mt_boot_alloc(size_t size, size_t align);
+size_t mt_boot_size(const void *p);
+static inline int mt_is_boot(const void *p)
+{
+    return (const uint8_t *)p >= mt_boot_pool && (const uint8_t *)p < mt_boot_pool + MT_BOOT_POOL_SIZE;
+}
+/* Nonzero once the real functions are known (resolving them, and starting tracing, the first time);
+ * zero while this thread is inside dlsym, when its allocations come from the boot pool. */
+int mt_init(void);
+
+/* shim_resolve.c: fills mt_g.real; aborts when no allocator follows ours. */
+void mt_resolve_real(void);
 
 /* shim_options.c */
 void mt_options_read(mt_options_t *opt);
@@ -174,5 +216,7 @@ static inline uint64_t mt_now(void)
 {
     return mt_clock() >> MT_TIME_SHIFT;
 }
+
+#pragma GCC visibility pop
 
 #endif

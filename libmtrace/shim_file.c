@@ -188,15 +188,11 @@ static int grow(uint64_t want)
     return 0;
 }
 
+/* A string that does not fit is left out; the list stays whole. */
 static uint8_t *put_str(uint8_t *p, uint8_t *end, unsigned tag, const char *s, size_t len)
 {
-    if (p + 4 + len + 4 > end) /* keep room for the terminating tag */
-        return p;
-    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
-    memcpy(p, &t, 2);
-    memcpy(p + 2, &l, 2);
-    memcpy(p + 4, s, len);
-    return p + 4 + len;
+    uint8_t *const q = mt_str_put(p, end, tag, s, len);
+    return q ? q : p;
 }
 
 static size_t read_small_file(const char *path, char *buf, size_t cap)
@@ -213,6 +209,46 @@ static size_t read_small_file(const char *path, char *buf, size_t cap)
     }
     close(fd);
     return n;
+}
+
+/* An object before the shim in the lookup order (LD_PRELOAD="libtcmalloc_minimal.so.4 libmtrace.so",
+ * or a program with its own malloc) answers the program's malloc: no call reaches the recorder and
+ * the trace would hold none, silently. Found by calling the malloc the program calls (as dlsym finds
+ * it) once: comparing addresses would not do, since a non-PIE program's own PLT entry stands for
+ * malloc there. Said in the header (flag and string) and once on stderr (a forked child, which
+ * inherits `warned`, does not say it again). */
+static uint8_t *note_bypass(mt_file_header_t *h, uint8_t *p, uint8_t *end)
+{
+    static int warned;
+    mt_thread_t *const t = &mt_self;
+    const uint8_t busy = t->busy;
+    t->busy = 2; /* dlsym may allocate: ours, not the program's */
+    void *(*const bound_malloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
+    void (*const bound_free)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
+    int bypassed = 0;
+    if (bound_malloc && bound_free) {
+        t->busy = MT_BUSY_PROBE;
+        void *const probe = bound_malloc(1);
+        bypassed = t->busy == MT_BUSY_PROBE;
+        t->busy = 2;
+        bound_free(probe);
+    }
+    Dl_info bound;
+    const char *name = "the program";
+    if (bypassed && dladdr((void *)bound_malloc, &bound) && bound.dli_fname && bound.dli_fname[0])
+        name = bound.dli_fname;
+    t->busy = busy;
+    if (!bypassed)
+        return p;
+    h->flags |= MT_HDR_BYPASSED;
+    p = put_str(p, end, MT_STR_BOUND_MALLOC, name, strlen(name));
+    if (!warned) {
+        warned = 1;
+        mt_say("mtrace: this program's malloc is %s's, found before libmtrace.so (LD_PRELOAD order): no call "
+               "will be recorded; put libmtrace.so first in LD_PRELOAD",
+               name);
+    }
+    return p;
 }
 
 static void write_header(void)
@@ -255,6 +291,7 @@ static void write_header(void)
     Dl_info info;
     if (dladdr((void *)mt_g.real.malloc, &info) && info.dli_fname)
         p = put_str(p, end, MT_STR_ALLOCATOR, info.dli_fname, strlen(info.dli_fname));
+    p = note_bypass(h, p, end);
     for (char **env = environ; env && *env; env++) {
         if (!strncmp(*env, "MALLOC_", 7) || !strncmp(*env, "GLIBC_TUNABLES=", 15) ||
             !strncmp(*env, "MTRACE_", 7))

@@ -183,8 +183,9 @@ static void note_modules(mt_thread_t *t)
 
 MT_EXPORT int dlclose(void *handle)
 {
-    static int (*real_dlclose)(void *);
-    if (!real_dlclose)
+    mt_init();
+    int (*real_dlclose)(void *) = mt_g.real.dlclose;
+    if (!real_dlclose) /* called from inside dlsym, while the table is being filled */
         real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
     atomic_fetch_add(&dlclose_in_flight, 1);
     const int rc = real_dlclose(handle);

@@ -1,16 +1,22 @@
-/* Anonymous memory the program maps itself (MT_EV_VM): mmap, munmap and mremap, interposed.
+/* Anonymous memory the program maps itself (MT_EV_VM): mmap, munmap, mremap, madvise, brk and sbrk,
+ * interposed.
  *
  * Programs keep much of their memory outside malloc: Python's object arenas, a compiler's
  * garbage-collected pages, any custom pool allocator. A replay of the malloc calls alone then
  * reports a fraction of the program's RSS (a Python script: 8 of 47 MB, bench/RESULTS.md "Replay
  * fidelity"), and every comparison is relative to the wrong total. So the program's own anonymous
- * mappings are recorded with their resident pages when unmapped, and replayed as mappings.
+ * mappings are recorded with their resident pages when unmapped, and replayed as mappings; the
+ * pages an madvise() drops, with those resident before it; and the pages the program's own brk()
+ * and sbrk() add to or take from the break, as mappings of those pages.
  *
  * Not recorded: file mappings (not anonymous memory); the shim's own mappings (made while busy);
- * the allocator's, when it calls mmap through the PLT (jemalloc, tcmalloc, mimalloc: the caller's
- * object is the allocator's; glibc's malloc calls its internal mmap, which does not come here);
- * madvise, brk and sbrk (not yet). These calls are system calls already: the shim's work here, a
- * dladdr() for non-glibc allocators and a mincore() before an unmap, is of the same order.
+ * the allocator's, when it calls mmap, madvise or sbrk through the PLT (jemalloc, tcmalloc,
+ * mimalloc: the caller's object is the allocator's; glibc's malloc calls its internal mmap,
+ * madvise and sbrk, which do not come here); madvise() advice other than MADV_DONTNEED, MADV_FREE
+ * and MADV_REMOVE (the others drop no page: hints, or MADV_PAGEOUT and MADV_POPULATE_*, which the
+ * replay does not imitate). These calls are system calls already: the shim's work here, a dladdr()
+ * for non-glibc allocators and a mincore() before an unmap, an madvise or a shrinking break, is of
+ * the same order.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -55,19 +61,44 @@ static uint64_t resident(uintptr_t a, size_t len)
     return n;
 }
 
-static void vm_event(uint64_t now, unsigned kind, const void *addr, size_t len, uint64_t pages)
+/* Takes the RSS sample that is due, if one is. A program that lives on memory it manages itself
+ * makes few malloc calls, after whose records samples are taken otherwise; and its peak comes just
+ * before it gives memory back, so each recorded call takes the sample before the call. */
+static void sample_due(void)
+{
+    const uint64_t now = mt_now();
+    if (now < atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed))
+        return;
+    mt_thread_t *t = &mt_self;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    mt_sample_rss(t, now);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+/* Writes a VM event; `fifth` (the advice, or MT_VM_VIA_*) only when `has_fifth`. */
+static void vm_event5(uint64_t now, unsigned kind, const void *addr, size_t len, uint64_t pages, int has_fifth,
+                      uint64_t fifth)
 {
     mt_thread_t *t = &mt_self;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint8_t payload[40], *q = payload;
+    uint8_t payload[50], *q = payload;
     q = mt_put_uvarint(q, kind);
     q = mt_put_uvarint(q, (uint64_t)(uintptr_t)addr);
     q = mt_put_uvarint(q, len);
     q = mt_put_uvarint(q, pages);
+    if (has_fifth)
+        q = mt_put_uvarint(q, fifth);
     mt_emit_event_at(t, MT_EV_VM, now, payload, (size_t)(q - payload));
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
+}
+
+static void vm_event(uint64_t now, unsigned kind, const void *addr, size_t len, uint64_t pages)
+{
+    vm_event5(now, kind, addr, len, pages, 0, 0);
 }
 
 static void *real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -93,6 +124,7 @@ MT_EXPORT void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, o
 {
     if (!(flags & MAP_ANONYMOUS) || !recordable(__builtin_return_address(0)))
         return real_mmap(addr, len, prot, flags, fd, off);
+    sample_due();
     const uint64_t now = mt_now();
     if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) /* what it replaces is unmapped */
         vm_event(now, MT_VM_UNMAP, addr, len, resident((uintptr_t)addr, len));
@@ -112,6 +144,7 @@ MT_EXPORT int munmap(void *addr, size_t len)
 {
     if (!recordable(__builtin_return_address(0)))
         return real_munmap(addr, len);
+    sample_due();
     const uint64_t now = mt_now();
     const uint64_t pages = resident((uintptr_t)addr, len);
     const int rc = real_munmap(addr, len);
@@ -133,6 +166,8 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         va_end(ap);
     }
     const int rec = recordable(__builtin_return_address(0));
+    if (rec)
+        sample_due();
     const uint64_t now = rec ? mt_now() : 0;
     const uint64_t pages = rec ? resident((uintptr_t)old, old_len) : 0;
     void *r = mt_g.real.mremap ? mt_g.real.mremap(old, old_len, new_len, flags, want)
@@ -145,4 +180,74 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         errno = saved;
     }
     return r;
+}
+
+/* ---- madvise ---------------------------------------------------------------------------------- */
+
+/* The advice that takes pages out of the RSS (MADV_FREE: once the kernel reclaims them; the replay
+ * gives the same advice, so it does as the kernel does). */
+static int drops_pages(int advice)
+{
+    return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE;
+}
+
+MT_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+    const int rec = drops_pages(advice) && recordable(__builtin_return_address(0));
+    if (rec)
+        sample_due();
+    const uint64_t now = rec ? mt_now() : 0;
+    const uint64_t pages = rec ? resident((uintptr_t)addr, len) : 0;
+    const int rc = mt_g.real.madvise ? mt_g.real.madvise(addr, len, advice)
+                                     : (int)syscall(SYS_madvise, addr, len, advice);
+    if (rec && rc == 0) {
+        const int saved = errno;
+        vm_event5(now, MT_VM_ADVISE, addr, len, pages, 1, (uint64_t)advice);
+        errno = saved;
+    }
+    return rc;
+}
+
+/* ---- brk and sbrk ----------------------------------------------------------------------------- */
+
+/* glibc's own sbrk, exported under this name too: it keeps the break libc caches (__curbrk), which a
+ * raw system call would leave wrong for glibc's malloc. */
+extern void *__sbrk(intptr_t increment);
+
+static uintptr_t page_up(uintptr_t a)
+{
+    return (a + mt_g.page_size - 1) & ~(uintptr_t)(mt_g.page_size - 1);
+}
+
+/* Moves the break by `incr` for the program: the kernel maps or unmaps the whole pages between the
+ * old break and the new one, rounded up, and those pages are what the event names. */
+static void *move_break(intptr_t incr)
+{
+    sample_due();
+    const uintptr_t old = (uintptr_t)__sbrk(0);
+    const uintptr_t lo = page_up(incr < 0 ? old + (uintptr_t)incr : old);
+    const uintptr_t hi = page_up(incr < 0 ? old : old + (uintptr_t)incr);
+    const uint64_t now = mt_now();
+    const uint64_t pages = incr < 0 && hi > lo ? resident(lo, hi - lo) : 0;
+    void *r = __sbrk(incr);
+    if (r != (void *)-1 && hi > lo) {
+        const int saved = errno;
+        vm_event5(now, incr < 0 ? MT_VM_UNMAP : MT_VM_MAP, (void *)lo, hi - lo, pages, 1, MT_VM_VIA_BRK);
+        errno = saved;
+    }
+    return r;
+}
+
+MT_EXPORT void *sbrk(intptr_t incr)
+{
+    if (!incr || !recordable(__builtin_return_address(0)))
+        return __sbrk(incr);
+    return move_break(incr);
+}
+
+MT_EXPORT int brk(void *addr)
+{
+    const intptr_t incr = (intptr_t)((uintptr_t)addr - (uintptr_t)__sbrk(0));
+    void *r = incr && recordable(__builtin_return_address(0)) ? move_break(incr) : __sbrk(incr);
+    return r == (void *)-1 ? -1 : 0;
 }

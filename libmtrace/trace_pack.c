@@ -12,6 +12,7 @@
 
 #include "file_io.h"
 #include "pack_model.h"
+#include "tmp_cleanup.h"
 #include "mtrace/trace_reader.h"
 
 int mt_trace_pack(const char *in, const char *out, int level, mt_error_t *err)
@@ -33,6 +34,8 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.partial.XXXXXX", out);
     int fd = mkstemp(tmp);
+    if (fd >= 0)
+        mt_cleanup_add(tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     mt_cursor_t c = { 0 };
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     uint8_t *zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
@@ -57,6 +60,9 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         snprintf(err->msg, sizeof err->msg, "%s: offset 36: already packed", in);
         goto done;
     }
+    /* A packed trace would not show that its source was cut short: refuse rather than hide it. */
+    if ((rc = mt_trace_check_whole(t, err)) < 0)
+        goto done;
     /* The header chunk, as read, with the packed flag. */
     {
         const int hfd = open(in, O_RDONLY | O_CLOEXEC);
@@ -69,15 +75,13 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
             goto done;
         }
         /* Keep the header and its strings up to the end tag; the rest of the chunk is padding. */
-        size_t end = MT_HEADER_STRINGS_OFFSET;
-        while (end + 4 <= MT_CHUNK_SIZE) {
-            uint16_t tag, len;
-            memcpy(&tag, head + end, 2);
-            memcpy(&len, head + end + 2, 2);
-            if (tag == MT_STR_END || end + 4 + len > MT_CHUNK_SIZE)
-                break;
-            end += 4 + (size_t)len;
+        const uint8_t *sp = head + MT_HEADER_STRINGS_OFFSET;
+        unsigned tag;
+        const char *str;
+        size_t len;
+        while (mt_str_next(&sp, head + MT_CHUNK_SIZE, &tag, &str, &len)) {
         }
+        size_t end = (size_t)(sp - head);
         end = end + 4 <= MT_CHUNK_SIZE ? end : MT_CHUNK_SIZE - 4;
         memset(head + end, 0, 4);
         end = (end + 4 + 7) & ~(size_t)7;
@@ -85,6 +89,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         memcpy(&h, head, sizeof h);
         h.flags |= MT_HDR_PACKED;
         h.data_offset = end;
+        h.packed_frames = mt_trace_chunk_count(t); /* one frame per chunk: a cut between frames shows */
         memcpy(head, &h, sizeof h);
         if ((rc = mt_write_full(fd, head, end, UINT64_MAX)) < 0)
             goto write_failed;
@@ -97,7 +102,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         }
         if (rc < 0)
             goto done;
-        /* Only the records are kept: a chunk cut short or never sealed is sealed here at its end. */
+        /* Only the records are kept: a chunk never sealed (its process was killed) is sealed here at its end. */
         mt_chunk_header_t h = mt_trace_chunk(t, i)->h;
         h.used = (uint32_t)mt_cursor_used(&c);
         h.flags |= MT_CHUNK_SEALED;
@@ -144,6 +149,7 @@ int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned fla
         snprintf(err->msg, sizeof err->msg, "%s: cannot rename into place: %s", out, strerror(errno));
         goto done;
     }
+    mt_cleanup_del(tmp);
     tmp[0] = 0;
     rc = 0;
     goto done;
@@ -152,8 +158,10 @@ write_failed:
 done:
     if (fd >= 0)
         close(fd);
-    if (tmp[0] && rc < 0)
+    if (tmp[0] && rc < 0) {
         unlink(tmp);
+        mt_cleanup_del(tmp);
+    }
     free(head);
     free(zbuf);
     mt_pack_model_free(model);

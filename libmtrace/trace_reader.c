@@ -137,7 +137,7 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         if (bad < 0)
             return bad;
         if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
-            return mt_errorf(err, -EINVAL, t->path, off + 4, "packed frame of %u bytes runs past the end of the file (%llu bytes)",
+            return mt_errorf(err, -EINVAL, t->path, off + 4, "truncated: a packed frame of %u bytes runs past the end of the file (%llu bytes)",
                         csize, (unsigned long long)t->size);
         if (add_chunk(t, &cap, off, csize, &h) < 0)
             return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
@@ -278,6 +278,31 @@ const mt_file_header_t *mt_trace_header(const mt_trace_t *t) { return &t->hdr; }
 int mt_trace_is_packed(const mt_trace_t *t) { return t->packed; }
 uint64_t mt_trace_file_size(const mt_trace_t *t) { return t->size; }
 size_t mt_trace_chunk_count(const mt_trace_t *t) { return t->nchunks; }
+
+int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
+{
+    const mt_file_header_t *h = &t->hdr;
+    if (t->packed) {
+        /* Frames end where the file does, so a cut between two frames is seen only by their count. */
+        if (h->packed_frames && t->nchunks < h->packed_frames)
+            return mt_errorf(err, -ENODATA, t->path, t->size,
+                             "truncated: the file ends after %zu frames, its header counts %llu", t->nchunks,
+                             (unsigned long long)h->packed_frames);
+        return 0;
+    }
+    /* chunks_used is written at finish (and before an exec); the shim grows its file in whole chunks,
+     * so the file of a killed process, too, ends at a chunk boundary. */
+    if (h->chunks_used && t->size < h->chunks_used * (uint64_t)MT_CHUNK_SIZE)
+        return mt_errorf(err, -ENODATA, t->path, t->size,
+                         "truncated: the file ends at byte %llu, its header counts %llu chunks (%llu bytes)",
+                         (unsigned long long)t->size, (unsigned long long)h->chunks_used,
+                         (unsigned long long)(h->chunks_used * (uint64_t)MT_CHUNK_SIZE));
+    if (t->size % MT_CHUNK_SIZE)
+        return mt_errorf(err, -ENODATA, t->path, t->size,
+                         "truncated: the file ends at byte %llu, inside a chunk (a trace is whole %u-byte chunks)",
+                         (unsigned long long)t->size, MT_CHUNK_SIZE);
+    return 0;
+}
 const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i) { return i < t->nchunks ? &t->chunks[i] : NULL; }
 size_t mt_trace_thread_count(const mt_trace_t *t) { return t->nthreads; }
 const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i) { return i < t->nthreads ? &t->threads[i] : NULL; }
@@ -286,21 +311,7 @@ const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t) { return t->thread_c
 const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len)
 {
     /* A cut file ends the list where its bytes end: a string cut short is not returned. */
-    const uint8_t *p = t->head + MT_HEADER_STRINGS_OFFSET, *end = t->head + t->head_len;
-    while (p + 4 <= end) {
-        uint16_t tg, l;
-        memcpy(&tg, p, 2);
-        memcpy(&l, p + 2, 2);
-        if (tg == MT_STR_END || p + 4 + l > end)
-            break;
-        if (tg == tag && n-- == 0) {
-            if (len)
-                *len = l;
-            return (const char *)p + 4;
-        }
-        p += 4 + l;
-    }
-    return NULL;
+    return mt_str_find(t->head + MT_HEADER_STRINGS_OFFSET, t->head + t->head_len, tag, n, len);
 }
 
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t)

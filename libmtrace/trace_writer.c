@@ -138,15 +138,10 @@ int mt_writer_header_string(mt_writer_t *w, unsigned tag, const void *s, size_t 
     if (tag == MT_STR_END || tag > 0xffff || len > 0xffff)
         return set_error(w, -EINVAL, "header string tag %u of %zu bytes: the tag must be 1 to 65535, the length at most 65535",
                          tag, len);
-    /* Leave room for the 4-byte end tag, as the shim does. */
-    if ((size_t)(w->head + MT_CHUNK_SIZE - w->str_pos) < 4 + len + 4)
+    uint8_t *const q = mt_str_put(w->str_pos, w->head + MT_CHUNK_SIZE, tag, s, len);
+    if (!q)
         return set_error(w, -ENOSPC, "header string of %zu bytes does not fit in the header chunk", len);
-    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
-    memcpy(w->str_pos, &t, 2);
-    memcpy(w->str_pos + 2, &l, 2);
-    if (len)
-        memcpy(w->str_pos + 4, s, len);
-    w->str_pos += 4 + len;
+    w->str_pos = q;
     return 0;
 }
 

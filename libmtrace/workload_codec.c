@@ -15,6 +15,7 @@
 
 #include "file_io.h"
 #include "mtrace/workload.h"
+#include "tmp_cleanup.h"
 
 static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_MALLOC] = "malloc",
@@ -36,6 +37,7 @@ static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_MARK] = "mark",
     [MT_WL_MMAP] = "mmap",
     [MT_WL_MUNMAP] = "munmap",
+    [MT_WL_MADVISE] = "madvise",
 };
 
 const char *mt_wl_op_name(unsigned op)
@@ -145,6 +147,16 @@ int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint
             return -1;
         r->a = (int64_t)v;
         break;
+    case MT_WL_MADVISE:
+        U(r->slot);
+        U(r->n);
+        U(r->size);
+        U(v);
+        if (v > INT32_MAX)
+            return -1;
+        r->a = (int64_t)v;
+        U(r->count);
+        break;
     case MT_WL_THREAD_START:
     case MT_WL_THREAD_EXIT:
         break; /* no fields */
@@ -210,6 +222,7 @@ int mt_wl_writer_open(mt_wl_writer_t **out, const char *path, const mt_wl_header
         mt_wl_writer_abort(w);
         return mt_errorf(err, -e, path, 0, "cannot create the output: %s", strerror(e));
     }
+    mt_cleanup_add(w->tmp, 0); /* a stop signal removes it (tmp_cleanup.h) */
     if (tmpl)
         w->hdr = *tmpl;
     memcpy(w->hdr.magic, MT_WL_MAGIC, 8);
@@ -357,6 +370,7 @@ int mt_wl_writer_close(mt_wl_writer_t *w, const mt_wl_header_t *final, mt_error_
         rc = mt_errorf(err, -errno, w->path, 0, "cannot rename the output into place: %s", strerror(errno));
         goto fail;
     }
+    mt_cleanup_del(w->tmp);
     w->tmp[0] = 0;
     mt_wl_writer_abort(w); /* frees; nothing left to remove */
     return 0;
@@ -371,8 +385,10 @@ void mt_wl_writer_abort(mt_wl_writer_t *w)
         return;
     if (w->fd >= 0)
         close(w->fd);
-    if (w->tmp[0])
+    if (w->tmp[0]) {
         unlink(w->tmp);
+        mt_cleanup_del(w->tmp);
+    }
     for (uint32_t i = 0; i < w->nstreams; i++)
         free(w->base.streams[i].buf);
     free(w->base.streams);
@@ -610,21 +626,7 @@ const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i) { return i 
 
 const char *mt_wl_string(const mt_wl_t *w, unsigned tag, unsigned n, size_t *len)
 {
-    const uint8_t *p = w->strings, *end = w->strings + w->strings_len;
-    while (p + 4 <= end) {
-        uint16_t tg, l;
-        memcpy(&tg, p, 2);
-        memcpy(&l, p + 2, 2);
-        if (tg == MT_STR_END || p + 4 + l > end)
-            break;
-        if (tg == tag && n-- == 0) {
-            if (len)
-                *len = l;
-            return (const char *)p + 4;
-        }
-        p += 4 + l;
-    }
-    return NULL;
+    return mt_str_find(w->strings, w->strings + w->strings_len, tag, n, len);
 }
 
 void mt_wl_cursor_init(mt_wl_cursor_t *c, const mt_wl_t *w, uint32_t thread, uint8_t *raw, uint8_t *z, void *dctx)

@@ -5,13 +5,18 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "file_io.h"
 #include "mtrace/replay.h"
 
 static const struct {
@@ -156,6 +161,108 @@ static void short_name(char *out, size_t cap, const char *name)
             *p = '_';
 }
 
+/* The replay child running now, and the stop signal that came (SIGINT, SIGTERM, SIGHUP): the front
+ * end passes the signal on and waits, so that no replay outlives the command that failed. */
+static volatile sig_atomic_t running_child, stop_signal;
+
+static void pass_on_signal(int sig)
+{
+    stop_signal = sig;
+    if (running_child > 0)
+        kill((pid_t)running_child, sig);
+}
+
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+enum { NSTOP = sizeof stop_signals / sizeof stop_signals[0] };
+
+/* An output as it was before a run: absent, or this file (a replay writes a new one and renames it). */
+typedef struct out_before {
+    int existed;
+    dev_t dev;
+    ino_t ino;
+} out_before_t;
+
+static void note_before(const char *path, out_before_t *b)
+{
+    struct stat st;
+    b->existed = stat(path, &st) == 0;
+    b->dev = b->existed ? st.st_dev : 0;
+    b->ino = b->existed ? st.st_ino : 0;
+}
+
+/* After an interrupted run: removes what the run wrote at `path` (a file that was not there before)
+ * and its temporaries (PATH.partial.*, file_io.h), so that a failed command leaves no result. */
+static void remove_run_output(const char *path, const out_before_t *b)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (!b->existed || st.st_dev != b->dev || st.st_ino != b->ino))
+        unlink(path);
+    char pattern[PATH_MAX + 16];
+    glob_t g;
+    if (snprintf(pattern, sizeof pattern, "%s.partial.*", path) < (int)sizeof pattern &&
+        glob(pattern, GLOB_NOSORT | GLOB_NOESCAPE, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            unlink(g.gl_pathv[i]);
+        globfree(&g);
+    }
+}
+
+/* Forks and runs mtrace-sim (argv) with the allocator `lib` preloaded, and waits for it. A stop
+ * signal to this process is passed on to the child; the child also dies with this process
+ * (PR_SET_PDEATHSIG) if this one is killed outright. Returns the wait status, or -1 (fork failed:
+ * errno). */
+static int run_child(const char *sim, const char *const argv[], const char *lib, const char *tunables)
+{
+    sigset_t stops, old_mask;
+    sigemptyset(&stops);
+    for (int k = 0; k < NSTOP; k++)
+        sigaddset(&stops, stop_signals[k]);
+    /* Blocked across fork, so a signal is either passed on to a known child or arrives before it. */
+    sigprocmask(SIG_BLOCK, &stops, &old_mask);
+    struct sigaction pass = { .sa_handler = pass_on_signal }, old_act[NSTOP];
+    sigemptyset(&pass.sa_mask);
+    /* A signal ignored when we started (nohup, a background job of a script) stays ignored. */
+    for (int k = 0; k < NSTOP; k++)
+        if (sigaction(stop_signals[k], NULL, &old_act[k]) == 0 && old_act[k].sa_handler != SIG_IGN)
+            sigaction(stop_signals[k], &pass, NULL);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid == 0) {
+        for (int k = 0; k < NSTOP; k++)
+            sigaction(stop_signals[k], &old_act[k], NULL);
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        /* If the parent died between fork and prctl, no signal would come: check once set. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(1);
+        if (lib[0])
+            setenv("LD_PRELOAD", lib, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        if (tunables)
+            setenv("GLIBC_TUNABLES", tunables, 1);
+        execv(sim, (char *const *)argv);
+        fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
+        _exit(2);
+    }
+    int status = -1;
+    const int fork_errno = errno;
+    if (pid > 0) {
+        running_child = pid;
+        if (stop_signal) /* came before the fork: the child has it too */
+            kill(pid, stop_signal);
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        sigprocmask(SIG_BLOCK, &stops, NULL);
+        running_child = 0;
+    }
+    for (int k = 0; k < NSTOP; k++)
+        sigaction(stop_signals[k], &old_act[k], NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    errno = fork_errno;
+    return pid > 0 ? status : -1;
+}
+
 /* One run of allocator i (run `run` of `rounds`): its result's path into `result`. 0, or the
  * child's failure as an exit status. */
 static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run, int rounds, char *result)
@@ -188,7 +295,7 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
     if (o->json)
         with_tag(json, sizeof json, o->json, tag);
     else
-        snprintf(json, sizeof json, "/tmp/mtrace-replay-%d-%s-%d.json", (int)getpid(), name, run);
+        snprintf(json, sizeof json, "%s/mtrace-replay-%d-%s-%d.json", mt_tmp_dir(), (int)getpid(), name, run);
     if (o->series)
         with_tag(series, sizeof series, o->series, tag);
     const char *argv[16 + 2 * MT_REPLAY_MAX];
@@ -229,26 +336,26 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
         printf("\n");
     }
     fflush(stdout);
-    const pid_t pid = fork();
-    if (pid < 0) {
+    out_before_t json_before, series_before;
+    note_before(json, &json_before);
+    if (o->series)
+        note_before(series, &series_before);
+    const int status = run_child(sim, argv, lib, o->tunables);
+    if (status == -1) {
         fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
         return 2;
     }
-    if (pid == 0) {
-        if (lib[0])
-            setenv("LD_PRELOAD", lib, 1);
-        else
-            unsetenv("LD_PRELOAD");
-        if (o->tunables)
-            setenv("GLIBC_TUNABLES", o->tunables, 1);
-        execv(sim, (char *const *)argv);
-        fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
-        _exit(2);
+    if (stop_signal) {
+        /* The command fails: what the interrupted run may have written goes. */
+        remove_run_output(json, &json_before);
+        if (o->series)
+            remove_run_output(series, &series_before);
+        fprintf(stderr, "mtrace: the replay on %s was interrupted (signal %d); no result written\n", name,
+                (int)stop_signal);
+        return 128 + stop_signal;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const int failed_calls = WIFEXITED(status) && WEXITSTATUS(status) == MT_EXIT_FAILED_CALLS;
+    if (!failed_calls && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
         if (WIFSIGNALED(status))
             fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -258,13 +365,14 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
         printf("wrote %s\n", json);
     if (!o->quiet && o->series)
         printf("wrote %s\n", series);
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }
 
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults)
 {
     char sim[PATH_MAX];
     *nresults = 0;
+    stop_signal = 0;
     if (o->sim)
         snprintf(sim, sizeof sim, "%s", o->sim);
     else if (find_sim(sim, sizeof sim) < 0) {
@@ -282,13 +390,15 @@ int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults
         }
     }
     const int rounds = o->repeat > 1 ? o->repeat : 1;
+    int failed_calls = 0;
     for (int run = 1; run <= rounds; run++) {
         for (int i = 0; i < o->nallocators; i++) {
             const int rc = replay_one(o, sim, i, run, rounds, results[*nresults]);
-            if (rc != 0)
+            if (rc != 0 && rc != MT_EXIT_FAILED_CALLS)
                 return rc;
+            failed_calls |= rc == MT_EXIT_FAILED_CALLS;
             (*nresults)++;
         }
     }
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }

@@ -53,6 +53,8 @@ typedef struct sim_counts {
     uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
     uint64_t maps, map_failed; /* the program's own mappings replayed, and those mmap refused */
     uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
+    uint64_t busy_cycles; /* its time from start to end less its waits and its pacing: replaying */
+    uint64_t write_cycles; /* writing the blocks the allocator handed out (their page faults) */
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
 
@@ -126,6 +128,7 @@ typedef struct sim_alloc {
 typedef struct sim_series_row {
     double t;
     uint64_t rss_kb, vm_kb, ideal_kb, source_rss_kb;
+    double done; /* the share of the workload's ops completed: a time axis common to every replay */
 } sim_series_row_t;
 
 typedef struct sim {
@@ -181,6 +184,9 @@ typedef struct sim {
     struct sim_mapping *maps_tab;
     uint64_t maps_cap, maps_n;
     pthread_mutex_t maps_lock;
+    _Atomic int64_t maps_resident, maps_resident_peak; /* their resident pages, now and at most */
+    _Atomic int64_t maps_writing; /* pages being written now, not yet counted in maps_resident */
+    uint64_t peak_rss_less_maps_kb; /* sampled: the RSS less their resident pages, at most */
     _Alignas(128) _Atomic uint32_t runnable;
 } sim_t;
 
@@ -217,9 +223,17 @@ void sim_set_error(sim_t *s, sim_thread_t *t, const char *msg);
 /* sim_maps.c: slot -> mapping for MT_WL_MMAP / MT_WL_MUNMAP; `most` bounds the live ones. */
 int sim_maps_init(sim_t *s, uint64_t most);
 int sim_maps_put(sim_t *s, uint64_t slot, void *p, uint64_t len);
+/* Up to `pages` pages of the program's mappings are about to be written (negative: were written and
+ * counted): the sampler counts them as the program's meanwhile, not the allocator's. */
+void sim_maps_writing(sim_t *s, int64_t pages);
 /* Unmaps [off, off + len) of the slot's mapping, forgetting it when `last`: -ENOENT for a slot that
  * holds no mapping, -ERANGE for a part past its end. */
 int sim_maps_unmap(sim_t *s, uint64_t slot, uint64_t off, uint64_t len, int last);
+/* Writes the first `pages` whole pages of [off, off + len) of the slot's mapping (those the program
+ * had resident there), then gives madvise `advice` for it; errors as sim_maps_unmap. */
+int sim_maps_advise(sim_t *s, uint64_t slot, uint64_t off, uint64_t len, int advice, uint64_t pages);
+/* Resident pages of [p, p + len) by mincore() (sim_main.c). */
+int64_t sim_mincore_pages(const void *p, size_t len, size_t page);
 
 /* sim_thread.c */
 /* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */

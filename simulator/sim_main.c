@@ -22,7 +22,10 @@
 #include "file_io.h"
 #include "statm.h"
 #include "mtrace/json_writer.h"
+#include "cli_options.h"
+#include "mtrace/replay.h"
 #include "sim.h"
+#include "sim_help.h"
 
 sim_t *sim_self;
 
@@ -61,19 +64,33 @@ static int64_t pagemap_resident(int fd, const uint8_t *p, size_t len, size_t pag
     return pages;
 }
 
-/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
-static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
+/* Resident pages of the pages that [p, p + len) lies on, by mincore() with a vector of `cap`. */
+static int64_t mincore_pages_with(const void *p, size_t len, size_t page, unsigned char *vec, size_t cap)
 {
-    static unsigned char vec[1u << 16];
+    const uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    len += (uintptr_t)p - lo;
     int64_t pages = 0;
-    for (size_t off = 0; off < len; off += sizeof vec * page) {
-        const size_t part = len - off < sizeof vec * page ? len - off : sizeof vec * page;
-        if (mincore((void *)(p + off), part, vec) < 0)
+    for (size_t off = 0; off < len; off += cap * page) {
+        const size_t part = len - off < cap * page ? len - off : cap * page;
+        if (mincore((void *)(lo + off), part, vec) < 0)
             continue;
         for (size_t k = 0; k < (part + page - 1) / page; k++)
             pages += vec[k] & 1;
     }
     return pages;
+}
+
+/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
+static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
+{
+    static unsigned char vec[1u << 16];
+    return mincore_pages_with(p, len, page, vec, sizeof vec);
+}
+
+int64_t sim_mincore_pages(const void *p, size_t len, size_t page)
+{
+    unsigned char vec[1024]; /* on the calling replay thread's stack */
+    return mincore_pages_with(p, len, page, vec, sizeof vec);
 }
 
 uint64_t sim_resident_bytes(const sim_t *s)
@@ -246,15 +263,32 @@ static int read_statm(uint64_t *vm_pages, uint64_t *rss_pages, uint64_t *file_pa
     return 0;
 }
 
+/* The ops the replay threads have completed, all together. */
+static uint64_t ops_done(const sim_t *s)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
+    return sum;
+}
+
 static void sample(sim_t *s)
 {
     uint64_t vm, rss, file;
     if (read_statm(&vm, &rss, &file) < 0)
         return;
+    const uint64_t all_ops = mt_wl_header(s->wl)->ops;
     const uint64_t kb = s->page / 1024;
     const int64_t live = sim_live_bytes(s);
     if (rss * kb > s->peak_rss_kb)
         s->peak_rss_kb = rss * kb;
+    /* Read after the RSS, with the pages being written: a mapping's pages are counted once written,
+     * and a count that missed some would leave pages of the program's in the RSS less them. */
+    const int64_t own_now = atomic_load_explicit(&s->maps_resident, memory_order_relaxed) +
+                            atomic_load_explicit(&s->maps_writing, memory_order_relaxed);
+    const uint64_t own = own_now > 0 ? (uint64_t)own_now : 0;
+    if (rss > own && (rss - own) * kb > s->peak_rss_less_maps_kb)
+        s->peak_rss_less_maps_kb = (rss - own) * kb;
     if (rss > file && (rss - file) * kb > s->peak_anon_kb)
         s->peak_anon_kb = (rss - file) * kb;
     if (vm * kb > s->peak_vm_kb)
@@ -266,6 +300,7 @@ static void sample(sim_t *s)
         r->vm_kb = vm * kb;
         r->ideal_kb = live > 0 ? (uint64_t)live / 1024 : 0;
         r->source_rss_kb = atomic_load_explicit(&s->source_rss_kb, memory_order_relaxed);
+        r->done = all_ops ? (double)ops_done(s) / (double)all_ops : 1;
     }
 }
 
@@ -279,9 +314,7 @@ static void *sampler_main(void *arg)
     while (atomic_load(&s->running)) {
         nanosleep(&period, NULL);
         sample(s);
-        uint64_t sum = 0;
-        for (uint32_t i = 0; i < s->nthreads; i++)
-            sum += atomic_load_explicit(&s->th[i].progress, memory_order_relaxed);
+        const uint64_t sum = ops_done(s);
         const uint64_t now = mt_mono_ns();
         if (sum != last_sum) {
             last_sum = sum;
@@ -382,6 +415,51 @@ static int load_touch_table(sim_t *s, mt_error_t *err)
     return 0;
 }
 
+/* Which share of the replay's RSS is the program's own mappings and which the allocator's. */
+typedef struct rss_share {
+    uint64_t maps_peak_kb; /* the program's own mappings, resident, at most (counted at every op) */
+    uint64_t heap_kb;      /* the RSS less them, at most (sampled), less the RSS at the replay's start:
+                            * the allocator's heap and the replay's own bookkeeping */
+} rss_share_t;
+
+static rss_share_t rss_share(const sim_t *s, uint64_t start_rss_kb)
+{
+    const uint64_t kb = s->page / 1024;
+    rss_share_t r = { .maps_peak_kb = (uint64_t)atomic_load(&s->maps_resident_peak) * kb };
+    r.heap_kb = s->peak_rss_less_maps_kb > start_rss_kb ? s->peak_rss_less_maps_kb - start_rss_kb : 0;
+    return r;
+}
+
+/* The replay threads' time while they replay (not waiting on each other, not pacing) in three parts:
+ * inside the allocator's calls; writing the blocks it handed out, as the program did (their page
+ * faults depend on the memory the allocator gives: fresh pages fault, reused ones do not); and the
+ * replay's own (decoding the workload, the slot table, the program's own mappings, timing), per op of
+ * the workload. All clock time, as the calls are timed: on a loaded machine they grow together. */
+typedef struct op_costs {
+    uint64_t calls;       /* allocator calls timed */
+    double alloc_ns;      /* their time */
+    double write_ns;      /* writing their blocks */
+    double own_ns_per_op; /* the rest of the replaying time, per op */
+} op_costs_t;
+
+/* `tsc_per_ns`: the clock's rate, from the replay's cycles over its wall time. */
+static op_costs_t op_costs(const sim_opstat_t *total, const sim_counts_t *c, uint64_t ops, double tsc_per_ns)
+{
+    op_costs_t r = { 0 };
+    uint64_t cycles = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++) {
+        r.calls += total[op].calls;
+        cycles += total[op].cycles;
+    }
+    if (tsc_per_ns <= 0)
+        return r;
+    r.alloc_ns = (double)cycles / tsc_per_ns;
+    r.write_ns = (double)c->write_cycles / tsc_per_ns;
+    const uint64_t other = cycles + c->write_cycles;
+    r.own_ns_per_op = ops && c->busy_cycles > other ? (double)(c->busy_cycles - other) / tsc_per_ns / (double)ops : 0;
+    return r;
+}
+
 static const char *touch_name(sim_touch_t touch)
 {
     switch (touch) {
@@ -393,95 +471,74 @@ static const char *touch_name(sim_touch_t touch)
     }
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: mtrace-sim WORKLOAD [--label NAME] [--mallopt NAME=VALUE]... [--json FILE]\n"
-               "                  [--rss-series FILE] [--timing asap|recorded] [--touch auto|pages|ends|none]\n"
-               "                  [--sample-ms N] [--stall-timeout SECONDS] [--allocator-lib PATH] [--quiet]\n"
-               "  replays WORKLOAD against the allocator that answers malloc in this process\n"
-               "  (--allocator-lib: refuse to run unless PATH, preloaded, is that allocator). Functions the\n"
-               "  allocator does not define are emulated with those it does; the JSON result lists those the\n"
-               "  workload called in \"emulated\" (malloc_usable_size, which cannot be, is skipped).\n"
-               "  --touch: how a replayed block is written. auto (default): the pages the traced program\n"
-               "  wrote, from the trace's page evidence (glibc traces of format 3), else every page; pages:\n"
-               "  every page; ends: its first and last byte; none: not at all.\n");
-}
-
 int main(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "json", required_argument, 0, 'j' },         { "rss-series", required_argument, 0, 's' },
+        { "label", required_argument, 0, 'l' },        { "allocator-lib", required_argument, 0, 'a' },
+        { "sample-ms", required_argument, 0, 'S' },    { "stall-timeout", required_argument, 0, 'T' },
+        { "quiet", no_argument, 0, 'q' },              { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },        { "mallopt", required_argument, 0, 'm' },
+        { "help", no_argument, 0, 'h' },               { 0, 0, 0, 0 },
+    };
+    static const char *const timings[] = MT_TIMING_CHOICES, *const touches[] = MT_TOUCH_CHOICES;
+    static const sim_touch_t touch_modes[] = { TOUCH_AUTO, TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE };
     const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL, *allocator_lib = NULL;
-    sim_t s = { .touch = TOUCH_AUTO, .timing = TIMING_ASAP, .sample_ms = 10, .stall_s = 30 };
-    int quiet = 0, nopts = 0;
+    /* Recorded pacing by default: jemalloc's decay, tcmalloc's and mimalloc's delayed release give
+     * memory back after a time, and a replay that squeezes a 6.8 s compile into 0.7 s (asap) kept
+     * what the program had given back (issue 14). The threads' CPU time leaves the pacing out. */
+    sim_t s = { .touch = TOUCH_AUTO, .timing = TIMING_RECORDED, .sample_ms = 10, .stall_s = 30 };
+    int quiet = 0, nopts = 0, timing_asked = 0, opt, pick;
     int opt_param[32], opt_value[32];
     const char *opt_text[32];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json") && v)
-            json_path = argv[++i];
-        else if (!strcmp(a, "--rss-series") && v)
-            series_path = argv[++i];
-        else if (!strcmp(a, "--label") && v)
-            label = argv[++i];
-        else if (!strcmp(a, "--allocator-lib") && v)
-            allocator_lib = argv[++i];
-        else if (!strcmp(a, "--sample-ms") && v)
-            s.sample_ms = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(a, "--stall-timeout") && v)
-            s.stall_s = atof(argv[++i]);
-        else if (!strcmp(a, "--quiet"))
-            quiet = 1;
-        else if (!strcmp(a, "--timing") && v) {
-            i++;
-            if (!strcmp(v, "asap"))
-                s.timing = TIMING_ASAP;
-            else if (!strcmp(v, "recorded"))
-                s.timing = TIMING_RECORDED;
-            else {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(a, "--touch") && v) {
-            i++;
-            if (!strcmp(v, "auto"))
-                s.touch = TOUCH_AUTO;
-            else if (!strcmp(v, "pages"))
-                s.touch = TOUCH_PAGES;
-            else if (!strcmp(v, "ends"))
-                s.touch = TOUCH_ENDS;
-            else if (!strcmp(v, "none"))
-                s.touch = TOUCH_NONE;
-            else {
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(a, "--mallopt") && v) {
-            i++;
-            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(v, &opt_param[nopts], &opt_value[nopts]);
+    unsigned long ms;
+    while ((opt = mt_getopt("mtrace-sim", argc, argv, "h", longopts)) != -1) {
+        switch (opt) {
+        case 'j': json_path = optarg; break;
+        case 's': series_path = optarg; break;
+        case 'l': label = optarg; break;
+        case 'a': allocator_lib = optarg; break;
+        case 'S':
+            if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
+                return MT_EXIT_USAGE;
+            s.sample_ms = (unsigned)ms;
+            break;
+        case 'T':
+            if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s.stall_s) < 0)
+                return MT_EXIT_USAGE;
+            break;
+        case 'q': quiet = 1; break;
+        case 't':
+            if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
+                return MT_EXIT_USAGE;
+            s.timing = pick ? TIMING_RECORDED : TIMING_ASAP;
+            timing_asked = 1;
+            break;
+        case 'u':
+            if ((pick = mt_choice_option("mtrace-sim", "--touch", optarg, touches)) < 0)
+                return MT_EXIT_USAGE;
+            s.touch = touch_modes[pick];
+            break;
+        case 'm': {
+            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(optarg, &opt_param[nopts], &opt_value[nopts]);
             if (rc == -2) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
-                        v, INT_MIN, INT_MAX);
-                return 2;
+                        optarg, INT_MIN, INT_MAX);
+                return MT_EXIT_USAGE;
             }
             if (rc < 0) {
-                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", v);
-                return 2;
+                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", optarg);
+                return MT_EXIT_USAGE;
             }
-            opt_text[nopts++] = v;
-        } else if (!strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (a[0] != '-' && !path) {
-            path = a;
-        } else {
-            usage(stderr);
-            return 2;
+            opt_text[nopts++] = optarg;
+            break;
+        }
+        case 'h': fputs(mt_sim_help, stdout); return 0;
+        default: return mt_usage_error("mtrace-sim", mt_sim_help);
         }
     }
-    if (!path || s.sample_ms == 0) {
-        usage(stderr);
-        return 2;
-    }
+    if (!(path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
+        return mt_usage_error("mtrace-sim", mt_sim_help);
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
     char why[PATH_MAX + 300];
     if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {
@@ -648,6 +705,8 @@ int main(int argc, char **argv)
             max_rss_kb - file_end * kb > s.peak_anon_kb)
             s.peak_anon_kb = max_rss_kb - file_end * kb;
     }
+    const rss_share_t share = rss_share(&s, start_rss_kb);
+    const op_costs_t costs = op_costs(total, s.totals, h->ops, wall_ns ? (double)cycles / (double)wall_ns : 0);
     /* The functions the workload called that the allocator does not define (see sim_alloc.c). */
     uint32_t emulated = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
@@ -681,6 +740,10 @@ int main(int argc, char **argv)
             printf("Avg %s time: %s in %s calls\n", mt_wl_op_name(classic[k]),
                    commas(a, sizeof a, (long long)(avg_cycles(st, 0) + 0.5)), commas(b, sizeof b, (long long)st->calls));
         }
+        printf("time: %s usec in the allocator's calls, %s usec writing their blocks; the replay's own %.1f ns per op "
+               "(its threads' time outside them, waits and pacing: decoding, slots, the program's own mappings)\n",
+               commas(a, sizeof a, (long long)(costs.alloc_ns / 1000)), commas(b, sizeof b, (long long)(costs.write_ns / 1000)),
+               costs.own_ns_per_op);
         if (emulated) {
             printf("emulated (the allocator does not define them):");
             for (unsigned op = 1; op < SIM_OPS; op++)
@@ -698,10 +761,25 @@ int main(int argc, char **argv)
                    "before format 3, or not on glibc's allocator)\n");
         else
             printf("touch: %s (as asked)\n", touch_name(s.touch));
-        if (maps)
+        if (s.timing == TIMING_RECORDED)
+            printf("timing: recorded (%s): no op before its time in the trace, as an allocator that gives memory "
+                   "back on a timer would see it; the threads' time leaves the waiting out\n",
+                   timing_asked ? "as asked" : "the default");
+        else
+            printf("timing: asap (as asked): as fast as the waits allow; an allocator that gives memory back on a "
+                   "timer may hold more than it did in the program\n");
+        if (maps) {
             printf("program's own mappings: %s replayed (at most %s Kb mapped at once%s), in the RSS above\n",
                    commas(a, sizeof a, (long long)maps), commas(b, sizeof b, (long long)(h->program_peak_bytes / 1024)),
                    map_failed ? "; some could not be mapped" : "");
+            if (h->program_brk_peak_bytes || h->program_advises)
+                printf("  of them by the program's brk/sbrk at most %s Kb; %s madvise ops dropped pages\n",
+                       commas(a, sizeof a, (long long)(h->program_brk_peak_bytes / 1024)),
+                       commas(b, sizeof b, (long long)h->program_advises));
+            printf("  resident at most %s Kb; the RSS less them (the allocator's heap, the replay's own) at most %s Kb "
+                   "above the replay's start (sampled)\n",
+                   commas(a, sizeof a, (long long)share.maps_peak_kb), commas(b, sizeof b, (long long)share.heap_kb));
+        }
         if (far_slots)
             printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                    far_slots);
@@ -717,6 +795,21 @@ int main(int argc, char **argv)
                    commas(a, sizeof a, (long long)h->source_peak_anon_kb),
                    commas(b, sizeof b, (long long)s.peak_anon_kb),
                    100.0 * ((double)s.peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
+    }
+    /* Calls the allocator refused where the traced program got a block: the replay went on without
+     * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
+     * quiet) and by the exit status, not in the JSON alone. */
+    uint64_t failed_calls = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        failed_calls += total[op].failed;
+    if (failed_calls) {
+        FILE *const f = quiet ? stderr : stdout;
+        fprintf(f, "%s%" PRIu64 " replayed call%s failed (the allocator returned NULL where the traced call got a block):",
+                quiet ? "mtrace-sim: " : "", failed_calls, failed_calls == 1 ? "" : "s");
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            if (total[op].failed)
+                fprintf(f, " %s %" PRIu64, mt_wl_op_name(op), total[op].failed);
+        fprintf(f, "\n");
     }
     /* Both outputs are written whole under temporary names and renamed into place only when both
      * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
@@ -755,11 +848,16 @@ int main(int argc, char **argv)
             }
         }
         mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
+        mt_json_kv_cstr(&j, "timing_chosen", timing_asked ? "asked" : "default");
         mt_json_kv_cstr(&j, "touch", touch_name(s.touch));
         mt_json_kv_u64(&j, "touched_in_part", touched_in_part);
         mt_json_kv_u64(&j, "program_maps", maps);
         mt_json_kv_u64(&j, "program_maps_failed", map_failed);
         mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
+        mt_json_kv_u64(&j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
+        mt_json_kv_u64(&j, "program_advises", h->program_advises);
+        mt_json_kv_u64(&j, "program_peak_resident_kb", share.maps_peak_kb);
+        mt_json_kv_u64(&j, "rss_less_program_peak_kb", share.heap_kb);
         mt_json_kv_u64(&j, "threads", s.nthreads);
         mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
         mt_json_kv_u64(&j, "cpu_us", cpu_us);
@@ -770,6 +868,14 @@ int main(int argc, char **argv)
         mt_json_kv_u64(&j, "max_vm_kb", s.peak_vm_kb);
         mt_json_kv_u64(&j, "ideal_rss_kb", ideal_kb);
         mt_json_kv_u64(&j, "ideal_pages_kb", ideal_pages_kb);
+        mt_json_kv_u64(&j, "allocator_us", (uint64_t)(costs.alloc_ns / 1000));
+        mt_json_kv_double(&j, "allocator_ns_per_call", costs.calls ? costs.alloc_ns / (double)costs.calls : 0);
+        mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(costs.write_ns / 1000));
+        mt_json_kv_double(&j, "replay_overhead_ns_per_op", costs.own_ns_per_op);
+        mt_json_kv_cstr(&j, "replay_overhead_rule", "the replay threads' clock time from start to end, less their waits, "
+                                                  "their pacing, allocator_us (every timed call) and block_writes_us "
+                                                  "(writing the blocks the calls returned), per op of the workload: "
+                                                  "the replay's own work");
         mt_json_kv_double(&j, "fragmentation", ideal_pages_kb ? (double)(max_rss_kb - start_rss_kb) / (double)ideal_pages_kb : 0);
         mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
         mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
@@ -822,11 +928,11 @@ int main(int argc, char **argv)
     }
     if (series_path) {
         FILE *const f = series_out.f;
-        fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\n");
+        fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done\n");
         for (uint64_t i = 0; i < s.series_n; i++) {
             const sim_series_row_t *r = &s.series[i];
-            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", r->t, r->rss_kb, r->vm_kb,
-                    r->ideal_kb, r->source_rss_kb);
+            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.6f\n", r->t, r->rss_kb,
+                    r->vm_kb, r->ideal_kb, r->source_rss_kb, r->done);
         }
     }
     if ((series_path && mt_out_commit(&series_out, &err) < 0) || (json_path && mt_out_commit(&json_out, &err) < 0)) {
@@ -835,5 +941,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    return 0;
+    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }

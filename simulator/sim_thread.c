@@ -244,21 +244,42 @@ static inline void completed(sim_t *s, sim_thread_t *t)
         sim_spawn(s, s->spawns[t->spawn_first + t->next_spawn++].child);
 }
 
-/* --timing recorded: keep the traced gap before each op. */
-static void pace(const sim_t *s, uint64_t op_ns)
+/* The calling thread's CPU time. A replay thread's time is its CPU time, not the wall time from its
+ * start to its end: that counted the time it waited for other threads asleep, and the main thread's
+ * wait at every join (on a loaded 2-CPU machine a 2-thread replay reported 3.6 s across its threads
+ * for 1.8 s of wall time). */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* --timing recorded: the replay may run ahead of the program's time by at most PACE_SLACK_NS. An
+ * allocator's purging on a timer works in milliseconds and more (jemalloc's decay: seconds), so a
+ * millisecond is close enough; and a clock read and a spin or a sleep before every op cost more than
+ * the op (cc1's 1.2 M calls, the replay threads' CPU time, medians of 3 on a shared 2-CPU VM: 113 ms
+ * asap, 210 ms paced so, 139 ms paced as here). So the clock is read once per PACE_SLACK_NS of the
+ * ops' times, and the thread sleeps only when it is ahead. */
+#define PACE_SLACK_NS 1000000u
+
+/* Sleeps until op_ns's time in the replay, if that is ahead; its CPU time (the sleep's system calls)
+ * goes to *cpu_ns, which the thread's time leaves out. */
+static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns)
 {
     const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
-    for (;;) {
-        const uint64_t now = mt_mono_ns();
-        if (now >= due)
-            return;
-        if (due - now > 200000) {
-            const struct timespec ts = { 0, (long)(due - now - 100000) };
-            nanosleep(&ts, NULL);
-        } else {
-            mt_cpu_relax();
-        }
+    uint64_t now = mt_mono_ns();
+    if (now >= due)
+        return;
+    const uint64_t cpu0 = thread_cpu_ns();
+    for (; now < due; now = mt_mono_ns()) {
+        /* in seconds and nanoseconds: a tv_nsec of a second or more is refused, and the loop would spin */
+        const uint64_t ns = due - now;
+        const struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+        nanosleep(&ts, NULL);
     }
+    *cpu_ns += thread_cpu_ns() - cpu0;
 }
 
 /* ---- the slot table ------------------------------------------------------------------------------
@@ -358,17 +379,6 @@ static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t
     s->slots[slot] = 0;
 }
 
-/* The calling thread's CPU time. A replay thread's time is its CPU time, not the wall time from its
- * start to its end: that counted the time it waited for other threads asleep, and the main thread's
- * wait at every join (on a loaded 2-CPU machine a 2-thread replay reported 3.6 s across its threads
- * for 1.8 s of wall time). */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The end of thread t, whether it ran or not. */
 static void finish(sim_t *s, sim_thread_t *t)
@@ -388,7 +398,9 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     mt_error_t err;
     int rc, stopped = 0;
     set_run_state(s, t, SIM_RUNNING);
-    const uint64_t cpu0 = thread_cpu_ns();
+    const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles();
+    uint64_t paced = 0, paced_cpu = 0; /* cycles, and CPU ns, spent waiting for an op's recorded time */
+    uint64_t pace_from = 0;            /* the next op from this time on looks at the clock */
     t->work = sim_work_take(s, t);
     if (!t->work) {
         snprintf(err.msg, sizeof err.msg, "cannot map the replay buffers: %s", strerror(errno));
@@ -407,8 +419,12 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             thread_fail_at(s, t, &err);
             break;
         }
-        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT)
-            pace(s, r.time_ns);
+        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT && r.time_ns >= pace_from) {
+            pace_from = r.time_ns + PACE_SLACK_NS;
+            const uint64_t p0 = sim_cycles();
+            pace(s, r.time_ns, &paced_cpu);
+            paced += sim_cycles() - p0;
+        }
         uint64_t c0, c1;
         void *p;
         switch (r.op) {
@@ -451,6 +467,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             if (!p)
                 t->work->c.stat[r.op].failed++;
             touch(s, t, p, bytes);
+            t->work->c.write_cycles += sim_cycles() - c1;
             set_slot(s, t, r.slot, p, bytes);
             break;
         }
@@ -468,13 +485,15 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
             p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
-            account(t, r.op, sim_cycles() - c0);
+            c1 = sim_cycles();
+            account(t, r.op, c1 - c0);
             if (r.slot2) {
                 if (r.slot)
                     clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
                     t->work->c.stat[r.op].failed++;
                 touch(s, t, p, bytes);
+                t->work->c.write_cycles += sim_cycles() - c1;
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
                 clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */
@@ -526,21 +545,27 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 t->work->c.map_failed++;
             }
             t->work->c.maps++;
+            const int64_t writing = p ? (int64_t)((r.size + s->page - 1) / s->page) : 0;
+            sim_maps_writing(s, writing);
             touch(s, t, p, r.size);
-            if (sim_maps_put(s, r.slot, p, r.size) < 0) {
+            const int put = sim_maps_put(s, r.slot, p, r.size);
+            sim_maps_writing(s, -writing);
+            if (put < 0) {
                 thread_fail(s, t, "more of the program's own mappings live at once than the workload's header "
                                   "counts mappings");
                 if (p)
                     munmap(p, r.size);
             }
             break;
-        case MT_WL_MUNMAP: {
-            const int u = sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a);
+        case MT_WL_MUNMAP:
+        case MT_WL_MADVISE: {
+            const int u = r.op == MT_WL_MUNMAP ? sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a)
+                                               : sim_maps_advise(s, r.slot, r.n, r.size, (int)r.a, r.count);
             if (u < 0) {
                 mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                          "munmap op at byte %zu of the frame's data (thread %u) names %s of slot %llu: expected a "
+                          "%s op at byte %zu of the frame's data (thread %u) names %s of slot %llu: expected a "
                           "part of a mapping the program made",
-                          mt_wl_cursor_op_byte(&t->work->cur), t->index,
+                          mt_wl_op_name(r.op), mt_wl_cursor_op_byte(&t->work->cur), t->index,
                           u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
                 thread_fail_at(s, t, &err);
             }
@@ -558,7 +583,10 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     }
     if (rc < 0)
         thread_fail_at(s, t, &err);
-    t->work->c.cpu_ns += thread_cpu_ns() - cpu0;
+    const uint64_t cpu = thread_cpu_ns() - cpu0;
+    t->work->c.cpu_ns += cpu > paced_cpu ? cpu - paced_cpu : 0;
+    const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;
+    t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
     sim_work_give_back(s, t->work);
     t->work = NULL;
     finish(s, t);

@@ -86,6 +86,9 @@ void sim_work_give_back(sim_t *s, sim_work_t *w)
     to->map_failed += from->map_failed;
     from->maps = from->map_failed = 0;
     to->cpu_ns += from->cpu_ns;
+    to->busy_cycles += from->busy_cycles;
+    to->write_cycles += from->write_cycles;
+    from->busy_cycles = from->write_cycles = 0;
     from->waits = from->wait_cycles = from->futex_sleeps = from->far_slots = from->cpu_ns = 0;
     from->touched_in_part = 0;
     for (unsigned op = 0; op < SIM_OPS; op++)

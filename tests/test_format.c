@@ -1344,6 +1344,71 @@ static char *write_small_trace(const char *dir, const char *name)
     return path;
 }
 
+/* Cuts `path` to `size` bytes and expects it to open and to read as truncated (not as whole). */
+static void expect_truncated_at(const char *path, uint64_t size, const char *what)
+{
+    ck_assert_int_eq(truncate(path, (off_t)size), 0);
+    mt_trace_t *t = open_trace(path);
+    mt_error_t err = { "" };
+    ck_assert_msg(mt_trace_check_whole(t, &err) == -ENODATA, "cut at %llu reads as whole", (unsigned long long)size);
+    ck_assert_msg(strstr(err.msg, "truncated") && strstr(err.msg, what), "cut at %llu: %s", (unsigned long long)size,
+                  err.msg);
+    mt_trace_close(t);
+}
+
+/* A file cut short after it was written (a partial copy, a full disk) reads its records present but
+ * says it is truncated, raw or packed, at a chunk or frame boundary too; a trace whose process was
+ * killed (unsealed, no end fields) is whole; and a cut trace is not packed into one that looks whole. */
+START_TEST(cut_files_read_as_truncated)
+{
+    char *raw = write_small_trace(g_dir, "whole.mtr");
+    char *cut = path_in(g_dir, "cut.mtr"), *packed = path_in(g_dir, "whole.mtz"), *repacked = path_in(g_dir, "cut.mtz");
+    char cmd[8192];
+    mt_error_t err = { "" };
+    mt_trace_t *t = open_trace(raw);
+    ck_assert_int_eq(mt_trace_check_whole(t, &err), 0);
+    const uint64_t size = mt_trace_file_size(t);
+    mt_trace_close(t);
+    ck_assert_int_eq(mt_trace_pack(raw, packed, 3, &err), 0);
+    const uint64_t cuts[] = { size - 1, size - MT_CHUNK_SIZE, MT_CHUNK_SIZE + 100, MT_CHUNK_SIZE, 300 };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s'", raw, cut);
+        ck_assert_int_eq(system(cmd), 0);
+        expect_truncated_at(cut, cuts[i], "the file ends at byte");
+    }
+    /* packing refuses the cut trace and leaves no output */
+    ck_assert_int_eq(mt_trace_pack(cut, repacked, 3, &err), -ENODATA);
+    ck_assert_msg(strstr(err.msg, "truncated"), "%s", err.msg);
+    ck_assert_int_ne(access(repacked, F_OK), 0);
+
+    /* packed: the whole file is whole; cut where its last frame starts, it is not */
+    t = open_trace(packed);
+    ck_assert_int_eq(mt_trace_check_whole(t, &err), 0);
+    const uint64_t last = mt_trace_chunk(t, mt_trace_chunk_count(t) - 1)->offset;
+    mt_trace_close(t);
+    expect_truncated_at(packed, last, "frames");
+
+    /* a killed process's trace: no end fields, whole chunks: unfinished, not truncated */
+    rng_t g = { 5 };
+    rec_list_t l = { 0 };
+    uint64_t tm = 0;
+    gen_records(&g, &l, 2000, &tm);
+    mt_writer_t *w = open_writer(raw, NULL);
+    write_list(w, 1, 1, &l);
+    close_writer(w, 0);
+    rec_list_free(&l);
+    t = open_trace(raw);
+    ck_assert_int_eq(mt_trace_check_whole(t, &err), 0);
+    const uint64_t killed_size = mt_trace_file_size(t);
+    mt_trace_close(t);
+    expect_truncated_at(raw, killed_size - 1, "inside a chunk");
+    free(raw);
+    free(cut);
+    free(packed);
+    free(repacked);
+}
+END_TEST
+
 START_TEST(bad_chunk_headers)
 {
     char *p = write_small_trace(g_dir, "chunks.mtr");
@@ -1446,13 +1511,15 @@ static void check_packed_equal(const char *raw, const char *packed)
     ck_assert_int_eq(mt_trace_is_packed(a), 0);
     ck_assert_int_eq(mt_trace_is_packed(b), 1);
     mt_file_header_t ha = *mt_trace_header(a), hb = *mt_trace_header(b);
-    /* the same header but for the packed flag and the offset of the first frame */
+    /* the same header but for the packed flag, the offset of the first frame and the frame count */
     ck_assert_uint_eq(hb.flags, ha.flags | MT_HDR_PACKED);
     ck_assert_uint_eq(ha.data_offset, 0);
     ck_assert_uint_ge(hb.data_offset, MT_HEADER_STRINGS_OFFSET + 4);
     ck_assert_uint_eq(hb.data_offset % 8, 0);
+    ck_assert_uint_eq(hb.packed_frames, mt_trace_chunk_count(b));
     hb.flags = ha.flags;
     hb.data_offset = 0;
+    hb.packed_frames = 0;
     ck_assert_mem_eq(&ha, &hb, sizeof ha);
     for (unsigned tag = 1; tag <= MT_STR_PATH; tag++) {
         for (unsigned i = 0;; i++) {
@@ -1533,17 +1600,14 @@ START_TEST(pack_round_trip)
     pack_ok(raw, packed);
     check_packed_equal(raw, packed);
 
-    /* and one cut in the middle of a record of its last chunk */
+    /* one cut in the middle of a record of its last chunk is refused: packed, it would read as whole */
     rec_list_t full = { 0 };
     read_all_ok(raw, &full);
     const uint64_t cut = full.v[full.n - 10].offset + 1;
     ck_assert_int_eq(truncate(raw, (off_t)cut), 0);
-    pack_ok(raw, packed);
-    check_packed_equal(raw, packed);
-    rec_list_t cutl = { 0 };
-    read_all_ok(packed, &cutl);
-    ck_assert_uint_eq(cutl.n, full.n - 10);
-    rec_list_free(&cutl);
+    mt_error_t err = { "" };
+    ck_assert_int_eq(mt_trace_pack(raw, packed, 3, &err), -ENODATA);
+    ck_assert_msg(strstr(err.msg, "truncated"), "%s", err.msg);
     rec_list_free(&full);
     rec_list_free(&l);
 
@@ -1951,6 +2015,7 @@ static Suite *format_suite(void)
     tcase_add_test(tc, cut_at_every_offset_sealed);
     tcase_add_test(tc, cut_at_every_offset_unsealed);
     tcase_add_test(tc, cut_in_header_chunk);
+    tcase_add_test(tc, cut_files_read_as_truncated);
 
     tc = tcase(s, "damaged_files");
     tcase_add_test(tc, flipped_bytes_in_sealed_chunk);

@@ -515,9 +515,35 @@ static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
 
 /* ---- the program's own mappings ------------------------------------------------------------- */
 
+/* The share of `resident` pages of a range `len` bytes long that lies in `part`. */
+static uint64_t share(uint64_t resident, const mt_vmap_cut_t *part, uint64_t len)
+{
+    return (uint64_t)((long double)resident * (part->hi - part->lo) / len);
+}
+
+/* Thread i's op just written used mapping m: a later use waits for it (it waited for the one
+ * before, so waiting for the last covers them all). */
+static void vm_touched(conv_t *c, mt_vmap_map_t *m, uint32_t i)
+{
+    m->thread = i;
+    m->op = mt_wl_writer_thread_ops(c->out, i);
+}
+
+/* Starts thread i's op on `part` of mapping m: a wait for the mapping's last user first (the slot
+ * and the part's offset and length go into *w). */
+static int part_op(conv_t *c, uint32_t i, const mt_vmap_map_t *m, const mt_vmap_cut_t *part, uint8_t op,
+                   uint64_t ns, mt_wl_rec_t *w)
+{
+    *w = wl_rec(op, ns);
+    w->slot = m->slot;
+    w->n = part->lo - m->base;
+    w->size = part->hi - part->lo;
+    return depend(c, i, m->thread, m->op, ns);
+}
+
 /* Thread i unmaps [a, a + len), of which `resident` whole pages were resident: a munmap op per part
- * of a mapping it removes, each after the op that made that mapping; the last part of a mapping
- * frees its slot and decides its page evidence, shared out by length. */
+ * of a mapping it removes, each after the mapping's last user (its mmap, or a later use); the last
+ * part of a mapping frees its slot and decides its page evidence, shared out by length. */
 static int vm_unmap(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, uint64_t ns)
 {
     if (!len || a + len < a)
@@ -526,19 +552,17 @@ static int vm_unmap(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t re
     for (size_t k = 0; k < c->ncuts && rc == 0; k++) {
         const mt_vmap_cut_t *cut = &c->cuts[k];
         mt_vmap_map_t *m = &c->vmap.map[cut->map];
-        if ((rc = depend(c, i, m->thread, m->op, ns)) < 0)
+        mt_wl_rec_t w;
+        if ((rc = part_op(c, i, m, cut, MT_WL_MUNMAP, ns, &w)) < 0)
             break;
-        mt_wl_rec_t w = wl_rec(MT_WL_MUNMAP, ns);
-        w.slot = m->slot;
-        w.n = cut->lo - m->base;
-        w.size = cut->hi - cut->lo;
         int last = m->left == 0; /* and no later part of it in this unmap (one may lie in its hole) */
         for (size_t j = k + 1; j < c->ncuts && last; j++)
             last = c->cuts[j].map != cut->map;
         w.a = last;
-        mt_touch_ending_add(&c->vtouch, m->key, (uint64_t)((long double)resident * (cut->hi - cut->lo) / len));
+        mt_touch_ending_add(&c->vtouch, m->key, share(resident, cut, len));
         if ((rc = put(c, i, &w)) < 0)
             break;
+        vm_touched(c, m, i);
         if (last) {
             if ((rc = mt_touch_ended(&c->vtouch, m->key)) < 0 || (rc = slot_release(c, i, m->slot)) < 0)
                 break;
@@ -548,9 +572,34 @@ static int vm_unmap(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t re
     return rc;
 }
 
+/* Thread i gives `advice` for [a, a + len), of which `resident` whole pages were resident before:
+ * an madvise op per part of a mapping of the program's it names (the rest, a malloc block's pages
+ * among them, is not the program's own memory and gives nothing). */
+static int vm_advise(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, uint64_t advice, uint64_t ns)
+{
+    if (!len || a + len < a || advice > INT32_MAX)
+        return 0;
+    int rc = mt_vmap_parts(&c->vmap, a, a + len, &c->cuts, &c->ncuts, &c->cap_cuts);
+    for (size_t k = 0; k < c->ncuts && rc == 0; k++) {
+        const mt_vmap_cut_t *part = &c->cuts[k];
+        mt_vmap_map_t *m = &c->vmap.map[part->map];
+        mt_wl_rec_t w;
+        if ((rc = part_op(c, i, m, part, MT_WL_MADVISE, ns, &w)) < 0)
+            break;
+        w.a = (int64_t)advice;
+        w.count = share(resident, part, len);
+        if ((rc = put(c, i, &w)) < 0)
+            break;
+        vm_touched(c, m, i);
+        c->st->program_advises++;
+    }
+    return rc;
+}
+
 /* Thread i maps [a, a + len) (what was mapped there is gone: the trace says so first, unless a
- * record was lost); `resident` of its whole pages are resident already (a remap, MAP_POPULATE). */
-static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, uint64_t ns)
+ * record was lost); `resident` of its whole pages are resident already (a remap, MAP_POPULATE).
+ * `brk`: the pages are those the program's brk or sbrk added to the break. */
+static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resident, int brk, uint64_t ns)
 {
     if (!len || a + len < a)
         return 0;
@@ -559,7 +608,7 @@ static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resi
     if (rc < 0 || (rc = slot_take(c, i, ns, &slot)) < 0)
         return rc;
     const uint64_t op = mt_wl_writer_thread_ops(c->out, i) + 1;
-    const int64_t k = mt_vmap_add(&c->vmap, a, len, slot, i, op);
+    const int64_t k = mt_vmap_add(&c->vmap, a, len, slot, i, op, brk);
     if (k < 0)
         return (int)k;
     mt_wl_rec_t w = wl_rec(MT_WL_MMAP, ns);
@@ -787,14 +836,20 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
         return 0;
     }
-    case MT_EV_VM:
+    case MT_EV_VM: {
         if (r->nargs < 4)
             return 0;
+        uint64_t fifth = 0;
+        const int has_fifth = mt_vmap_event_fifth(r, &fifth);
         if (r->arg[0] == MT_VM_MAP)
-            return vm_map(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], ns);
+            return vm_map(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3],
+                          has_fifth && fifth == MT_VM_VIA_BRK, ns);
         if (r->arg[0] == MT_VM_UNMAP)
             return vm_unmap(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], ns);
-        return 0;
+        if (r->arg[0] == MT_VM_ADVISE && has_fifth)
+            return vm_advise(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], fifth, ns);
+        return 0; /* a kind this converter does not know */
+    }
     case MT_EV_MARK:
         w.op = MT_WL_MARK;
         w.data = r->data;
@@ -853,6 +908,11 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     int rc = mt_trace_open(&c.trace, trace_path, err);
     if (rc < 0)
         return rc;
+    /* A workload from a trace cut short would replay part of the run as if it were all of it. */
+    if ((rc = mt_trace_check_whole(c.trace, err)) < 0) {
+        mt_trace_close(c.trace);
+        return rc;
+    }
     const mt_file_header_t *th = mt_trace_header(c.trace);
     c.t0 = th->start_time;
     c.page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;
@@ -911,31 +971,20 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     read_creators(&c);
 
     /* The workload header carries the trace's identity and settings (its strings, as they are). */
-    size_t slen = 0;
-    uint8_t strings[8192];
+    uint8_t strings[8192], *const strings_end = strings + sizeof strings, *sp = strings;
+    const size_t path_len = strnlen(trace_path, 2048);
     for (unsigned tag = MT_STR_CMDLINE; tag <= MT_STR_HOST; tag++) {
         size_t len;
         const char *s;
         for (unsigned k = 0; (s = mt_trace_string(c.trace, tag, k, &len)); k++) {
-            if (slen + 4 + len + 4 + 4 + strlen(trace_path) > sizeof strings)
+            uint8_t *const q = mt_str_put(sp, strings_end - (4 + path_len), tag, s, len); /* the path's room kept */
+            if (!q)
                 break;
-            const uint16_t tg = (uint16_t)tag, l = (uint16_t)len;
-            memcpy(strings + slen, &tg, 2);
-            memcpy(strings + slen + 2, &l, 2);
-            memcpy(strings + slen + 4, s, len);
-            slen += 4 + len;
+            sp = q;
         }
     }
-    {
-        const size_t len = strnlen(trace_path, 2048);
-        const uint16_t tg = MT_STR_PATH, l = (uint16_t)len;
-        memcpy(strings + slen, &tg, 2);
-        memcpy(strings + slen + 2, &l, 2);
-        memcpy(strings + slen + 4, trace_path, len);
-        slen += 4 + len;
-        memset(strings + slen, 0, 4);
-        slen += 4;
-    }
+    sp = mt_str_close(mt_str_put(sp, strings_end, MT_STR_PATH, trace_path, path_len));
+    const size_t slen = (size_t)(sp - strings);
     mt_wl_header_t hdr = { .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
     if (th->flags & MT_HDR_TRUNCATED)
         hdr.flags |= MT_WLH_SRC_TRUNCATED;
@@ -1040,6 +1089,8 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     fin.large_touched = st->large_touched = c.touch.written;
     fin.program_maps = st->program_maps = c.vmap.made;
     fin.program_peak_bytes = st->program_peak_bytes = c.vmap.peak_mapped;
+    fin.program_brk_peak_bytes = st->program_brk_peak_bytes = c.vmap.peak_brk;
+    fin.program_advises = st->program_advises;
     st->program_pages = c.vtouch.pages;
     st->program_touched = c.vtouch.written;
     rc = mt_wl_writer_close(c.out, &fin, err);

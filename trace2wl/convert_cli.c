@@ -1,44 +1,79 @@
 /* The converter's command line: options, progress, the summary. */
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_options.h"
 #include "convert_cli.h"
 #include "mtrace/convert.h"
 
-static void usage(FILE *f, const char *prog)
-{
-    fprintf(f, "usage: %s TRACE -o WORKLOAD [--force] [--quiet]\n"
-               "  converts a trace into a per-thread workload for the simulator; prints what it kept,\n"
-               "  repaired and dropped\n", prog);
-}
+/* The help of mtrace convert and trace2wl: one text, printed by both and made into mtrace-convert.1. */
+const char mt_convert_help[] =
+    "usage: mtrace convert TRACE -o WORKLOAD [--force] [--quiet]\n"
+    "       trace2wl TRACE -o WORKLOAD [--force] [--quiet]\n"
+    "\n"
+    "Converts a trace (raw or packed) into a per-thread workload for the simulator (mtrace replay,\n"
+    "mtrace-sim): every block gets a slot, every thread a stream of ops with sync points where one\n"
+    "thread's op waits for another's. Prints what it kept, repaired and dropped.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output WORKLOAD  the workload to write\n"
+    "  -f, --force            replace WORKLOAD if it exists\n"
+    "  -q, --quiet            no summary and no progress\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Output:\n"
+    "  records read         the trace's records (and of them, calls)\n"
+    "  ops written          the workload's ops\n"
+    "  slots (peak live)    the most blocks live at once: the replay's slot table\n"
+    "  peak live bytes      the most bytes requested and live at once\n"
+    "  sync points          ops that wait for another thread's op\n"
+    "  inversions repaired  records whose order across threads the converter restored\n"
+    "  unknown frees        frees of blocks allocated before tracing: dropped, with the first one's\n"
+    "                       byte offset in the trace\n"
+    "  double frees         frees of blocks already freed: dropped, with the first one's offset\n"
+    "  large blocks         blocks of fresh memory, and the share of their pages the program wrote\n"
+    "                       (the replay writes those)\n"
+    "  program mappings     the program's own mmaps, the most MiB mapped at once and the share of\n"
+    "                       their pages written\n"
+    "Progress goes to stderr, and only when it is a terminal.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the trace could not be read (the message names the file and the byte offset) or the\n"
+    "     workload not written; no partial workload is left under its name\n"
+    "  2  usage error\n"
+    "\n"
+    "Example:\n"
+    "  mtrace convert app.mtr -o app.wl\n";
 
 int mt_convert_main(const char *prog, int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "output", required_argument, 0, 'o' }, { "force", no_argument, 0, 'f' },
+        { "quiet", no_argument, 0, 'q' },        { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
+    };
     const char *in = NULL, *out = NULL;
     mt_convert_opts_t opts = { .progress = isatty(STDERR_FILENO) };
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--force"))
-            opts.force = 1;
-        else if (!strcmp(argv[i], "--quiet"))
-            quiet = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout, prog);
-            return 0;
-        } else if (argv[i][0] != '-' && !in)
-            in = argv[i];
-        else {
-            usage(stderr, prog);
-            return 2;
+    int quiet = 0, c;
+    optind = 0; /* 0, not 1: glibc starts afresh, ordering too, after mtrace's own options */
+    while ((c = mt_getopt(prog, argc, argv, "o:fqh", longopts)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'f': opts.force = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(mt_convert_help, stdout); return 0;
+        default: return mt_usage_error(prog, mt_convert_help);
         }
     }
-    if (!in || !out) {
-        usage(stderr, prog);
-        return 2;
+    if (optind < argc)
+        in = argv[optind++];
+    if (!in || !out || optind < argc) {
+        fprintf(stderr, "%s: %s\n", prog, !in ? "no TRACE given" : !out ? "no -o WORKLOAD given" : "one TRACE only");
+        return mt_usage_error(prog, mt_convert_help);
     }
     if (quiet)
         opts.progress = 0;
@@ -75,6 +110,11 @@ int mt_convert_main(const char *prog, int argc, char **argv)
             printf("  program mappings    %" PRIu64 " (at most %.1f MiB at once): %.1f %% of their pages written\n",
                    st.program_maps, (double)st.program_peak_bytes / 1048576.0,
                    st.program_pages ? 100.0 * (double)st.program_touched / (double)st.program_pages : 0.0);
+        if (st.program_brk_peak_bytes)
+            printf("  program's own brk   at most %.1f MiB at once (of the mappings above)\n",
+                   (double)st.program_brk_peak_bytes / 1048576.0);
+        if (st.program_advises)
+            printf("  program's madvise   %" PRIu64 " ops dropping pages of its own mappings\n", st.program_advises);
     }
     return 0;
 }

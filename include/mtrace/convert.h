@@ -37,6 +37,9 @@ typedef struct mt_convert_stats {
     /* the program's own mappings: made, the most mapped at once (bytes), their whole pages and
      * those written */
     uint64_t program_maps, program_peak_bytes, program_pages, program_touched;
+    /* of those, the most the program's brk/sbrk held at once (bytes); its madvise calls that drop
+     * pages of its mappings, as ops */
+    uint64_t program_brk_peak_bytes, program_advises;
 } mt_convert_stats_t;
 
 int mt_convert(const char *trace, const char *workload, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,

@@ -16,7 +16,10 @@ int mt_gnuplot(const char *script, const char *out);
 int mt_gp_check_output(const char *out);
 
 /* A replay result's RSS series file: its recorded path, relative to the result's own directory
- * when not absolute. NULL (and a message on stderr) when the result names none or it is missing. */
+ * when not absolute. NULL (and a message on stderr) when the result names none, or it is missing,
+ * not a regular file (a device or FIFO would keep gnuplot reading for ever) or over the bound. */
+#define MT_SERIES_MAX_BYTES (256ull << 20) /* 18 hours of samples every 10 ms */
+#define MT_SERIES_MAX_TEXT "256 MiB"
 const char *mt_result_series(const char *result_path, const char *series, char *buf, size_t cap);
 
 /* Quoting for gnuplot's single-quoted strings: text that comes from files can neither end the

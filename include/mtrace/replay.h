@@ -10,6 +10,9 @@ extern "C" {
 
 #define MT_REPLAY_MAX 32
 #define MT_REPLAY_MAX_REPEAT 100 /* runs of each allocator (--repeat) */
+/* Exit status of mtrace-sim and mtrace replay: the replay ran to its end and wrote its result, but
+ * calls failed in it (the allocator returned NULL where the traced call got a block). */
+#define MT_EXIT_FAILED_CALLS 3
 
 typedef struct mt_replay_opts {
     const char *workload;
@@ -38,7 +41,9 @@ const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why
  * several allocators, FILE.NAME.json; with repeat > 1 the run's number (1...) is inserted too:
  * FILE.1.json or FILE.NAME.1.json. Writes each result's JSON path into results[k], in the order run
  * (room for nallocators * repeat). Returns 0, or the first child's failure as an exit status (1 bad
- * input, 2 usage). */
+ * input, 2 usage), MT_EXIT_FAILED_CALLS when every run ended but calls failed in some, or 128 + N when signal N (SIGINT, SIGTERM, SIGHUP) came: it is passed on to the
+ * child, whose files of that run are removed, and no further run starts. A child also dies with
+ * this process. */
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults);
 
 #ifdef __cplusplus

@@ -67,6 +67,14 @@ typedef struct mt_report {
     mt_leaks_t leaks;                        /* with stacks: the leaks by stack (mtrace/leaks.h) */
     int has_stacks;
     int truncated, complete;
+    /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
+    struct mt_report_own {
+        uint64_t maps, brk_maps;        /* mappings made; of them, pages added to the break */
+        uint64_t advises;               /* madvise calls that dropped pages of them */
+        uint64_t peak_mapped, peak_brk; /* bytes mapped at once, at most; of the break */
+        uint64_t anon_peak_kb;          /* the program's RSS less file-backed pages, at most (sampled) */
+        uint64_t mapped_at_anon_peak, live_at_anon_peak; /* its own mappings' bytes, malloc's live bytes then */
+    } own;
     /* private */
     void *priv;
 } mt_report_t;

@@ -38,6 +38,7 @@ enum {
     MT_HDR_TIME_TSC = 1u << 3,    /* time unit is the CPU's time-stamp counter, else nanoseconds */
     MT_HDR_GLIBC_FLAGS = 1u << 4, /* MMAPPED and HEAP_GREW are observed (the allocator is glibc's) */
     MT_HDR_PACKED = 1u << 5,      /* chunks follow as compressed frames (written by mtrace pack) */
+    MT_HDR_BYPASSED = 1u << 6,    /* the program's malloc was another object's: calls went past the shim */
 };
 
 /* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */
@@ -50,7 +51,67 @@ enum {
     MT_STR_ENV = 5,       /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
     MT_STR_HOST = 6,      /* uname nodename */
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
+    MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
 };
+
+/* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
+ * header keeps the list) and every reader. An entry is a u16 tag, a u16 length and the bytes; tag
+ * MT_STR_END (four zero bytes) ends the list. Header-only and malloc-free: the recorder writes it. */
+
+/* Appends an entry at p if it fits before `end` with room left for the end tag: returns the new end
+ * of the list, or NULL (nothing written) when it does not fit or the tag or length is out of range. */
+static inline uint8_t *mt_str_put(uint8_t *p, const uint8_t *end, unsigned tag, const void *s, size_t len)
+{
+    if (tag == MT_STR_END || tag > 0xffff || len > 0xffff || (size_t)(end - p) < 4 + len + 4)
+        return NULL;
+    const uint16_t t = (uint16_t)tag, l = (uint16_t)len;
+    __builtin_memcpy(p, &t, 2);
+    __builtin_memcpy(p + 2, &l, 2);
+    if (len)
+        __builtin_memcpy(p + 4, s, len);
+    return p + 4 + len;
+}
+
+/* Ends the list at p (mt_str_put kept the room): returns the byte after the end tag. */
+static inline uint8_t *mt_str_close(uint8_t *p)
+{
+    __builtin_memset(p, 0, 4);
+    return p + 4;
+}
+
+/* The entry at *pp before `end`: 1 with its tag, bytes and length, *pp moved past it; 0 at the end
+ * tag or where an entry does not fit before `end` (a list cut short ends at its last whole entry). */
+static inline int mt_str_next(const uint8_t **pp, const uint8_t *end, unsigned *tag, const char **s, size_t *len)
+{
+    const uint8_t *p = *pp;
+    if (end - p < 4)
+        return 0;
+    uint16_t t, l;
+    __builtin_memcpy(&t, p, 2);
+    __builtin_memcpy(&l, p + 2, 2);
+    if (t == MT_STR_END || (size_t)(end - p) < 4u + l)
+        return 0;
+    *tag = t;
+    *s = (const char *)p + 4;
+    *len = l;
+    *pp = p + 4 + l;
+    return 1;
+}
+
+/* The n-th (from 0) entry with `tag` of the list at p, or NULL; its length in *len if len. */
+static inline const char *mt_str_find(const uint8_t *p, const uint8_t *end, unsigned tag, unsigned n, size_t *len)
+{
+    unsigned t;
+    const char *s;
+    size_t l;
+    while (mt_str_next(&p, end, &t, &s, &l))
+        if (t == tag && n-- == 0) {
+            if (len)
+                *len = l;
+            return s;
+        }
+    return NULL;
+}
 
 /* File header: the first bytes of chunk 0, little-endian, fixed offsets (see the spec's table). */
 typedef struct mt_file_header {
@@ -77,7 +138,8 @@ typedef struct mt_file_header {
     uint64_t chunks_used; /* chunks claimed (header chunk included), at finish */
     uint64_t lost_calls;  /* calls not recorded (nested in the shim, or after truncation), at finish */
     uint64_t data_offset; /* packed traces: offset of the first frame; raw traces: 0 (chunk 1 follows) */
-    uint8_t reserved[136];
+    uint64_t packed_frames; /* packed traces: frames written (0: not recorded, older files); raw: 0 */
+    uint8_t reserved[128];
 } mt_file_header_t;
 
 _Static_assert(sizeof(mt_file_header_t) == 256, "file header is 256 bytes");
@@ -221,10 +283,18 @@ enum {
  * Payload: four uvarints: what happened (MT_VM_*), the address, the length in bytes, and the whole
  * pages of the range resident (mincore): for MT_VM_UNMAP before the call, for MT_VM_MAP after it
  * (0 without asking for a fresh mapping). mremap is an unmap of the old range and a map of the new;
- * mmap with MAP_FIXED over memory is an unmap of that range first. */
+ * mmap with MAP_FIXED over memory is an unmap of that range first. A reader ignores a kind it does
+ * not know. */
 enum {
     MT_VM_MAP = 0,
     MT_VM_UNMAP = 1,
+    MT_VM_ADVISE = 2, /* madvise() that drops pages: a fifth field, the advice (MADV_DONTNEED, MADV_FREE,
+                       * MADV_REMOVE); the resident pages are those of the range before the call */
+};
+/* MT_VM_MAP and MT_VM_UNMAP's optional fifth field: what made or removed the memory (absent: mmap). */
+enum {
+    MT_VM_VIA_MMAP = 0, /* mmap, munmap, mremap */
+    MT_VM_VIA_BRK = 1,  /* brk or sbrk called by the program: the pages the break gained or lost */
 };
 
 /* Control commands (MT_EV_CONTROL payload, and mtrace_control()). */

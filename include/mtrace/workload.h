@@ -22,7 +22,10 @@ extern "C" {
  *   mallopt        a = param, b = value
  *   wait           thread, count
  *   rss            rss_kb, vm_kb
- *   mark           data, len */
+ *   mark           data, len
+ *   mmap           slot, size
+ *   munmap         slot, n = offset, size, a = 1 for the last part
+ *   madvise        slot, n = offset, size, a = advice, count = pages to write before advising */
 typedef struct mt_wl_rec {
     uint8_t op;
     uint64_t time_ns; /* since the start of the trace */
@@ -187,6 +190,13 @@ static inline uint8_t *mt_wl_encode_op_(uint8_t *q, const mt_wl_rec_t *r, uint64
         q = mt_wl_put_uvarint_(q, r->n);
         q = mt_wl_put_uvarint_(q, r->size);
         *q++ = r->a ? 1 : 0;
+        break;
+    case MT_WL_MADVISE:
+        q = mt_wl_put_uvarint_(q, r->slot);
+        q = mt_wl_put_uvarint_(q, r->n);
+        q = mt_wl_put_uvarint_(q, r->size);
+        q = mt_wl_put_uvarint_(q, (uint64_t)r->a);
+        q = mt_wl_put_uvarint_(q, r->count);
         break;
     case MT_WL_RSS:
         q = mt_wl_put_uvarint_(q, r->rss_kb);

@@ -1,4 +1,4 @@
-/* mtrace workload format, version 3: what trace2wl writes and the simulator replays.
+/* mtrace workload format, version 4: what trace2wl writes and the simulator replays.
  *
  * doc/workload-format.md is the normative description. A workload is one op stream per traced
  * thread. Blocks are named by slots (1..slots; 0 = none), recycled when freed, so the replayer's
@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
-#define MT_WL_VERSION 3u
+#define MT_WL_VERSION 4u
 #define MT_WL_VERSION_MIN 2u /* version 2: the same without the touch table */
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
@@ -61,7 +61,10 @@ typedef struct mt_wl_header {
     uint64_t program_maps;      /* MMAP ops: anonymous mappings the program made itself */
     uint64_t program_peak_bytes; /* the most bytes of them mapped at once */
     uint64_t source_peak_anon_kb; /* from the RSS samples: resident less file-backed; 0 if none */
-    uint8_t reserved[32];
+    /* version 4 (0 in older versions) */
+    uint64_t program_brk_peak_bytes; /* of program_peak_bytes, the most the program's brk/sbrk held */
+    uint64_t program_advises;        /* MADVISE ops */
+    uint8_t reserved[16];
 } mt_wl_header_t;
 
 _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
@@ -139,7 +142,8 @@ typedef enum mt_wl_op {
     MT_WL_MARK = 20,         /* label length, label */
     MT_WL_MMAP = 21,         /* version 3: slot, length: anonymous memory the program mapped itself */
     MT_WL_MUNMAP = 22,       /* version 3: slot, offset, length, last (1: nothing of it is left mapped) */
-    MT_WL_OP_MAX = 22,
+    MT_WL_MADVISE = 23,      /* version 4: slot, offset, length, advice, pages to write first */
+    MT_WL_OP_MAX = 23,
 } mt_wl_op_t;
 
 /* Same numbers as the trace's call opcodes, so names and counts line up. */

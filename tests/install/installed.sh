@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The installed tree works on its own: `meson install --destdir D` puts mtrace, trace2wl, mtrace-sim,
-# libmtrace.so, mtrace.h and mtrace.pc under D; a program built with `pkg-config --cflags --libs
+# libmtrace.so, mtrace.h, mtrace.pc and the man pages (mtrace.1, mtrace-COMMAND.1, trace2wl.1,
+# mtrace-sim.1; rendered by man -l)
+# under D; a program built with `pkg-config --cflags --libs
 # mtrace` (pointed into D) and -std=c11 -Wpedantic -Werror calls the control API and gets -ENODEV
 # untraced; D's own `mtrace record` traces it with D's own libmtrace.so (not the build tree's, not
 # one installed on this machine) and D's `mtrace replay` replays it with D's own mtrace-sim; D moved
@@ -30,6 +32,16 @@ for f in trace2wl mtrace-sim libmtrace.so mtrace.h mtrace.pc; do
     find_one "$f" >/dev/null || exit 1
 done
 [ "$(dirname "$(find_one mtrace-sim)")" = "$(dirname "$mtrace")" ] || fail "mtrace-sim is not beside mtrace"
+# the man pages: mtrace.1 and mtrace-COMMAND.1 for each command mtrace --help lists, in a man1 folder
+man1=$(dirname "$(find_one mtrace.1)") || exit 1
+[ "$(basename "$man1")" = man1 ] || fail "mtrace.1 is in $man1, not in a man1 folder"
+for c in $("$mtrace" --help | sed -n '/^Commands:$/,/^$/p' | awk 'NF > 1 { print "mtrace-" $1 }') trace2wl mtrace-sim; do
+    [ -s "$man1/$c.1" ] || fail "no $man1/$c.1: $(ls "$man1")"
+done
+if command -v man >/dev/null; then
+    LC_ALL=C man -l "$man1/mtrace-record.1" 2>&1 | grep -q -- "--stacks N" ||
+        fail "man -l $man1/mtrace-record.1: $(LC_ALL=C man -l "$man1/mtrace-record.1" 2>&1 | head -5)"
+fi
 shim=$(find_one libmtrace.so)
 
 pc=$(find_one mtrace.pc)

@@ -11,6 +11,11 @@
 # html-bad-result (a known bug, expected to fail): report --html with a good trace and such a result.
 # plot-missing-series (a known bug, expected to fail): plotting a replay result whose RSS series
 #   file is gone.
+# series-not-a-file (a regression: gnuplot read for ever): a result whose RSS series names
+#   /dev/zero, /dev/urandom, a FIFO or a directory, to plot and report --html.
+# bad-figures (a regression: plot and report --html drew them): a result with a figure that
+#   compare rejects (1e400, negative, a string), top-level and nested, to compare, plot (both kinds)
+#   and report --html: rejected alike, by one rule.
 set -u
 mtrace=$1
 mktrace=$2
@@ -31,8 +36,11 @@ printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
 t 60 "$mtrace" report --json g.mtr >report.json || fail "report --json g.mtr"
 printf '{"kind": "replay", "allocator": "glibc", "wall_us": 12' >cut.json
 
-# temporary files of mtrace's own (report --html, its flame graph)
-tmp_list() { ls -d /tmp/mtrace-html.* /tmp/mtrace-flame.* 2>/dev/null | sort; }
+# temporary files of mtrace's own (report --html, its flame graph, gnuplot's log): in a TMPDIR of
+# this test's, so that no other test's temporaries can be taken for ours
+export TMPDIR="$work/tmp"
+mkdir -p "$TMPDIR"
+tmp_list() { ls -A "$TMPDIR" | sort; }
 
 # bad WHAT NEEDLES OUTPUTS -- CMD...: exit 1, one line on stderr holding every needle (separated by
 # '|'), empty stdout, none of the outputs (separated by '|') left, no new temporary of mtrace's.
@@ -54,13 +62,10 @@ bad() {
     unset IFS
     after=$(tmp_list)
     if [ "$before" != "$after" ]; then
-        sleep 2 # another test's report --html may be running: its temporaries go away on their own
         local left
-        left=$(comm -13 <(echo "$before") <(tmp_list))
-        if [ -n "$left" ]; then
-            fail "$what: left temporaries behind: $left"
-            echo "$left" | xargs rm -rf # ours: made by the command just run
-        fi
+        left=$(comm -13 <(echo "$before") <(echo "$after"))
+        fail "$what: left temporaries behind: $left"
+        (cd "$TMPDIR" && echo "$left" | xargs rm -rf) # ours: made by the command just run
     fi
     local IFS='|'
     for o in $outputs; do
@@ -82,6 +87,11 @@ all)
         bad "plot --kind sizes $x" "$x|offset" "o.svg|o.dat" -- "$mtrace" plot --kind sizes -o o.svg "$x"
         bad "report --html $x" "$x|offset" "o.html|o.html.partial" -- "$mtrace" report --html o.html "$x"
     done
+    # temporaries go to $TMPDIR, as the checks above assume: one that does not exist is named
+    TMPDIR="$work/no-such-dir" t 60 "$mtrace" report --html o.html g.mtr >/dev/null 2>err &&
+        fail "report --html with TMPDIR missing: exit 0"
+    grep -q "no-such-dir" err || fail "report --html does not use \$TMPDIR: $(cat err)"
+    rm -f o.html
     # the messages say what was expected where
     t 60 "$mtrace" report cut.mtr 2>err >/dev/null
     grep -q "offset 100" err || fail "cut.mtr: the message does not name offset 100 (where the file ends): $(cat err)"
@@ -110,6 +120,41 @@ plot-missing-series)
     t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
     rm -f r.tsv
     bad "plot, the RSS series gone" "r.tsv" "o.png|o.dat" -- "$mtrace" plot -o o.png r.json
+    ;;
+series-not-a-file)
+    t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
+    t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
+    mkfifo fifo
+    for series in /dev/zero /dev/urandom "$work/fifo" "$work"; do
+        "$PY" -c 'import json, sys
+r = json.load(open("r.json")); r["rss_series"] = sys.argv[1]; json.dump(r, open("s.json", "w"))' "$series"
+        bad "plot, the RSS series $series" "s.json|$series|expected a regular file" "o.png|o.dat" -- \
+            "$mtrace" plot -o o.png s.json
+        bad "report --html, the RSS series $series" "s.json|$series|expected a regular file" \
+            "o.html|o.html.partial" -- "$mtrace" report --html o.html g.mtr s.json
+    done
+    ls ./*.partial.* 2>/dev/null && fail "temporaries left: $(ls ./*.partial.*)"
+    ;;
+bad-figures)
+    t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
+    t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
+    for key in wall_us avg_cycles.malloc; do
+        for v in 1e400 -5 '"12"'; do
+            "$PY" -c 'import json, sys
+r = json.load(open("r.json")); key, v = sys.argv[1].split("."), json.loads(sys.argv[2])
+o = r[key[0]] if len(key) > 1 else r
+o[key[-1]] = v
+text = json.dumps(r)
+# json.dumps writes an overflowing float as Infinity: put the literal back
+open("b.json", "w").write(text.replace("Infinity", sys.argv[2]))' "$key" "$v"
+            needles="b.json|\"$key\" is not a number of at least 0"
+            bad "compare, $key $v" "$needles" "" -- "$mtrace" compare b.json
+            bad "plot, $key $v" "$needles" "o.png|o.dat" -- "$mtrace" plot -o o.png b.json
+            bad "plot --kind compare, $key $v" "$needles" "o.png|o.dat" -- "$mtrace" plot --kind compare -o o.png b.json
+            bad "report --html, $key $v" "$needles" "o.html|o.html.partial" -- \
+                "$mtrace" report --html o.html g.mtr b.json
+        done
+    done
     ;;
 *)
     echo "unknown case $what"

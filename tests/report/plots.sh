@@ -23,6 +23,8 @@
 # bad-kind-or-format (regression: -o x.jpg wrote a PNG named .jpg, exit 0; a --kind that did not fit
 # printed the usage and no reason): an output other than .png or .svg is refused, naming it, and
 # writes nothing; a --kind that does not fit says why in one line, exit 2.
+# axes: the size histogram's counts on a log scale; replays drawn against the share of the
+# workload's ops done (the RSS series' sixth column), the RSS axis from zero.
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -183,6 +185,22 @@ json.dump(d, open(sys.argv[2], "w"))
 PYEOF
     t 60 "$mtrace" plot -o "it's.png" quote.json 2>err || fail "plot quote.json: $(cat err)"
     png_ok "it's.png" || fail "it's.png is not a PNG"
+    finish
+    ;;
+axes)
+    # the scripts as drawn: sizes on a log scale, replays against the share of the workload's ops
+    # done (each replay's own seconds would stretch one allocator's curve against another's)
+    gnuplot_wrapper "$work/gp" capture
+    PATH="$work/gp:$PATH" t 60 "$mtrace" plot --kind sizes -o s.svg g.mtr 2>err || fail "sizes: $(cat err)"
+    grep -q '^set logscale y' "$work/gp/script.gp" || fail "the size histogram is not on a log scale"
+    : >"$work/gp/script.gp"
+    PATH="$work/gp:$PATH" t 60 "$mtrace" plot -o r.svg res/r1.json res/r2.json 2>err || fail "rss: $(cat err)"
+    plot=$(grep '^plot ' "$work/gp/script.gp")
+    [ "$(grep -o 'using (\$6\*100):' <<<"$plot" | wc -l)" = 5 ] ||
+        fail "replays not drawn against ops done: $plot"
+    grep -q "^set xlabel 'workload ops done (%)'" "$work/gp/script.gp" || fail "x axis label"
+    grep -q '^set yrange \[0:\*\]' "$work/gp/script.gp" || fail "the RSS axis does not start at zero"
+    svg_ok r.svg || fail "r.svg is not an SVG document"
     finish
     ;;
 failing-leaves-nothing)

@@ -536,6 +536,53 @@ START_TEST(unknown_frees)
 }
 END_TEST
 
+/* An event whose payload is the n uvarints v, as the shim writes RSS and VM events. */
+static void w_event(mt_writer_t *w, uint32_t th, unsigned op, uint64_t t, const uint64_t *v, int n)
+{
+    uint8_t payload[80], *q = payload;
+    for (int k = 0; k < n; k++)
+        q = mt_put_uvarint(q, v[k]);
+    const int rc = mt_writer_event(w, th, TID(th), op, t, payload, (size_t)(q - payload));
+    ck_assert_msg(rc == 0, "mt_writer_event: %s", mt_writer_error(w));
+}
+
+/* The program's own memory beside the heap's: its mappings and the pages of its own break (VM
+ * events) followed as they are made and unmapped, its madvise calls on them counted (not those on
+ * memory it did not map), and at the peak of its anonymous RSS (resident less file-backed pages,
+ * from the RSS samples) how much it had mapped itself and how much malloc's blocks held. */
+START_TEST(own_memory_beside_the_heap)
+{
+    char *path = path_in(g_dir, "own.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000000, brk0 = 0x600000;
+    w_malloc(w, 1, 10, 1000, 0xa0);
+    w_event(w, 1, MT_EV_VM, 20, (const uint64_t[]){ MT_VM_MAP, a, 8 * MiB, 0 }, 4);
+    w_event(w, 1, MT_EV_VM, 30, (const uint64_t[]){ MT_VM_MAP, brk0, 2 * MiB, 0, MT_VM_VIA_BRK }, 5);
+    w_event(w, 1, MT_EV_RSS, 40, (const uint64_t[]){ 9000, 3000, 500, 40 }, 4); /* anon: 2500 pages */
+    w_event(w, 1, MT_EV_VM, 50, (const uint64_t[]){ MT_VM_ADVISE, a, MiB, 200, 4 }, 5);
+    w_event(w, 1, MT_EV_VM, 55, (const uint64_t[]){ MT_VM_ADVISE, 0x1000, 4096, 1, 4 }, 5); /* not its own */
+    w_event(w, 1, MT_EV_VM, 60, (const uint64_t[]){ MT_VM_UNMAP, brk0 + MiB, MiB, 3, MT_VM_VIA_BRK }, 5);
+    w_free(w, 1, 65, 0xa0);
+    w_event(w, 1, MT_EV_RSS, 70, (const uint64_t[]){ 9000, 1500, 500, 70 }, 4);
+    w_event(w, 1, MT_EV_VM, 80, (const uint64_t[]){ MT_VM_UNMAP, a, 8 * MiB, 10 }, 4);
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    const struct mt_report_own *o = &rep.own;
+    ck_assert_uint_eq(o->maps, 2);
+    ck_assert_uint_eq(o->brk_maps, 1);
+    ck_assert_uint_eq(o->advises, 1);
+    ck_assert_uint_eq(o->peak_mapped, 10 * MiB);
+    ck_assert_uint_eq(o->peak_brk, 2 * MiB);
+    ck_assert_uint_eq(o->anon_peak_kb, 2500 * 4);
+    ck_assert_uint_eq(o->mapped_at_anon_peak, 10 * MiB);
+    ck_assert_uint_eq(o->live_at_anon_peak, 1000);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
 START_TEST(calloc_count_times_size)
 {
     char *path = path_in(g_dir, "calloc.mtr");
@@ -1803,6 +1850,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, peak_two_threads);
     tcase_add_test(tc, unknown_frees);
     tcase_add_test(tc, calloc_count_times_size);
+    tcase_add_test(tc, own_memory_beside_the_heap);
     tcase_add_test(tc, empty_trace);
     tcase_add_test(tc, random_trace_against_model);
     tcase_add_test(tc, stored_stacks_callsites);

@@ -206,6 +206,15 @@ fi
 grep -qE '^fastest: +glibc mmap_threshold=(4096|1048576|dynamic \(default\)): ' "$work/sweep.out" ||
     fail "sweep: fastest line: $(grep -i fastest "$work/sweep.out")"
 grep -qF "wrote $csv" "$work/sweep.out" || fail "sweep: does not say it wrote $csv"
+# progress: plain lines when stderr is not a terminal (no carriage return, no escape code); on a
+# terminal (script(1) gives one), one line rewritten in place
+grep -q $'[\r\033]' "$work/sweep.err" && fail "sweep: carriage return or escape code on a stderr that is no terminal"
+grep -qx 'mtrace sweep: run 1 of 3: glibc mmap_threshold=dynamic (default)' "$work/sweep.err" || fail "sweep: no plain progress line: $(cat "$work/sweep.err")"
+if command -v script >/dev/null 2>&1; then
+    t 300 script -qec "'$mtrace' sweep '$work/layers.mtw' --mallopt mmap_threshold=4096 -o '$work/sweep-tty' >/dev/null" \
+        /dev/null >"$work/sweep-tty.err" 2>&1 || fail "sweep on a terminal: $(cat "$work/sweep-tty.err")"
+    grep -q $'\rmtrace sweep: run 2 of 2' "$work/sweep-tty.err" || fail "sweep on a terminal: no progress line rewritten in place"
+fi
 for k in 000 001 002; do
     json_ok "$work/sweep/run-$k.json" || fail "sweep: run-$k.json is not valid JSON"
 done

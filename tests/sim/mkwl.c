@@ -2,7 +2,11 @@
  *   mixed   two threads: mallocs, callocs, reallocs, frees, blocks passed between the threads
  *   layers  one thread: 200 blocks of 256 KiB between small ones, freed, then 200 of 512 KiB kept live
  *           (glibc's peak RSS depends on mmap_threshold: see test_sim_rss.c)
- *   spike   one thread: 10 blocks of 1 MiB, freed at once (a peak shorter than the RSS sampling) */
+ *   spike   one thread: 10 blocks of 1 MiB, freed at once (a peak shorter than the RSS sampling)
+ *   slow    one thread: 100000 mallocs and frees of 4321 bytes; on sleepy_malloc.so a replay of
+ *           it takes 10 s (every 50th such malloc sleeps 5 ms), long enough to be interrupted
+ *   oom     one thread: mallocs of 64 bytes around three of 2^62 bytes, which the trace had succeed
+ *           and which no allocator can give: replayed calls that fail */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdio.h>
@@ -56,6 +60,26 @@ static void spike(wlb_t *b)
         wlb_free(b, t, i);
 }
 
+static void slow(wlb_t *b)
+{
+    const uint32_t t = wlb_thread(b, 0);
+    for (uint64_t i = 0; i < 100000; i++) {
+        wlb_malloc(b, t, 1, 4321);
+        wlb_free(b, t, 1);
+    }
+}
+
+static void oom(wlb_t *b)
+{
+    const uint32_t t = wlb_thread(b, 0);
+    for (uint64_t i = 1; i <= 3; i++) {
+        wlb_malloc(b, t, 2 * i, 64);
+        wlb_malloc(b, t, 2 * i + 1, UINT64_C(1) << 62);
+    }
+    for (uint64_t i = 2; i <= 7; i++)
+        wlb_free(b, t, i);
+}
+
 /* The builder asserts with Check, so it runs inside a one-test suite. */
 static const char *g_kind, *g_out;
 
@@ -67,16 +91,21 @@ START_TEST(write_it)
         mixed(&b);
     else if (g_kind[0] == 'l')
         layers(&b);
-    else
+    else if (g_kind[1] == 'p')
         spike(&b);
+    else if (g_kind[0] == 'o')
+        oom(&b);
+    else
+        slow(&b);
     wlb_close(&b);
 }
 END_TEST
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || (strcmp(argv[1], "mixed") && strcmp(argv[1], "layers") && strcmp(argv[1], "spike"))) {
-        fprintf(stderr, "usage: sim_mkwl mixed|layers|spike OUT\n");
+    if (argc != 3 || (strcmp(argv[1], "mixed") && strcmp(argv[1], "layers") && strcmp(argv[1], "spike") &&
+                      strcmp(argv[1], "slow") && strcmp(argv[1], "oom"))) {
+        fprintf(stderr, "usage: sim_mkwl mixed|layers|spike|slow|oom OUT\n");
         return 2;
     }
     g_kind = argv[1];

@@ -130,6 +130,13 @@ void wlb_munmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len
     put(b, th, &r);
 }
 
+void wlb_madvise(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len, int advice, uint64_t pages)
+{
+    b->advises++;
+    mt_wl_rec_t r = { .op = MT_WL_MADVISE, .slot = slot, .n = off, .size = len, .a = advice, .count = pages };
+    put(b, th, &r);
+}
+
 void wlb_malloc(wlb_t *b, uint32_t th, uint64_t slot, uint64_t size)
 {
     mt_wl_rec_t r = { .op = MT_WL_MALLOC, .slot = slot, .size = size };
@@ -229,6 +236,7 @@ void wlb_close(wlb_t *b)
     if (b->pages_evidence)
         h.flags |= MT_WLH_PAGES;
     h.program_maps = b->maps;
+    h.program_advises = b->advises;
     h.slots = b->max_slot;
     h.peak_live_bytes = b->peak;
     h.peak_live_time_ns = b->peak_ns;

@@ -42,12 +42,15 @@ typedef struct wlb {
     uint32_t nthreads;
     int pages_evidence; /* wlb_set_touch was called: the workload says it has page evidence */
     uint64_t maps;      /* MMAP ops written */
+    uint64_t advises;   /* MADVISE ops written */
 } wlb_t;
 
 void wlb_open(wlb_t *b, const char *path);
 /* The program's own mappings: MT_WL_MMAP of len bytes on a slot; MT_WL_MUNMAP of a part of it. */
 void wlb_mmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t len);
 void wlb_munmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len, int last);
+/* MT_WL_MADVISE of a part of it: write its first `pages` pages, then give `advice`. */
+void wlb_madvise(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len, int advice, uint64_t pages);
 /* The touch table to write at close (kept by the caller until then); marks the page evidence. */
 void wlb_set_touch(wlb_t *b, const mt_wl_touch_entry_t *entries, uint64_t n);
 /* Adds a stream; creator_plus1 = creator's index + 1, or 0. Writes its THREAD_START. Returns its index. */

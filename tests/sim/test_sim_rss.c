@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sim_util.h"
@@ -95,14 +96,17 @@ START_TEST(ideal_and_calls)
     ck_assert_uint_eq((uint64_t)jnum(j, "syncs"), 0);
     ck_assert_str_eq(mt_json_str_at(j, "kind", ""), "replay");
     ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "pages");
-    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "asap");
+    /* recorded pacing unless asked otherwise: an allocator that purges on a timer sees the program's pace */
+    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "recorded");
+    ck_assert_str_eq(mt_json_str_at(j, "timing_chosen", ""), "default");
     ck_assert_str_eq(mt_json_str_at(j, "workload", ""), wl);
     /* every key the result promises */
     static const char *const keys[] = {
         "allocator",    "threads",      "wall_us",        "cpu_us", "cycles",         "max_rss_kb",
         "start_rss_kb", "ideal_rss_kb", "ideal_pages_kb", "calls",  "avg_cycles",     "p50_cycles",
         "p99_cycles",   "max_cycles",   "failed",         "syncs",  "bookkeeping_kb", "source_peak_rss_kb",
-        "fragmentation"
+        "fragmentation", "allocator_us", "block_writes_us", "replay_overhead_ns_per_op", "program_peak_resident_kb",
+        "rss_less_program_peak_kb"
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_msg(mt_json_get(j, keys[i]) != NULL, "the result has no '%s'", keys[i]);
@@ -260,12 +264,48 @@ START_TEST(own_mappings_in_the_rss)
 }
 END_TEST
 
-/* An unmap past the end of the mapping, or of a slot that holds none, stops the replay with the
- * offset of the op: it would otherwise unmap the replay's own memory. */
+/* madvise(MADV_DONTNEED) on the program's own mapping gives its pages back in the replay as in the
+ * program, after writing those the program had resident there: 64 MiB mapped with only 8 MiB written
+ * (a touch entry), then an madvise of all of it that says 48 MiB were resident first. The mapping's
+ * resident pages peak at 48 MiB and end at none; the RSS less them stays small (no malloc). */
+START_TEST(own_mappings_madvise_drops_pages)
+{
+    char *wl = path_in(g_dir, "advise.mtw");
+    static mt_wl_touch_entry_t tab[1];
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    tab[0] = (mt_wl_touch_entry_t){ .op = wlb_ops(&b, t) + 1, .thread = t, .frac = MT_WL_TOUCH_ONE / 8 };
+    wlb_mmap(&b, t, 1, 64 * MiB);
+    wlb_gap(&b, 100000000);
+    wlb_madvise(&b, t, 1, 0, 64 * MiB, MADV_DONTNEED, 48 * MiB / 4096);
+    wlb_gap(&b, 300000000); /* 300 ms with the pages given back */
+    wlb_munmap(&b, t, 1, 0, 64 * MiB, 1);
+    wlb_set_touch(&b, tab, 1);
+    wlb_close(&b);
+    static const char *const recorded[] = { "--timing", "recorded", NULL };
+    mt_jval_t *j = sim_json(wl, "advise.json", recorded);
+    ck_assert_uint_eq((uint64_t)jnum(j, "program_advises"), 1);
+    const double own = jnum(j, "program_peak_resident_kb");
+    ck_assert_msg(own >= 47 * 1024 && own <= 49 * 1024, "own mappings at most %g KiB resident, expected 48 MiB", own);
+    const double grew = jnum(j, "max_rss_kb") - jnum(j, "start_rss_kb");
+    /* under a sanitizer the shadow of the pages written is resident too (TSan's: twice as much again) */
+    ck_assert_msg(grew >= 44 * 1024 && (SIM_SANITIZER_ALLOCATOR || grew <= 56 * 1024),
+                  "RSS grew by %g KiB, expected about 48 MiB", grew);
+    if (!SIM_SANITIZER_ALLOCATOR)
+        ck_assert_msg(jnum(j, "rss_less_program_peak_kb") < 8 * 1024, "RSS less the program's mappings: %g KiB",
+                      jnum(j, "rss_less_program_peak_kb"));
+    mt_json_free(j);
+    free(wl);
+}
+END_TEST
+
+/* An unmap or an madvise past the end of the mapping, or of a slot that holds none, stops the
+ * replay with the offset of the op: it would otherwise unmap or drop the replay's own memory. */
 START_TEST(own_mappings_bad_unmap_refused)
 {
     char *wl = path_in(g_dir, "badmap.mtw"), *err = path_in(g_dir, "stderr");
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         wlb_t b;
         wlb_open(&b, wl);
         const uint32_t t = wlb_thread(&b, 0);
@@ -273,14 +313,19 @@ START_TEST(own_mappings_bad_unmap_refused)
         wlb_malloc(&b, t, 2, 100);
         if (k == 0)
             wlb_munmap(&b, t, 1, MiB / 2, MiB, 1); /* past the end */
-        else
+        else if (k == 1)
             wlb_munmap(&b, t, 2, 0, 4096, 1); /* a malloc block */
+        else if (k == 2) /* the same for madvise: its pages would be the replay's own */
+            wlb_madvise(&b, t, 1, MiB / 2, MiB, MADV_DONTNEED, 0);
+        else
+            wlb_madvise(&b, t, 2, 0, 4096, MADV_DONTNEED, 1);
         wlb_close(&b);
         const char *argv[] = { SIM_EXE, wl, "--quiet", "--stall-timeout", "20", NULL };
         const int rc = run(argv, NULL, err, NULL, 60);
         char *e = read_text(err, NULL);
         ck_assert_msg(rc == 1, "case %d: exit %d: %s", k, rc, e ? e : "");
-        ck_assert_msg(e && strstr(e, "munmap op") && strstr(e, "offset"), "case %d: %s", k, e ? e : "");
+        ck_assert_msg(e && strstr(e, k < 2 ? "munmap op" : "madvise op") && strstr(e, "offset"), "case %d: %s", k,
+                      e ? e : "");
         free(e);
         unlink(wl);
     }
@@ -505,6 +550,7 @@ static Suite *rss_suite(void)
         { "touch_modes", touch_modes },
         { "touch_table_writes_the_share", touch_table_writes_the_share },
         { "own_mappings_in_the_rss", own_mappings_in_the_rss },
+        { "own_mappings_madvise_drops_pages", own_mappings_madvise_drops_pages },
         { "own_mappings_bad_unmap_refused", own_mappings_bad_unmap_refused },
         { "mallopt_changes_layout", mallopt_changes_layout },
         { "mallopt_top_pad_vm", mallopt_top_pad_vm },

@@ -267,7 +267,8 @@ START_TEST(quiet_and_label)
 }
 END_TEST
 
-/* --rss-series: a header and rows of five numbers, time not going back, ideal never above the peak. */
+/* --rss-series: a header and rows of six numbers, time and ops done not going back, ideal never above
+ * the peak, the last row with every op done. */
 START_TEST(rss_series)
 {
     char *wl = path_in(g_dir, "paced.mtw"), *series = path_in(g_dir, "series.tsv"),
@@ -289,21 +290,23 @@ START_TEST(rss_series)
     char *text = read_text(series, NULL);
     ck_assert_ptr_nonnull(text);
     char *l0 = line_at(text, 0);
-    ck_assert_str_eq(l0, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb");
+    ck_assert_str_eq(l0, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done");
     const size_t rows = count_lines(text) - 1;
     ck_assert_msg(rows >= 10, "%zu rows for 200 ms sampled every 5 ms", rows);
-    double prev_t = -1;
+    double prev_t = -1, prev_done = 0, done = 0;
     unsigned long long max_rss = 0, max_ideal = 0;
     for (size_t i = 1; i <= rows; i++) {
         char *l = line_at(text, i);
-        match(l, "^[0-9]+\\.[0-9]{4}\t[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+$", "series row");
+        match(l, "^[0-9]+\\.[0-9]{4}\t[0-9]+\t[0-9]+\t[0-9]+\t[0-9]+\t[01]\\.[0-9]{6}$", "series row");
         double ts;
         unsigned long long rss, vm, ideal, src;
-        ck_assert_int_eq(sscanf(l, "%lf %llu %llu %llu %llu", &ts, &rss, &vm, &ideal, &src), 5);
+        ck_assert_int_eq(sscanf(l, "%lf %llu %llu %llu %llu %lf", &ts, &rss, &vm, &ideal, &src, &done), 6);
         ck_assert(ts >= prev_t);
+        ck_assert_msg(done >= prev_done && done <= 1, "ops done %f after %f", done, prev_done);
         ck_assert(rss <= vm);
         ck_assert_uint_eq(src, 0); /* the workload has no RSS records */
         prev_t = ts;
+        prev_done = done;
         if (rss > max_rss)
             max_rss = rss;
         if (ideal > max_ideal)
@@ -312,6 +315,8 @@ START_TEST(rss_series)
     }
     ck_assert_uint_le(max_ideal, (uint64_t)jnum(j, "ideal_rss_kb"));
     ck_assert_uint_ge(max_ideal, 10 * 1024); /* sampled while blocks were live */
+    ck_assert_msg(done == 1.0, "the last sample has %f of the ops done", done); /* taken after the threads */
+    ck_assert_msg(prev_t > 0 && rows > 2, "a series of %zu rows", rows);
     /* the peak is the kernel's high-water mark: never below what the samples saw */
     ck_assert_uint_le(max_rss, (uint64_t)jnum(j, "max_rss_kb"));
     mt_json_free(j);
@@ -353,6 +358,34 @@ START_TEST(thread_time_is_cpu_time)
 }
 END_TEST
 
+/* Replays 1000 pairs of malloc(size) and free on sleepy_malloc.so through mtrace replay: its JSON
+ * result, and its output in *text (the caller frees both). */
+static mt_jval_t *replay_on_sleepy(uint64_t size, char **text)
+{
+    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
+         *err = path_in(g_dir, "stderr");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 1000; i++) {
+        wlb_malloc(&b, t, 1, size);
+        wlb_free(&b, t, 1);
+    }
+    wlb_close(&b);
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
+    const int rc = run(argv, out, err, NULL, 60);
+    char *e = read_text(err, NULL);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
+    *text = read_text(out, NULL);
+    mt_jval_t *j = load_json(json);
+    free(e);
+    free(wl);
+    free(json);
+    free(out);
+    free(err);
+    return j;
+}
+
 /* Calls during which the thread was off its CPU are left out of the averages, and the summary and
  * the JSON say how many and by which rule: on sleepy_malloc.so, 20 of 1000 mallocs of 4321 bytes
  * sleep 5 ms (10 million cycles and more at 2 GHz). Counted in, as before, they made the average
@@ -362,21 +395,8 @@ START_TEST(descheduled_calls_left_out_of_averages)
 {
     if (sanitizer_skip("descheduled_calls_left_out_of_averages"))
         return;
-    char *wl = path_in(g_dir, "sleepy.mtw"), *json = path_in(g_dir, "r.json"), *out = path_in(g_dir, "stdout"),
-         *err = path_in(g_dir, "stderr");
-    wlb_t b;
-    wlb_open(&b, wl);
-    const uint32_t t = wlb_thread(&b, 0);
-    for (uint64_t i = 1; i <= 1000; i++) {
-        wlb_malloc(&b, t, 1, 4321);
-        wlb_free(&b, t, 1);
-    }
-    wlb_close(&b);
-    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", SLEEPY_MALLOC, "--json", json, NULL };
-    const int rc = run(argv, out, err, NULL, 60);
-    char *text = read_text(out, NULL), *e = read_text(err, NULL);
-    ck_assert_msg(rc == 0, "exit %d: %s", rc, e);
-    mt_jval_t *j = load_json(json);
+    char *text;
+    mt_jval_t *j = replay_on_sleepy(4321, &text);
     const double avg = jnum2(j, "avg_cycles", "malloc");
     ck_assert_msg(avg < 20000, "average malloc %.1f cycles", avg);
     const double all = jnum2(j, "avg_cycles_all", "malloc"), out_calls = jnum2(j, "descheduled_calls", "malloc");
@@ -392,15 +412,119 @@ START_TEST(descheduled_calls_left_out_of_averages)
     ck_assert_msg(strstr(text, want), "the summary lacks '%s':\n%s", want + 1, text);
     mt_json_free(j);
     free(text);
-    free(e);
-    free(wl);
-    free(json);
-    free(out);
-    free(err);
 }
 END_TEST
 
-/* Usage errors: exit 2. */
+/* The replay's own cost per op is its threads' time outside the allocator's calls: an allocator
+ * whose malloc of 1234 bytes works 20 us of CPU (sleepy_malloc.so) shows in the allocator's time,
+ * not in the replay's own. */
+START_TEST(replay_overhead_leaves_the_allocator_out)
+{
+    if (sanitizer_skip("replay_overhead_leaves_the_allocator_out"))
+        return;
+    char *text;
+    mt_jval_t *j = replay_on_sleepy(1234, &text);
+    const double alloc_us = jnum(j, "allocator_us"), own = jnum(j, "replay_overhead_ns_per_op");
+    const double per_call = jnum(j, "allocator_ns_per_call"), wall_us = jnum(j, "wall_us");
+    /* 1000 mallocs of 20 us of CPU each, and 1000 quick frees: at least 10 us per call */
+    ck_assert_msg(alloc_us >= 18000 && alloc_us <= wall_us, "%.0f us in the allocator, %.0f us of wall time", alloc_us,
+                  wall_us);
+    ck_assert_msg(per_call >= 9000, "%.0f ns per allocator call", per_call);
+    ck_assert_msg(own > 0 && own < 2000, "the replay's own cost: %.1f ns per op", own);
+    ck_assert_msg(strstr(text, "\ntime: ") && strstr(text, "usec in the allocator's calls, ") &&
+                      strstr(text, " usec writing their blocks; the replay's own "),
+                  "the summary lacks the time line:\n%s", text);
+    mt_json_free(j);
+    free(text);
+}
+END_TEST
+
+/* Writing the blocks the allocator returns is counted apart from the replay's own cost: the page
+ * faults of fresh memory are the allocator's doing (reused memory faults no more). 64 blocks of
+ * 1 MiB, live at once, written page by page: 16 384 faults, milliseconds, in block_writes_us; counted
+ * as the replay's own, they made it tens of microseconds per op of the 130. */
+START_TEST(block_writes_apart_from_the_replays_own)
+{
+    if (sanitizer_skip("block_writes_apart_from_the_replays_own"))
+        return;
+    char *wl = path_in(g_dir, "writes.mtw"), *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 64; i++)
+        wlb_malloc(&b, t, i, 1 << 20);
+    for (uint64_t i = 1; i <= 64; i++)
+        wlb_free(&b, t, i);
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", "--touch", "pages", "--timing", "asap", NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    const double writes_us = jnum(j, "block_writes_us"), own = jnum(j, "replay_overhead_ns_per_op");
+    ck_assert_msg(writes_us >= 1000, "%.0f us writing 64 MiB of fresh blocks", writes_us);
+    ck_assert_msg(own < 10000, "the replay's own cost: %.1f ns per op", own);
+    mt_json_free(j);
+    free(wl);
+    free(json);
+}
+END_TEST
+
+/* Pacing (--timing recorded, the default) is not the replay's time: a gap of 1.5 s between two calls
+ * is slept, not spun. A sleep asked for in one piece of more than a second was refused by
+ * nanosleep(), and the thread spun until the gap was under a second: 0.5 s of CPU time. */
+START_TEST(pacing_sleeps_long_gaps)
+{
+    char *wl = path_in(g_dir, "gap.mtw"), *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    wlb_malloc(&b, t, 1, 100);
+    wlb_gap(&b, 1500000000);
+    wlb_free(&b, t, 1);
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "recorded");
+    const double wall_us = jnum(j, "wall_us"), thread_us = jnum(j, "thread_us"), cpu_us = jnum(j, "cpu_us");
+    ck_assert_msg(wall_us >= 1400000, "wall %.0f us for a recorded gap of 1.5 s", wall_us);
+    ck_assert_msg(thread_us < 100000 && cpu_us < 250000, "%.0f us across the threads, %.0f us of the process's CPU",
+                  thread_us, cpu_us);
+    mt_json_free(j);
+    free(wl);
+    free(json);
+}
+END_TEST
+
+/* Nor are short gaps spun: 10 000 calls 50 us apart (0.5 s) are paced by sleeping when the replay is
+ * a millisecond ahead: 20 ms of CPU. Spinning until each call's time, the replay took 0.32 s of it
+ * (on this shared 2-CPU VM; the bound: 0.15 s). */
+START_TEST(pacing_sleeps_short_gaps)
+{
+    char *wl = path_in(g_dir, "gaps.mtw"), *json = path_in(g_dir, "r.json");
+    wlb_t b;
+    wlb_open(&b, wl);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 1; i <= 10000; i++) {
+        wlb_gap(&b, 50000);
+        wlb_malloc(&b, t, 1, 100);
+        wlb_free(&b, t, 1);
+    }
+    wlb_close(&b);
+    const char *const argv[] = { SIM_EXE, wl, "--json", json, "--quiet", NULL };
+    ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
+    mt_jval_t *j = load_json(json);
+    const double wall_us = jnum(j, "wall_us"), thread_us = jnum(j, "thread_us"), cpu_us = jnum(j, "cpu_us");
+    ck_assert_msg(wall_us >= 450000, "wall %.0f us for 0.5 s of recorded gaps", wall_us);
+    ck_assert_msg(thread_us < 100000 && cpu_us < 150000, "%.0f us across the threads, %.0f us of the process's CPU, for "
+                  "%.0f us of wall time", thread_us, cpu_us, wall_us);
+    mt_json_free(j);
+    free(wl);
+    free(json);
+}
+END_TEST
+
+/* Usage errors: exit 2, and a message that names what is wrong: a bad value in one line with the
+ * option and the value, anything else with the usage lines. */
 START_TEST(usage_errors)
 {
     char *wl = write_wl(1), *err = path_in(g_dir, "stderr");
@@ -414,11 +538,15 @@ START_TEST(usage_errors)
         { MTRACE_EXE, "replay", NULL },
         { MTRACE_EXE, "replay", wl, "--bogus", NULL },
     };
+    static const char *const said[] = {
+        "usage:", "--timing 'sometimes'", "--touch 'all'", "unknown option '--no-such-option'",
+        "--sample-ms '0'", "one WORKLOAD only", "usage:", "unknown option '--bogus'",
+    };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int rc = run(cases[i], NULL, err, NULL, 30);
         ck_assert_msg(rc == 2, "case %zu: exit %d", i, rc);
         char *e = read_text(err, NULL);
-        ck_assert_msg(strstr(e, "usage:"), "case %zu: %s", i, e);
+        ck_assert_msg(strstr(e, said[i]), "case %zu: '%s' not in: %s", i, said[i], e);
         free(e);
     }
     free(wl);
@@ -437,6 +565,10 @@ static Suite *summary_suite(void)
         { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
         { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
         { "descheduled_calls_left_out_of_averages", descheduled_calls_left_out_of_averages },
+        { "replay_overhead_leaves_the_allocator_out", replay_overhead_leaves_the_allocator_out },
+        { "block_writes_apart_from_the_replays_own", block_writes_apart_from_the_replays_own },
+        { "pacing_sleeps_long_gaps", pacing_sleeps_long_gaps },
+        { "pacing_sleeps_short_gaps", pacing_sleeps_short_gaps },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -117,11 +117,11 @@ void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label)
         tb_fail("mt_writer_event: %s", mt_writer_error(b->w));
 }
 
-/* An event whose payload is four uvarints, as libmtrace writes PAGES and VM. */
-static void event4(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_t v[4])
+/* An event whose payload is n uvarints, as libmtrace writes PAGES (4) and VM (4 or 5). */
+static void event_n(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_t *v, int n)
 {
-    uint8_t payload[40], *q = payload;
-    for (int k = 0; k < 4; k++)
+    uint8_t payload[60], *q = payload;
+    for (int k = 0; k < n; k++)
         q = mt_put_uvarint(q, v[k]);
     const int rc = mt_writer_event(b->w, th, b->tid[th], op, t, payload, (size_t)(q - payload));
     if (rc < 0)
@@ -130,12 +130,18 @@ static void event4(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_t
 
 void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when)
 {
-    event4(b, th, t, MT_EV_PAGES, (const uint64_t[4]){ ptr, pages, resident, when });
+    event_n(b, th, t, MT_EV_PAGES, (const uint64_t[4]){ ptr, pages, resident, when }, 4);
 }
 
 void tb_vm(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident)
 {
-    event4(b, th, t, MT_EV_VM, (const uint64_t[4]){ kind, addr, len, resident });
+    event_n(b, th, t, MT_EV_VM, (const uint64_t[4]){ kind, addr, len, resident }, 4);
+}
+
+void tb_vm5(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident,
+            uint64_t fifth)
+{
+    event_n(b, th, t, MT_EV_VM, (const uint64_t[5]){ kind, addr, len, resident, fifth }, 5);
 }
 
 static uint64_t usable_of(uint64_t requested)
@@ -363,6 +369,10 @@ char *op_str(const mt_wl_rec_t *r, char *buf, size_t cap)
         break;
     case MT_WL_MUNMAP:
         snprintf(p, left, " #%" PRIu64 " +%" PRIu64 " %" PRIu64 "%s", r->slot, r->n, r->size, r->a ? " last" : "");
+        break;
+    case MT_WL_MADVISE:
+        snprintf(p, left, " #%" PRIu64 " +%" PRIu64 " %" PRIu64 " advice=%" PRId64 " write=%" PRIu64, r->slot, r->n,
+                 r->size, r->a, r->count);
         break;
     case MT_WL_MALLOPT:
         snprintf(p, left, " param=%" PRId64 " value=%" PRId64, r->a, r->b);

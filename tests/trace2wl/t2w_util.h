@@ -41,6 +41,9 @@ void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label);
 void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when);
 /* MT_EV_VM: the program mapped (MT_VM_MAP) or unmapped (MT_VM_UNMAP) [addr, addr + len). */
 void tb_vm(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident);
+/* The same with the fifth field: the advice of MT_VM_ADVISE, or MT_VM_VIA_* of a map or unmap. */
+void tb_vm5(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident,
+            uint64_t fifth);
 
 /* Calls. A result of 0 means the call returned NULL (MT_FLAG_NULL). usable = size rounded up to 16. */
 void tb_malloc(tb_t *b, uint32_t th, uint64_t t, uint64_t size, uint64_t result);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mtrace/convert.h"
 #include "mtrace/workload.h"
@@ -298,6 +299,67 @@ START_TEST(uncounted_evidence_is_estimated)
     ck_assert_uint_eq(st.large_estimated, 2);
     ck_assert_uint_eq(st.large_touched, 3 * 64);
     ck_assert_uint_eq(st.touch_entries, 3);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
+/* The pages a program's brk and sbrk add to the break are mappings like its mmaps (and counted
+ * apart); an madvise that drops pages gives an madvise op per part of a mapping it names, with the
+ * resident pages shared out by length, after a wait when another thread made the mapping, and the
+ * munmap then waits for the madvise. An madvise of memory not the program's, and a VM kind the
+ * converter does not know, give nothing. */
+START_TEST(own_brk_and_madvise_become_ops)
+{
+    char *tr = path_in(g_dir, "brk.mtr"), *wl = path_in(g_dir, "brk.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000000, brk0 = 0x600000;
+    tb_start(&b, 1, 10, 0);
+    tb_create(&b, 1, 15, 2);
+    tb_start(&b, 2, 16, 1);
+    tb_vm5(&b, 1, 20, MT_VM_MAP, brk0, 2 * MiB, 0, MT_VM_VIA_BRK);       /* thread 0, op 2 */
+    tb_vm5(&b, 1, 30, MT_VM_MAP, a, MiB, 0, MT_VM_VIA_MMAP);             /* op 3 */
+    tb_vm5(&b, 2, 40, MT_VM_ADVISE, a - 4096, MiB, 100, MADV_DONTNEED);  /* thread 1: waits, op 4 */
+    tb_vm5(&b, 1, 45, MT_VM_ADVISE, 0x1000, 4096, 1, MADV_DONTNEED);     /* not the program's */
+    tb_vm5(&b, 1, 46, 7, a, MiB, 0, 0);                                  /* a kind not known */
+    tb_vm5(&b, 1, 50, MT_VM_UNMAP, brk0 + MiB, MiB, 3, MT_VM_VIA_BRK);   /* the break shrinks */
+    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, MiB, 1);                            /* waits for the madvise */
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.program_maps, 2);
+    ck_assert_uint_eq(st.program_peak_bytes, 3 * MiB);
+    ck_assert_uint_eq(st.program_brk_peak_bytes, 2 * MiB);
+    ck_assert_uint_eq(st.program_advises, 1);
+    wl_mem_t m;
+    wl_load(&m, wl);
+    static const char *const want0[] = {
+        "thread_start",
+        "mmap #1 2097152",
+        "mmap #2 1048576",
+        "munmap #1 +1048576 1048576",
+        "wait thread=1 count=4",
+        "munmap #2 +0 1048576 last",
+        NULL,
+    };
+    expect_stream(&m, 0, want0);
+    /* 100 pages resident in the 1 MiB advised, 1 MiB less a page of it the mapping's: 99 */
+    static const char *const want1[] = {
+        "thread_start",
+        "wait thread=0 count=1",
+        "wait thread=0 count=3",
+        "madvise #2 +0 1044480 advice=4 write=99",
+        NULL,
+    };
+    expect_stream(&m, 1, want1);
+    wl_free(&m);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(mt_wl_header(w)->program_brk_peak_bytes, 2 * MiB);
+    ck_assert_uint_eq(mt_wl_header(w)->program_advises, 1);
+    mt_wl_close(w);
     free(tr);
     free(wl);
 }
@@ -1052,6 +1114,7 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
     suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
+    suite_add_tcase(s, tcase("own_brk_and_madvise_become_ops", own_brk_and_madvise_become_ops));
     suite_add_tcase(s, tcase("uncounted_evidence_is_estimated", uncounted_evidence_is_estimated));
     suite_add_tcase(s, tcase("cross_thread_free", cross_thread_free));
     suite_add_tcase(s, tcase("cross_thread_realloc", cross_thread_realloc));

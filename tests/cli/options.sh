@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Every command parses its options one way (cli/cli_options.h):
+# - -h and --help print the help on stdout, nothing on stderr, exit 0, for mtrace, each of its
+#   commands, trace2wl and mtrace-sim; every help has its usage, options, exit status and an example;
+# - mtrace --version and -V print "mtrace VERSION";
+# - a number that is not one or out of range, a value not in the list: exactly one line on stderr
+#   naming the option, the value and what it must be, nothing on stdout, exit 2; through --opt=value
+#   as through --opt value;
+# - an unknown option, a missing value, a missing or extra operand: one line naming it, then the
+#   usage lines, nothing on stdout, exit 2;
+# - options after the operands are read (getopt_long permutes), --opt=value works;
+# - replay --timing bogus is replay's usage error, not the simulator's.
+#   usage: options.sh MTRACE TRACE2WL MTRACE_SIM REPORT_MKTRACE VERSION
+set -u
+mtrace=$1
+t2w=$2
+sim=$3
+mktrace=$4
+version=$5
+work=$(mktemp -d /tmp/mtrace-options.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+unset MALLOC_PERTURB_
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+commands="record info dump pack report diff export convert replay compare sweep plot"
+
+# ok_help NAME CMD...: CMD prints a whole help on stdout, nothing on stderr, exit 0.
+ok_help() {
+    local name=$1
+    shift
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$?
+    [ $rc = 0 ] || fail "$name: exit $rc"
+    [ -s "$work/err" ] && fail "$name wrote to stderr: $(cat "$work/err")"
+    head -1 "$work/out" | grep -q '^usage: ' || fail "$name: no usage line first: $(head -3 "$work/out")"
+    for section in 'Options:' 'Exit status:' 'Example:'; do
+        grep -qx -- "$section" "$work/out" || fail "$name: no '$section' section"
+    done
+    grep -q -- '-h, --help' "$work/out" || fail "$name: -h, --help not listed"
+}
+
+# usage_error WHAT NEEDLE... -- CMD...: exit 2, nothing on stdout, the first line of stderr has every
+# NEEDLE, then come the usage lines.
+usage_error() {
+    local mode=${mode:-usage}
+    local what=$1
+    shift
+    local needles=()
+    while [ "$1" != -- ]; do
+        needles+=("$1")
+        shift
+    done
+    shift
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$?
+    [ $rc = 2 ] || fail "$what: exit $rc, expected 2 ($(head -1 "$work/err"))"
+    [ -s "$work/out" ] && fail "$what wrote to stdout: $(head -3 "$work/out")"
+    for needle in "${needles[@]}"; do
+        head -1 "$work/err" | grep -qF -- "$needle" || fail "$what: '$needle' not in: $(head -1 "$work/err")"
+    done
+    if [ "$mode" = value ]; then
+        [ "$(wc -l <"$work/err")" = 1 ] || fail "$what: expected one line on stderr: $(cat "$work/err")"
+    else
+        sed -n 2p "$work/err" | grep -q '^usage: ' || fail "$what: no usage after the message: $(cat "$work/err")"
+    fi
+}
+
+# value_error WHAT NEEDLE... -- CMD...: as usage_error, but the one line is all of stderr.
+value_error() {
+    mode=value usage_error "$@"
+}
+
+# ---- help and version ----
+for flag in -h --help; do
+    ok_help "mtrace $flag" "$mtrace" $flag
+    for c in $commands; do
+        ok_help "mtrace $c $flag" "$mtrace" $c $flag
+    done
+    ok_help "trace2wl $flag" "$t2w" $flag
+    ok_help "mtrace-sim $flag" "$sim" $flag
+done
+ok_help "mtrace pack --help among options" "$mtrace" pack --level 3 --help
+# help asked for among other arguments, even bad ones after it
+ok_help "mtrace dump FILE --help" "$mtrace" dump nosuchfile --help
+for flag in --version -V; do
+    out=$("$mtrace" $flag 2>&1)
+    rc=$?
+    [ $rc = 0 ] || fail "mtrace $flag: exit $rc"
+    [ "$out" = "mtrace $version" ] || fail "mtrace $flag printed '$out', expected 'mtrace $version'"
+done
+# mtrace's list of commands is the list of commands
+for c in $commands; do
+    "$mtrace" --help | grep -q "^  $c " || fail "mtrace --help does not list $c"
+done
+
+# ---- usage errors ----
+usage_error "mtrace alone" "no command" -- "$mtrace"
+usage_error "unknown command" "unknown command 'frobnicate'" -- "$mtrace" frobnicate
+usage_error "mtrace --bogus" "mtrace:" "'--bogus'" -- "$mtrace" --bogus
+for c in $commands; do
+    usage_error "mtrace $c --no-such-option" "mtrace $c:" "unknown option '--no-such-option'" -- \
+        "$mtrace" $c --no-such-option x
+    usage_error "mtrace $c -Z" "mtrace $c:" "unknown option '-Z'" -- "$mtrace" $c -Z x
+    usage_error "mtrace $c without operands" "mtrace $c:" -- "$mtrace" $c
+done
+usage_error "trace2wl --no-such-option" "trace2wl:" "'--no-such-option'" -- "$t2w" --no-such-option x
+usage_error "mtrace-sim --no-such-option" "mtrace-sim:" "'--no-such-option'" -- "$sim" --no-such-option x
+
+# numbers: one rule, the option and the value named
+value_error "report --top abc" "--top" "'abc'" -- "$mtrace" report --top abc t.mtr
+value_error "report --top -5" "--top" "'-5'" -- "$mtrace" report --top -5 t.mtr
+value_error "report --top=abc" "--top" "'abc'" -- "$mtrace" report --top=abc t.mtr
+value_error "report --top 5x" "--top" "'5x'" -- "$mtrace" report t.mtr --top 5x
+value_error "report --tree-depth 0" "--tree-depth" "'0'" -- "$mtrace" report --tree-depth 0 t.mtr
+value_error "report --tree-depth 65" "--tree-depth" "'65'" -- "$mtrace" report --tree-depth 65 t.mtr
+value_error "report --flame-weight mass" "--flame-weight" "'mass'" "bytes" -- \
+    "$mtrace" report --flame-weight mass t.mtr
+value_error "diff --top ''" "--top" -- "$mtrace" diff --top '' a.mtr b.mtr
+value_error "pack --level 99" "--level" "'99'" "1 to 22" -- "$mtrace" pack --level 99 t.mtr
+value_error "pack --level 0" "--level" "'0'" -- "$mtrace" pack t.mtr --level=0
+usage_error "pack --level" "a value is missing after '--level'" -- "$mtrace" pack t.mtr --level
+value_error "record --stacks 65" "--stacks" "'65'" -- "$mtrace" record --stacks 65 -- true
+value_error "record --rss-ms -1" "--rss-ms" "'-1'" -- "$mtrace" record --rss-ms -1 -- true
+value_error "replay --repeat 0" "--repeat" "'0'" -- "$mtrace" replay --repeat 0 w.wl
+value_error "sweep --repeat 101" "--repeat" "'101'" -- "$mtrace" sweep --repeat 101 --mallopt top_pad=1 w.wl
+value_error "mtrace-sim --sample-ms 0" "--sample-ms" "'0'" -- "$sim" w.wl --sample-ms 0
+value_error "mtrace-sim --stall-timeout nan" "--stall-timeout" "'nan'" -- "$sim" w.wl --stall-timeout nan
+value_error "mtrace-sim --stall-timeout -1" "--stall-timeout" "'-1'" -- "$sim" w.wl --stall-timeout=-1
+# values from a list: replay's and sweep's own usage, before any simulator runs
+value_error "replay --timing bogus" "mtrace replay:" "--timing" "'bogus'" "asap" -- \
+    "$mtrace" replay --timing bogus w.wl
+grep -q "mtrace-sim" "$work/err" && fail "replay --timing bogus gave mtrace-sim's usage: $(cat "$work/err")"
+value_error "replay --touch bogus" "mtrace replay:" "--touch" "'bogus'" -- "$mtrace" replay w.wl --touch bogus
+value_error "sweep --timing bogus" "mtrace sweep:" "--timing" "'bogus'" -- \
+    "$mtrace" sweep w.wl --mallopt top_pad=1 --timing bogus
+value_error "mtrace-sim --touch bogus" "mtrace-sim:" "--touch" "'bogus'" -- "$sim" w.wl --touch bogus
+# operands
+usage_error "info two files" "one FILE only" -- "$mtrace" info a.mtr b.mtr
+usage_error "diff one trace" "BEFORE and AFTER" -- "$mtrace" diff a.mtr
+usage_error "convert without -o" "no -o WORKLOAD" -- "$mtrace" convert t.mtr
+usage_error "plot without -o" "no -o OUT" -- "$mtrace" plot t.mtr
+usage_error "export without -o" "no -o DIR" -- "$mtrace" export t.mtr
+value_error "export --trace-id 0" "--trace-id" "'0'" -- "$mtrace" export t.mtr -o d --trace-id 0
+usage_error "report results without --html" "--html" -- "$mtrace" report t.mtr r.json
+
+# ---- options where getopt_long puts them ----
+t=$work/t.mtr
+"$mktrace" "$t" >/dev/null 2>"$work/err" || fail "report_mktrace: $(cat "$work/err")"
+"$mtrace" info "$t" --json >"$work/info.json" 2>"$work/err" || fail "info TRACE --json: $(cat "$work/err")"
+python3 -m json.tool "$work/info.json" >/dev/null 2>&1 || fail "info TRACE --json: not JSON"
+"$mtrace" report "$t" --top=3 --tree-depth 2 >/dev/null 2>"$work/err" || fail "report TRACE --top=3: $(cat "$work/err")"
+"$mtrace" pack "$t" --level=3 --output="$work/t.mtz" 2>"$work/err" || fail "pack --level=3 --output=: $(cat "$work/err")"
+[ -s "$work/t.mtz" ] || fail "pack --output= wrote no $work/t.mtz"
+"$mtrace" convert -o "$work/a.wl" "$t" --quiet 2>"$work/err" || fail "convert -o WL TRACE: $(cat "$work/err")"
+"$t2w" "$t" --output="$work/b.wl" -q 2>"$work/err" || fail "trace2wl --output=WL: $(cat "$work/err")"
+cmp -s "$work/a.wl" "$work/b.wl" || fail "convert and trace2wl (-o before, --output= after) gave different workloads"
+"$mtrace" dump -- "$work/a.wl" >/dev/null 2>"$work/err" || fail "dump -- WL: $(cat "$work/err")"
+
+if [ $failures -gt 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "all options checks passed"
