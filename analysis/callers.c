@@ -419,20 +419,25 @@ void mt_caller_tree_print(const mt_caller_tree_t *t, FILE *f, const char *arrow,
     free(top);
 }
 
+void mt_symbol_json(mt_json_t *j, const mt_symbol_t *sym)
+{
+    mt_json_kv_cstr(j, "function", sym->function);
+    if (sym->file)
+        mt_json_kv_cstr(j, "file", sym->file);
+    else {
+        mt_json_key(j, "file");
+        mt_json_null(j);
+    }
+    mt_json_kv_u64(j, "line", sym->line);
+    mt_json_kv_cstr(j, "module", sym->module ? sym->module : "??");
+}
+
 static void json_node(const mt_caller_tree_t *t, mt_json_t *j, uint32_t node, const char *child_key,
                       unsigned width, unsigned level, unsigned depth)
 {
     const mt_caller_node_t *x = &t->node[node];
     mt_json_begin_object(j);
-    mt_json_kv_cstr(j, "function", x->sym->function);
-    if (x->sym->file)
-        mt_json_kv_cstr(j, "file", x->sym->file);
-    else {
-        mt_json_key(j, "file");
-        mt_json_null(j);
-    }
-    mt_json_kv_u64(j, "line", x->sym->line);
-    mt_json_kv_cstr(j, "module", x->sym->module ? x->sym->module : "??");
+    mt_symbol_json(j, x->sym);
     mt_json_kv_u64(j, "calls", x->fig.calls);
     mt_json_kv_u64(j, "bytes", x->fig.bytes);
     mt_json_kv_u64(j, "peak_bytes", x->fig.peak_bytes);

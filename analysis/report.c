@@ -13,22 +13,22 @@
 #include "mtrace/merge_heap.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
+#include "mtrace/suppress.h"
 #include "mtrace/symbolize.h"
 #include "file_io.h"
+#include "live_set.h"
 #include "vmap.h"
 
-typedef struct block {
-    uint64_t size;
-    uint64_t time;
-    uint32_t stack;
-    uint32_t thread;
-} block_t;
+/* A live block, as the passes read it (live_set.h keeps them). */
+typedef mt_live_block_t block_t;
 
 typedef struct stack_stat {
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
     uint64_t others; /* records with this stack that made no block: frees, failed calls ... */
+    uint64_t added, shrunk; /* bytes added (allocations, realloc growth) and given back by realloc */
     uint64_t *frames; /* from its STACK event; NULL until seen */
     uint32_t nframes;
+    uint8_t leak_quarters; /* bit q: a block of it still live at the end was made in quarter q of the run */
 } stack_stat_t;
 
 typedef struct rthread {
@@ -36,6 +36,7 @@ typedef struct rthread {
     mt_record_t head;
     int has_head;
     uint64_t last_alloc; /* for temporaries: the thread's latest allocation, 0 once freed or superseded */
+    uint64_t last_time;  /* and its time: the block at that address is that one if its time is this */
 } rthread_t;
 
 typedef struct pass {
@@ -44,12 +45,9 @@ typedef struct pass {
     uint32_t n;
     mt_merge_heap_t heap; /* threads by the time of their next record */
     uint64_t *key;
-    mt_ptr_map_t live;
-    block_t *blocks;
-    uint64_t nblocks, cap_blocks;
-    uint64_t *free_idx, nfree, cap_free;
-    uint64_t live_bytes;
+    mt_live_set_t live;
     uint64_t steps;
+    uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
     uint8_t *payload; /* a copy of the latest STACK or MODULE payload (see pass_next) */
     size_t cap_payload;
 } pass_t;
@@ -69,6 +67,7 @@ typedef struct priv {
     mt_stack_in_t *input;  /* the stacks with something to show, for the caller trees */
     uint32_t *input_id;    /* their stack ids */
     size_t ninput;
+    mt_suppressions_t supp;
 } priv_t;
 
 
@@ -79,10 +78,8 @@ static void pass_fini(pass_t *p)
     free(p->t);
     free(p->heap.v);
     free(p->key);
-    free(p->blocks);
-    free(p->free_idx);
     free(p->payload);
-    mt_ptr_map_fini(&p->live);
+    mt_live_fini(&p->live);
 }
 
 static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
@@ -94,7 +91,7 @@ static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
     p->heap.v = calloc(p->n + 1, sizeof *p->heap.v);
     p->key = calloc(p->n + 1, sizeof *p->key);
     p->heap.key = p->key;
-    if (!p->t || !p->heap.v || !p->key || mt_ptr_map_init(&p->live) < 0)
+    if (!p->t || !p->heap.v || !p->key || mt_live_init(&p->live) < 0)
         goto oom;
     for (uint32_t i = 0; i < p->n; i++) {
         if (mt_thread_cursor_init(&p->t[i].cur, t, i) < 0)
@@ -146,47 +143,20 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
     return 1;
 }
 
+/* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
+#define MAX_STACK_ID (1u << 24)
+
 static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
 {
-    uint64_t idx;
-    if (p->nfree) {
-        idx = p->free_idx[--p->nfree];
-    } else {
-        if (p->nblocks == p->cap_blocks) {
-            const uint64_t cap = p->cap_blocks ? p->cap_blocks * 2 : 4096;
-            block_t *nb = realloc(p->blocks, cap * sizeof *nb);
-            if (!nb)
-                return -ENOMEM;
-            p->blocks = nb;
-            p->cap_blocks = cap;
-        }
-        idx = p->nblocks++;
-    }
-    p->blocks[idx] = *b;
-    p->live_bytes += b->size;
-    return mt_ptr_map_put(&p->live, ptr, idx);
+    block_t x = *b;
+    x.addr = ptr;
+    return mt_live_add(&p->live, &x);
 }
 
 /* Removes the block at ptr; returns it in *out. 0 if it was not live. */
 static int block_remove(pass_t *p, uint64_t ptr, block_t *out)
 {
-    mt_ptr_entry_t *e = mt_ptr_map_find(&p->live, ptr);
-    if (!e)
-        return 0;
-    const uint64_t idx = e->value;
-    *out = p->blocks[idx];
-    p->live_bytes -= out->size;
-    mt_ptr_map_del(&p->live, e);
-    if (p->nfree == p->cap_free) {
-        const uint64_t cap = p->cap_free ? p->cap_free * 2 : 4096;
-        uint64_t *nf = realloc(p->free_idx, cap * sizeof *nf);
-        if (!nf)
-            return -ENOMEM;
-        p->free_idx = nf;
-        p->cap_free = cap;
-    }
-    p->free_idx[p->nfree++] = idx;
-    return 1;
+    return mt_live_remove(&p->live, ptr, out);
 }
 
 static unsigned log2_bucket(uint64_t v)
@@ -211,9 +181,6 @@ static int is_alloc_op(unsigned op)
 {
     return op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT && op <= MT_OP_LAST_CALL;
 }
-
-/* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
-#define MAX_STACK_ID (1u << 24)
 
 static stack_stat_t *stack_at(priv_t *pv, uint32_t id)
 {
@@ -396,9 +363,10 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
                 ids[k] = (uint32_t)e->value;
                 continue;
             }
-            mt_symbol_t y;
-            mt_symbolize(sym, s->frames[k], &y);
+            mt_symbol_t y = { .function = MT_TRUNCATED_FRAME, .module = MT_TRUNCATED_FRAME };
             char label[600];
+            if (s->frames[k]) /* a frame 0 ends a stack cut at the frame limit */
+                mt_symbolize(sym, s->frames[k], &y);
             mt_symbol_label(&y, label, sizeof label);
             if (pv->nframes == cap_frames) {
                 cap_frames = cap_frames ? cap_frames * 2 : 1024;
@@ -444,6 +412,18 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
     mt_symbolizer_close(sym);
     if (rc == -ENOMEM)
         snprintf(err->msg, sizeof err->msg, "symbolizer: out of memory");
+    return rc;
+}
+
+static int collect_leaks(mt_report_t *rep, priv_t *pv)
+{
+    uint8_t *quarters = malloc(pv->ninput + 1);
+    if (!quarters)
+        return -ENOMEM;
+    for (size_t i = 0; i < pv->ninput; i++)
+        quarters[i] = pv->stacks[pv->input_id[i]].leak_quarters;
+    const int rc = mt_leaks_collect(&rep->leaks, pv->frames, pv->input, quarters, pv->ninput, &pv->supp, rep->complete);
+    free(quarters);
     return rc;
 }
 
@@ -521,9 +501,13 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         c->leaked_blocks += s->leaked_blocks;
         c->leaked_bytes += s->leaked_bytes;
         c->peak_bytes += s->peak_bytes;
+        c->added += s->added;
+        c->shrunk += s->shrunk;
     }
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
+    if (rc == 0)
+        rc = collect_leaks(rep, pv);
     if (rc == -ENOMEM)
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
     if (rc == 0 && out[OUT_FOLDED].f)
@@ -644,6 +628,13 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
     rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
+    rep->temporary_rule = o ? o->temporary_rule : MT_TEMP_THREAD;
+    /* The suppressions are read first: a file that cannot be used fails before the long pass. */
+    if (o && o->suppress && (rc = mt_suppressions_load(&pv->supp, o->suppress, err)) < 0) {
+        mt_trace_close(t);
+        return rc;
+    }
+    rep->leaks.suppress_file = o ? o->suppress : NULL;
     size_t len;
     const char *s = mt_trace_string(t, MT_STR_CMDLINE, 0, &len);
     /* Arguments joined by spaces, on one line: a script given with -c may hold newlines. */
@@ -682,15 +673,15 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         if (r.op == MT_EV_RSS && r.nargs >= 2) {
             mt_trace_note_rss(t, &r);
             sampled = 1;
-            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, (uint64_t)r.arg[1] * page_kb,
+            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, (uint64_t)r.arg[1] * page_kb,
                                 (uint64_t)r.arg[0] * page_kb)) < 0)
                 break;
-            note_anon_sample(&rep->own, &own, &r, page_kb, p.live_bytes);
+            note_anon_sample(&rep->own, &own, &r, page_kb, p.live.bytes);
         }
         if (r.op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, &r)) < 0)
             break;
         if (!sampled && r.op <= MT_OP_LAST_CALL && (++calls & 0xffff) == 0 &&
-            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live_bytes, 0, 0)) < 0)
+            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, 0, 0)) < 0)
             break;
         if (r.op == MT_EV_STACK && (rc = note_stack_event(pv, &r)) < 0)
             break;
@@ -716,6 +707,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             freed_ptr = r.ptr;
         else if ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr && (!nul || requested(&r) == 0))
             freed_ptr = r.ptr;
+        uint64_t old_size = 0; /* of the block a realloc resized */
         if (freed_ptr) {
             block_t b;
             const int had = block_remove(&p, freed_ptr, &b);
@@ -726,15 +718,19 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (!had) {
                 rep->unknown_frees++;
             } else {
+                old_size = b.size;
                 rep->life_hist[log2_bucket(lifetime_ns(t, b.time, r.time))]++;
-                if (r.op == MT_OP_FREE) {
+                if (r.op == MT_OP_FREE)
                     th->frees++;
-                    if (b.thread == ti && p.t[ti].last_alloc == freed_ptr) {
-                        rep->temporary++;
-                        rep->temporary_bytes += b.size;
-                        th->temporary++;
-                    }
+                const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
+                                     ? p.last_any == freed_ptr
+                                     : r.op == MT_OP_FREE && p.t[ti].last_alloc == freed_ptr && p.t[ti].last_time == b.time;
+                if (temp) {
+                    rep->temporary++;
+                    rep->temporary_bytes += b.size;
+                    th->temporary++;
                 }
+                p.last_any = 0;
             }
             if (p.t[ti].last_alloc == freed_ptr)
                 p.t[ti].last_alloc = 0;
@@ -754,23 +750,34 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         rep->allocations++;
         th->allocations++;
         rep->size_hist[log2_bucket(req)]++;
+        uint64_t grown = req, shrunk = 0;
+        if (r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) {
+            grown = req > old_size ? req - old_size : 0;
+            shrunk = old_size > req ? old_size - req : 0;
+            rep->realloc_growth = add_bytes(rep->realloc_growth, grown);
+            rep->realloc_shrink = add_bytes(rep->realloc_shrink, shrunk);
+        }
         if (st) {
             st->calls++;
             st->bytes += req;
+            st->added = add_bytes(st->added, grown);
+            st->shrunk = add_bytes(st->shrunk, shrunk);
         }
         block_t stale;
         if (block_remove(&p, r.result, &stale) < 0) { /* an address given again while we think it live */
             rc = -ENOMEM;
             break;
         }
-        const block_t b = { .size = req, .time = r.time, .stack = st ? r.stack : 0, .thread = ti };
+        const block_t b = { .size = req, .time = r.time, .stack = st ? r.stack : 0 };
         if (block_add(&p, r.result, &b) < 0) {
             rc = -ENOMEM;
             break;
         }
         p.t[ti].last_alloc = r.result;
-        if (p.live_bytes > rep->peak_live_bytes) {
-            rep->peak_live_bytes = p.live_bytes;
+        p.t[ti].last_time = r.time;
+        p.last_any = r.result;
+        if (p.live.bytes > rep->peak_live_bytes) {
+            rep->peak_live_bytes = p.live.bytes;
             rep->peak_live_blocks = p.live.n;
             rep->peak_time_s = seconds(t, r.time);
             peak_step = p.steps;
@@ -786,10 +793,11 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         return rc;
     }
     /* Leaks: what is live at the end of the trace. */
-    for (uint64_t i = 0; i < p.live.cap; i++) {
-        if (!p.live.v[i].key)
+    for (uint64_t i = 0; i < p.live.nslots; i++) {
+        block_t lb;
+        if (!mt_live_slot(&p.live, i, &lb))
             continue;
-        const block_t *b = &p.blocks[p.live.v[i].value];
+        const block_t *b = &lb;
         rep->leaked_blocks++;
         rep->leaked_bytes += b->size;
         if (b->stack) {
@@ -797,6 +805,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (st) {
                 st->leaked_blocks++;
                 st->leaked_bytes += b->size;
+                st->leak_quarters |= (uint8_t)(1u << mt_leak_quarter(b->time, first_time, last_time));
             }
         }
     }
@@ -820,13 +829,13 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
                 }
             }
         }
-        for (uint64_t i = 0; rc >= 0 && i < p.live.cap; i++) {
-            if (!p.live.v[i].key)
+        for (uint64_t i = 0; rc >= 0 && i < p.live.nslots; i++) {
+            block_t b;
+            if (!mt_live_slot(&p.live, i, &b))
                 continue;
-            const block_t *b = &p.blocks[p.live.v[i].value];
-            stack_stat_t *st = b->stack ? stack_at(pv, b->stack) : NULL;
+            stack_stat_t *st = b.stack ? stack_at(pv, b.stack) : NULL;
             if (st)
-                st->peak_bytes += b->size;
+                st->peak_bytes += b.size;
         }
         pass_fini(&p);
     }
@@ -859,12 +868,14 @@ void mt_report_free(mt_report_t *rep)
         free(pv->frame_ids);
         free(pv->input);
         free(pv->input_id);
+        mt_suppressions_free(&pv->supp);
         free(pv);
     }
     free(rep->thread);
     free(rep->series);
     free(rep->callsites);
     mt_callers_free(&rep->callers);
+    mt_leaks_free(&rep->leaks);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -978,10 +989,12 @@ static void json_own_memory(mt_json_t *j, const mt_report_t *r)
     mt_json_end_object(j);
 }
 
-/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 peak bytes, 3 leaked bytes. */
+/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 bytes added, 3 peak bytes, 4 leaked
+ * bytes. */
 static uint64_t callsite_key(const mt_callsite_t *c, int k)
 {
-    return k == 0 ? c->calls : k == 1 ? c->bytes : k == 2 ? c->peak_bytes : c->leaked_bytes;
+    const uint64_t v[] = { c->calls, c->bytes, c->added, c->peak_bytes, c->leaked_bytes };
+    return v[k];
 }
 
 typedef struct callsite_rank {
@@ -1012,6 +1025,11 @@ static int rank_callsites(const mt_callsite_t *in, size_t n, int k, mt_callsite_
         out[i] = in[rank[i].at];
     free(rank);
     return 0;
+}
+
+static const char *temporary_rule_name(int rule)
+{
+    return rule == MT_TEMP_HEAPTRACK ? "heaptrack" : "thread";
 }
 
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
@@ -1054,6 +1072,9 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         mt_json_kv_u64(&j, "leaked_bytes", r->leaked_bytes);
         mt_json_kv_u64(&j, "temporary", r->temporary);
         mt_json_kv_u64(&j, "temporary_bytes", r->temporary_bytes);
+        mt_json_kv_cstr(&j, "temporary_rule", temporary_rule_name(r->temporary_rule));
+        mt_json_kv_u64(&j, "realloc_growth", r->realloc_growth);
+        mt_json_kv_u64(&j, "realloc_shrink", r->realloc_shrink);
         mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
         json_own_memory(&j, r);
         json_hist(&j, "size_histogram", r->size_hist);
@@ -1094,9 +1115,13 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
             mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
             mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
+            mt_json_kv_u64(&j, "bytes_added", c->added);
+            mt_json_kv_u64(&j, "bytes_shrunk", c->shrunk);
             mt_json_end_object(&j);
         }
         mt_json_end_array(&j);
+        if (r->has_stacks)
+            mt_leaks_json(&r->leaks, &j, top);
         if (r->has_stacks && r->callers.leaf) {
             mt_callers_json_skipped(&r->callers, &j);
             mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
@@ -1129,9 +1154,19 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
             r->peak_live_blocks, r->peak_time_s);
     fprintf(f, "leaked         %s in %" PRIu64 " blocks (live when the trace ended)\n",
             human(a, sizeof a, (double)r->leaked_bytes), r->leaked_blocks);
-    fprintf(f, "temporary      %" PRIu64 " allocations (%.1f %%), %s: freed before the thread's next allocation\n",
-            r->temporary, r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
-            human(b, sizeof b, (double)r->temporary_bytes));
+    if (r->has_stacks)
+        mt_leaks_print_kinds(&r->leaks, f);
+    else if (r->leaks.suppress_file)
+        fprintf(f, "  (suppressions apply to stacks: record with --stacks N to use them)\n");
+    fprintf(f, "temporary      %" PRIu64 " allocations (%.1f %%), %s: %s\n", r->temporary,
+            r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
+            human(b, sizeof b, (double)r->temporary_bytes),
+            r->temporary_rule == MT_TEMP_HEAPTRACK
+                ? "freed right after they were made, no other allocation or free in between (heaptrack's rule)"
+                : "freed before the thread's next allocation");
+    if (r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY])
+        fprintf(f, "realloc        grew blocks by %s, shrank them by %s (bytes requested counts each new size whole)\n",
+                human(a, sizeof a, (double)r->realloc_growth), human(b, sizeof b, (double)r->realloc_shrink));
     if (r->unknown_frees)
         fprintf(f, "unknown frees  %" PRIu64 " (blocks allocated before tracing began)\n", r->unknown_frees);
     print_own_memory(r, f);
@@ -1147,8 +1182,12 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
         return;
     }
-    static const char *const by[] = { "calls", "bytes", "peak", "leaks" };
-    for (int k = 0; k < 4; k++) {
+    static const char *const by[] = { "calls", "bytes requested", "bytes added (allocations and realloc growth)",
+                                       "peak", "leaks" };
+    const int reallocs = r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY];
+    for (int k = 0; k < 5; k++) {
+        if (k == 2 && !reallocs)
+            continue; /* without realloc, bytes added are the bytes requested */
         mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
         if (!sorted)
             return;
@@ -1172,6 +1211,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         }
         free(sorted);
     }
+    mt_leaks_print_stacks(&r->leaks, f, top ? top : 10);
     if (!r->callers.leaf)
         return;
     fputc('\n', f);

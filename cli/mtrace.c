@@ -1059,9 +1059,11 @@ static int cmd_report(int argc, char **argv)
         { "callsites-csv", required_argument, 0, 'C' }, { "skip-frames", required_argument, 0, 's' },
         { "no-auto-skip", no_argument, 0, 'n' },   { "tree-depth", required_argument, 0, 'd' },
         { "html", required_argument, 0, 'H' },     { "help", no_argument, 0, 'h' },
+        { "suppress", required_argument, 0, 'S' }, { "temporary", required_argument, 0, 'T' },
         { 0, 0, 0, 0 },
     };
     static const char *const weights[] = { "bytes", "calls", "leaked", "peak", NULL };
+    static const char *const temporary_rules[] = { "thread", "heaptrack", NULL }; /* MT_TEMP_* order */
     unsigned long n;
     int c;
     optind = 0; /* afresh: see mt_getopt */
@@ -1085,6 +1087,12 @@ static int cmd_report(int argc, char **argv)
             if (mt_uint_option("mtrace report", "--tree-depth", optarg, 1, 64, &n) < 0)
                 return MT_EXIT_USAGE;
             o.tree_depth = (unsigned)n;
+            break;
+        case 'S': o.suppress = optarg; break;
+        case 'T':
+            if (mt_choice_option("mtrace report", "--temporary", optarg, temporary_rules) < 0)
+                return MT_EXIT_USAGE;
+            o.temporary_rule = !strcmp(optarg, "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
             break;
         case 'h': return mt_help_print("report");
         default: return mt_help_usage_error("report");

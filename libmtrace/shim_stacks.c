@@ -14,9 +14,20 @@
 
 #include "shim.h"
 
+#define STACK_FRAMES_MAX 64 /* frames of a STACK event, the cut marker included */
 #define TABLE_BITS 20 /* 1 Mi slots, 16 MiB of address space touched only as used */
 #define TABLE_SLOTS (1u << TABLE_BITS)
 #define MAX_LOAD (TABLE_SLOTS / 4 * 3)
+/* The table is used in levels: level b (FIRST_BITS <= b < TABLE_BITS) is a region of 2^b slots
+ * after those of the levels before it, and stacks are hashed into the active level only; when half
+ * of it is numbered (or a run of 64 probes is met) the next level, twice as large, becomes active. So the pages touched follow the
+ * number of distinct stacks: hashed over the whole table, 11 389 stacks of python3 touched nearly
+ * all of its 4 096 pages, +16 MiB of RSS (bench/RESULTS.md, "Stack depth and the stack table").
+ * A stack numbered in an earlier level is numbered again when next met: a second STACK event with
+ * the same frames, which readers add up as one stack; at most once per level. */
+#define FIRST_BITS 12 /* 4 096 slots, 64 KiB */
+static _Atomic unsigned active_bits = FIRST_BITS;
+static _Atomic uint32_t level_first_id; /* the first id numbered in the active level */
 
 typedef struct stack_slot {
     _Atomic uint64_t hash; /* 0: empty */
@@ -72,6 +83,8 @@ void mt_stacks_after_fork_child(void)
     if (table)
         memset(table, 0, sizeof(stack_slot_t) * TABLE_SLOTS);
     atomic_store(&next_id, 0);
+    atomic_store(&active_bits, FIRST_BITS);
+    atomic_store(&level_first_id, 0);
     atomic_store(&modules_seen, ~0ull);
     atomic_store(&modules_lock, 0);
 }
@@ -226,19 +239,27 @@ uint32_t mt_stack_id(mt_thread_t *t)
     while (skip < n && (uintptr_t)frames[skip] >= self_lo && (uintptr_t)frames[skip] < self_hi)
         skip++;
     n -= skip;
-    if (n > (int)mt_g.opt.stacks)
-        n = (int)mt_g.opt.stacks;
+    void **f = frames + skip;
+    if (n > (int)mt_g.opt.stacks) {
+        /* Cut at the limit: the stack ends with a frame 0, so that readers know it went on
+         * (doc/trace-format.md, "Callsites"); the unwind asked for 8 frames more, so f[n] exists. */
+        n = (int)mt_g.opt.stacks < STACK_FRAMES_MAX ? (int)mt_g.opt.stacks : STACK_FRAMES_MAX - 1;
+        f[n++] = NULL;
+    }
     if (n <= 0)
         return 0;
-    void *const *f = frames + skip;
     /* Read after the unwind: frames in a library that replaced an unloaded one were captured after
      * that dlclose began, so either it is still in flight or its new generation is visible. */
     if (atomic_load(&dlclose_in_flight))
         return atomic_load(&next_id) >= MAX_LOAD ? 0 : new_stack(t, f, n);
     const uint64_t h = hash_frames(f, n, atomic_load(&unload_generation));
-    for (uint32_t i = (uint32_t)h & (TABLE_SLOTS - 1), probes = 0; probes < 64;
-         i = (i + 1) & (TABLE_SLOTS - 1), probes++) {
-        stack_slot_t *s = &table[i];
+    unsigned bits;
+retry:
+    bits = atomic_load_explicit(&active_bits, memory_order_relaxed);
+    const uint32_t mask = (1u << bits) - 1;
+    stack_slot_t *const level = table + ((1u << bits) - (1u << FIRST_BITS));
+    for (uint32_t i = (uint32_t)h & mask, probes = 0; probes < 64; i = (i + 1) & mask, probes++) {
+        stack_slot_t *s = &level[i];
         uint64_t k = atomic_load_explicit(&s->hash, memory_order_acquire);
         if (k == h) {
             uint32_t id;
@@ -261,7 +282,18 @@ uint32_t mt_stack_id(mt_thread_t *t)
         }
         const uint32_t id = new_stack(t, f, n);
         atomic_store_explicit(&s->id, id, memory_order_release);
+        /* The next level when this one is half numbered (at 3/4, runs of 64 probes were met in
+         * a level of 4 096): one thread wins, the others see it. */
+        if (bits + 1 < TABLE_BITS && id - atomic_load(&level_first_id) >= (1u << bits) / 2 &&
+            atomic_compare_exchange_strong(&active_bits, &bits, bits + 1))
+            atomic_store(&level_first_id, id);
         return id;
+    }
+    /* A run of 64 probes: the level is crowded, go on in the next one. */
+    if (bits + 1 < TABLE_BITS) {
+        if (atomic_compare_exchange_strong(&active_bits, &bits, bits + 1))
+            atomic_store(&level_first_id, atomic_load(&next_id));
+        goto retry;
     }
     return 0;
 }

@@ -107,6 +107,8 @@ const char *mt_human_bytes(char *buf, size_t cap, double v);
 
 /* Where a frame is, as people read it: file:line, else its module. */
 void mt_frame_where(const mt_symbol_t *sym, char *buf, size_t cap);
+/* A frame's "function", "file" (null without one), "line" and "module", into the open JSON object. */
+void mt_symbol_json(mt_json_t *j, const mt_symbol_t *sym);
 
 #ifdef __cplusplus
 }

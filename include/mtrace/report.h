@@ -8,6 +8,7 @@
 
 #include "mtrace/callers.h"
 #include "mtrace/compare.h"
+#include "mtrace/leaks.h"
 #include "mtrace/trace_reader.h"
 
 #ifdef __cplusplus
@@ -21,6 +22,7 @@ typedef struct mt_callsite {
     unsigned line;
     uint64_t offset; /* function "??": the return address in its module (module "??": the address) */
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
+    uint64_t added, shrunk; /* bytes added: allocations' sizes and realloc growth; shrunk: realloc shrink */
 } mt_callsite_t;
 
 /* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
@@ -39,7 +41,12 @@ typedef struct mt_report {
     uint64_t peak_live_bytes, peak_live_blocks;
     double peak_time_s;
     uint64_t leaked_blocks, leaked_bytes;
-    uint64_t temporary, temporary_bytes;
+    uint64_t temporary, temporary_bytes;     /* by temporary_rule */
+    int temporary_rule;                      /* MT_TEMP_* */
+    /* What successful realloc/reallocarray calls did to their block: growth sums new - old where the
+     * block grew (old = 0 for realloc(NULL, n) and for a block allocated before tracing began), shrink
+     * old - new where it shrank. bytes[] still counts each call's whole new size. */
+    uint64_t realloc_growth, realloc_shrink;
     uint64_t unknown_frees;
     uint64_t size_hist[MT_HIST_BUCKETS];     /* bucket k: sizes in [2^(k-1), 2^k), bucket 0: size 0 */
     uint64_t life_hist[MT_HIST_BUCKETS];     /* bucket k: lifetimes in [2^(k-1), 2^k) ns */
@@ -57,6 +64,7 @@ typedef struct mt_report {
     size_t ncallsites;
     mt_callers_t callers;                    /* the caller trees and the wrappers skipped */
     unsigned tree_depth;                     /* levels of the trees printed */
+    mt_leaks_t leaks;                        /* with stacks: the leaks by stack (mtrace/leaks.h) */
     int has_stacks;
     int truncated, complete;
     /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
@@ -80,9 +88,23 @@ typedef struct mt_report_opts {
     size_t nskip;
     int no_auto_skip;        /* no detection of wrappers */
     unsigned tree_depth;     /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
+    const char *suppress;    /* --suppress: a file of leak suppressions (mtrace/suppress.h) */
+    int temporary_rule;      /* --temporary: MT_TEMP_THREAD (default) or MT_TEMP_HEAPTRACK */
 } mt_report_opts_t;
 
+/* Which allocations are temporary (doc/report.md, "Temporary allocations"):
+ *   MT_TEMP_THREAD: a block freed by the thread that made it before that thread's next allocation
+ *     (frees of other blocks in between allowed; realloc's release of its old block is no free);
+ *   MT_TEMP_HEAPTRACK: heaptrack's rule, over all threads in time order: a free (realloc's release of
+ *     its old block included, as heaptrack records realloc as a free and an allocation) of the most
+ *     recent allocation, with no other free in between. */
+enum { MT_TEMP_THREAD, MT_TEMP_HEAPTRACK };
+
 #define MT_TREE_DEPTH 5
+
+/* The outermost frame of a stack cut at the recorder's frame limit (a STACK event's last frame 0,
+ * doc/trace-format.md): in the callsites, trees, flame graphs and leaks. */
+#define MT_TRUNCATED_FRAME "[truncated]"
 
 /* Reads the trace and fills the report. 0, or negative with the message in err. */
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);

@@ -7,7 +7,7 @@
 # and no temporary directory of its own under /tmp.
 # all: bad traces (not a trace, an empty file, a file cut inside the header, a sealed chunk with
 #   damaged records) to every command; results that are not replay results (a report's JSON, a cut
-#   JSON) to mtrace plot.
+#   JSON) to mtrace plot; a suppressions file that is missing or holds a NUL byte to report.
 # html-bad-result (a known bug, expected to fail): report --html with a good trace and such a result.
 # plot-missing-series (a known bug, expected to fail): plotting a replay result whose RSS series
 #   file is gone.
@@ -100,6 +100,11 @@ all)
     if [ -z "$off" ] || [ "$off" -lt 65568 ] || [ "$off" -gt $((65536 + 32 + 216)) ]; then
         fail "chunk.mtr: the message names offset '$off', not one in the damaged records: $(cat err)"
     fi
+    # a suppressions file that cannot be used: named, with the line at fault
+    printf 'site_one\nsite\000two\n' >nul.supp
+    bad "report --suppress missing.supp" "missing.supp" "" -- "$mtrace" report --suppress missing.supp g.mtr
+    bad "report --suppress nul.supp" "nul.supp:2:|NUL" "o.html|o.html.partial" -- \
+        "$mtrace" report --html o.html --suppress nul.supp g.mtr
     for r in report.json cut.json; do
         bad "plot $r" "$r|offset" "o.png|o.dat" -- "$mtrace" plot -o o.png "$r"
         bad "plot --kind compare $r" "$r|offset" "o.png|o.dat" -- "$mtrace" plot --kind compare -o o.png "$r"

@@ -941,11 +941,10 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* Stacks 1 [site_one], 2 [site_two], 3 [site_one called from site_two]: sites 1 and 3 are the same
- * callsite (site_one's line). Blocks:
- *   t=100 A 100 (1)   t=200 B 1000 (2)   t=300 C 10 (3)   t=400 free A   t=500 D 500 (1): the peak,
- *   1510 bytes = B + C + D   t=600 free B   t=700 E 200 (2).   Leaked: C, D, E. */
-static void write_stacks_trace(const char *path, unsigned *one_line, unsigned *two_line)
+/* A trace of this process's modules with stacks 1 [site_one], 2 [site_two], 3 [site_one called from
+ * site_two] (sites 1 and 3 are the same callsite: site_one's line), and 4 [site_one one byte further,
+ * on the same line], ready for records. */
+static mt_writer_t *open_stacks_trace(const char *path, unsigned *one_line, unsigned *two_line)
 {
     site_one(one_line);
     const uint64_t ra1 = g_ra;
@@ -967,6 +966,17 @@ static void write_stacks_trace(const char *path, unsigned *one_line, unsigned *t
     w_stack(w, 1, s1, 1);
     w_stack(w, 2, s2, 1);
     w_stack(w, 3, s3, 2);
+    const uint64_t s4[] = { ra1 + 1 };
+    w_stack(w, 4, s4, 1);
+    return w;
+}
+
+/* Blocks:
+ *   t=100 A 100 (1)   t=200 B 1000 (2)   t=300 C 10 (3)   t=400 free A   t=500 D 500 (1): the peak,
+ *   1510 bytes = B + C + D   t=600 free B   t=700 E 200 (2).   Leaked: C, D, E. */
+static void write_stacks_trace(const char *path, unsigned *one_line, unsigned *two_line)
+{
+    mt_writer_t *w = open_stacks_trace(path, one_line, two_line);
     w_malloc_at(w, 100, 100, 0xa0, 1);
     w_malloc_at(w, 200, 1000, 0xb0, 2);
     w_malloc_at(w, 300, 10, 0xc0, 3);
@@ -1539,6 +1549,293 @@ START_TEST(failed_calls_request_nothing)
 }
 END_TEST
 
+/* ---- temporaries by heaptrack's rule, realloc growth, leaks by stack ------------------------------ */
+
+/* The same records under both rules of temporaries: the thread rule (default) and heaptrack's (one
+ * stream of all threads; any free ends "the latest allocation"; realloc frees its old block). */
+START_TEST(temporaries_heaptrack_rule)
+{
+    char *path = path_in(g_dir, "temp-rules.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    uint64_t t = 0;
+    w_malloc(w, 1, ++t, 1, 0xf0);           /* F, freed later */
+    w_malloc(w, 1, ++t, 10, 0xa0);          /* A */
+    w_free(w, 1, ++t, 0xa0);                /* both rules: A, 10 */
+    w_malloc(w, 1, ++t, 20, 0xb0);          /* B */
+    w_malloc(w, 2, ++t, 30, 0xc0);          /* C, thread 2 */
+    w_free(w, 1, ++t, 0xb0);                /* thread rule: B, 20; heaptrack: no, C came after B */
+    w_free(w, 2, ++t, 0xc0);                /* thread rule: C, 30; heaptrack: no, B's free came between */
+    w_malloc(w, 1, ++t, 40, 0xd0);          /* D */
+    w_free(w, 1, ++t, 0xf0);                /* neither: F was not the latest */
+    w_free(w, 1, ++t, 0xd0);                /* thread rule: D, 40; heaptrack: no, F's free came between */
+    w_malloc(w, 1, ++t, 5, 0x100);          /* G */
+    w_realloc(w, 1, ++t, 0x100, 15, 0x100); /* heaptrack: realloc frees G (5) right after it was made */
+    w_free(w, 1, ++t, 0x100);               /* both rules: G, 15 */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_int_eq(rep.temporary_rule, MT_TEMP_THREAD);
+    ck_assert_uint_eq(rep.temporary, 5);
+    ck_assert_uint_eq(rep.temporary_bytes, 10 + 20 + 30 + 40 + 15);
+    mt_report_free(&rep);
+    const mt_report_opts_t o = { .temporary_rule = MT_TEMP_HEAPTRACK };
+    build(&rep, path, &o);
+    ck_assert_int_eq(rep.temporary_rule, MT_TEMP_HEAPTRACK);
+    ck_assert_uint_eq(rep.temporary, 3);
+    ck_assert_uint_eq(rep.temporary_bytes, 10 + 5 + 15);
+    ck_assert_uint_eq(rep.thread[0].temporary, 3);
+    ck_assert_uint_eq(rep.thread[1].temporary, 0);
+    char *text;
+    char *out = print_to_file(&rep, MT_TABLE_TEXT, "temp-rules.txt", &text);
+    ck_assert_msg(strstr(text, "temporary      3 allocations") && strstr(text, "(heaptrack's rule)"), "%s", text);
+    free(text);
+    free(out);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* realloc's growth and shrink, beside bytes requested (each new size whole, as before). */
+START_TEST(realloc_growth_and_shrink)
+{
+    char *path = path_in(g_dir, "realloc-growth.mtr");
+    mt_writer_t *w = open_trace(path, NULL);
+    w_malloc(w, 1, 1, 100, 0xa0);
+    w_realloc(w, 1, 2, 0xa0, 200, 0xb0);             /* grows by 100, moved */
+    w_realloc(w, 1, 3, 0xb0, 50, 0xb0);              /* shrinks by 150, in place */
+    w_realloc(w, 1, 4, 0, 30, 0xc0);                 /* realloc(NULL, 30): grows by 30 */
+    w_realloc(w, 1, 5, 0xdead0, 70, 0xd0);           /* a block from before the trace: grows by 70 */
+    w_reallocarray(w, 1, 6, 0xb0, 10, 10, 0xb0);     /* 50 -> 100: grows by 50 */
+    w_realloc(w, 1, 7, 0xc0, 1u << 20, 0);           /* failed: changes nothing */
+    w_realloc(w, 1, 8, 0xc0, 0, 0);                  /* realloc(p, 0) frees: no shrink, a free */
+    close_trace(w);
+
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.realloc_growth, 100 + 30 + 70 + 50);
+    ck_assert_uint_eq(rep.realloc_shrink, 150);
+    ck_assert_uint_eq(rep.bytes[MT_OP_REALLOC], 200 + 50 + 30 + 70);
+    ck_assert_uint_eq(rep.bytes[MT_OP_REALLOCARRAY], 100);
+    char *text;
+    char *out = print_to_file(&rep, MT_TABLE_TEXT, "realloc-growth.txt", &text);
+    ck_assert_msg(strstr(text, "realloc        grew blocks by 250 B, shrank them by 150 B"), "%s", text);
+    free(text);
+    free(out);
+    out = print_to_file(&rep, MT_TABLE_JSON, "realloc-growth.json", &text);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(out, &j, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq((uint64_t)jnum(j, "realloc_growth"), 250);
+    ck_assert_uint_eq((uint64_t)jnum(j, "realloc_shrink"), 150);
+    mt_json_free(j);
+    free(text);
+    free(out);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+static void w_realloc_at(mt_writer_t *w, uint64_t t, uint64_t ptr, uint64_t size, uint64_t result, uint32_t stack)
+{
+    mt_record_t r = call(MT_OP_REALLOC, t, result);
+    r.ptr = ptr;
+    r.size = size;
+    r.usable = size;
+    r.flags |= MT_FLAG_STACK;
+    r.stack = stack;
+    put(w, 1, &r);
+}
+
+/* The run is t = 100 to 900; its quarters: [100, 300], [301, 500], [501, 700], [701, 900].
+ *   stacks 1 and 4 [site_one, the same line]: leak 10 bytes at 100, 400, 500 (4), 600 and 900:
+ *     every quarter, so growing, and one entry;
+ *   stack 2 [site_two]: leaks 1000 at 150, once: at exit; G 64 at 800, realloc'd in place to 16
+ *     (shrinks by 48) at 810, freed at 850;
+ *   stack 3 [site_one from site_two]: leaks 5 at 750 and at 800: the last quarter only, at exit. */
+static void write_leaks_trace(const char *path, int finished, unsigned *one_line, unsigned *two_line)
+{
+    mt_writer_t *w = open_stacks_trace(path, one_line, two_line);
+    w_malloc_at(w, 100, 10, 0xa0, 1);
+    w_malloc_at(w, 150, 1000, 0xb0, 2);
+    w_malloc_at(w, 400, 10, 0xc0, 1);
+    w_malloc_at(w, 500, 10, 0xc8, 4);
+    w_malloc_at(w, 600, 10, 0xd0, 1);
+    w_malloc_at(w, 750, 5, 0xe0, 3);
+    w_malloc_at(w, 800, 5, 0xf0, 3);
+    w_malloc_at(w, 800, 64, 0x200, 2);
+    w_realloc_at(w, 810, 0x200, 16, 0x200, 2);
+    w_free(w, 1, 850, 0x200);
+    w_malloc_at(w, 900, 10, 0x110, 1);
+    mt_error_t err;
+    ck_assert_msg(mt_writer_close(w, finished, &err) == 0, "%s", err.msg);
+}
+
+static void assert_leak(const mt_report_t *rep, size_t i, uint64_t blocks, uint64_t bytes, mt_leak_kind_t kind,
+                        const char *const *frames, uint32_t nframes)
+{
+    ck_assert_uint_lt(i, rep->leaks.n);
+    const mt_leak_t *l = &rep->leaks.v[i];
+    ck_assert_msg(l->blocks == blocks && l->bytes == bytes && l->kind == kind,
+                  "leak %zu: %" PRIu64 " blocks, %" PRIu64 " bytes, %s; expected %" PRIu64 ", %" PRIu64 ", %s", i,
+                  l->blocks, l->bytes, mt_leak_kind_name(l->kind), blocks, bytes, mt_leak_kind_name(kind));
+    ck_assert_uint_eq(l->nframes, nframes);
+    for (uint32_t k = 0; k < nframes; k++)
+        ck_assert_str_eq(rep->leaks.frames[l->frame[k]].sym.function, frames[k]);
+}
+
+START_TEST(leaks_by_stack_growing_or_at_exit)
+{
+    char *path = path_in(g_dir, "leaks.mtr");
+    unsigned one_line, two_line;
+    write_leaks_trace(path, 1, &one_line, &two_line);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert(rep.complete);
+    ck_assert_uint_eq(rep.leaked_blocks, 8);
+    ck_assert_uint_eq(rep.leaked_bytes, 1060);
+    ck_assert_uint_eq(rep.leaks.n, 3);
+    static const char *const two[] = { "site_two" }, *const one[] = { "site_one" },
+                             *const one_from_two[] = { "site_one", "site_two" };
+    assert_leak(&rep, 0, 1, 1000, MT_LEAK_AT_EXIT, two, 1);
+    assert_leak(&rep, 1, 5, 50, MT_LEAK_GROWING, one, 1);
+    assert_leak(&rep, 2, 2, 10, MT_LEAK_AT_EXIT, one_from_two, 2);
+    ck_assert_uint_eq(rep.leaks.v[1].quarters, 15);
+    ck_assert_uint_eq(rep.leaks.v[2].quarters, 8);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_GROWING], 5);
+    ck_assert_uint_eq(rep.leaks.kind_bytes[MT_LEAK_GROWING], 50);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_EXIT], 3);
+    ck_assert_uint_eq(rep.leaks.kind_bytes[MT_LEAK_AT_EXIT], 1010);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_STOP], 0);
+    ck_assert_uint_eq(rep.leaks.suppressed_blocks, 0);
+    /* site_two: bytes requested 1000 + 64 + 16; added 1000 + 64 (the realloc shrank); shrunk 48 */
+    const mt_callsite_t *two_site = NULL;
+    for (size_t i = 0; i < rep.ncallsites; i++)
+        if (!strcmp(rep.callsites[i].function, "site_two"))
+            two_site = &rep.callsites[i];
+    ck_assert_ptr_nonnull(two_site);
+    ck_assert_uint_eq(two_site->bytes, 1080);
+    ck_assert_uint_eq(two_site->added, 1064);
+    ck_assert_uint_eq(two_site->shrunk, 48);
+
+    char *text;
+    char *out = print_to_file(&rep, MT_TABLE_TEXT, "leaks.txt", &text);
+    ck_assert_msg(strstr(text, "  growing      50 B in 5 blocks") && strstr(text, "  at exit      1010 B in 3 blocks") &&
+                  strstr(text, "leaks by stack (largest first)\n  1000 B in 1 blocks, at exit\n      site_two  "),
+                  "%s", text);
+    free(text);
+    free(out);
+    out = print_to_file(&rep, MT_TABLE_JSON, "leaks.json", &text);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(out, &j, &err) == 0, "%s", err.msg);
+    const mt_jval_t *kinds = mt_json_get(j, "leak_kinds"), *leaks = mt_json_get(j, "leaks");
+    ck_assert_ptr_nonnull(kinds);
+    ck_assert_uint_eq((uint64_t)jnum(mt_json_get(kinds, "growing"), "blocks"), 5);
+    ck_assert_uint_eq((uint64_t)jnum(mt_json_get(kinds, "at_exit"), "bytes"), 1010);
+    ck_assert_msg(leaks && leaks->type == MT_JARR && leaks->n == 3, "JSON: leaks");
+    ck_assert_str_eq(mt_json_str_at(&leaks->items[2], "kind", ""), "at_exit");
+    const mt_jval_t *fr = mt_json_get(&leaks->items[2], "frames");
+    ck_assert_msg(fr && fr->type == MT_JARR && fr->n == 2, "JSON: frames of leaks[2]");
+    ck_assert_str_eq(mt_json_str_at(&fr->items[1], "function", ""), "site_two");
+    ck_assert_uint_eq((unsigned)mt_json_num(&fr->items[0], "line", 0), one_line);
+    mt_json_free(j);
+    free(text);
+    free(out);
+    mt_report_free(&rep);
+
+    /* the same blocks in a trace that did not end: live when it stopped, no verdict */
+    write_leaks_trace(path, 0, &one_line, &two_line);
+    build(&rep, path, NULL);
+    ck_assert(!rep.complete);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_STOP], 8);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_GROWING] + rep.leaks.kind_blocks[MT_LEAK_AT_EXIT], 0);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+static char *write_file(const char *name, const char *text, size_t len)
+{
+    char *path = path_in(g_dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    return path;
+}
+
+/* A leak is suppressed when a frame of its stack matches a pattern: site_two matches stacks 2 and 3. */
+START_TEST(leaks_suppressed_by_pattern)
+{
+    char *path = path_in(g_dir, "leaks.mtr");
+    unsigned one_line, two_line;
+    write_leaks_trace(path, 1, &one_line, &two_line);
+    static const char supp[] = "# known leaks\n\n   leak:site_t?o  \nno_such_function\n";
+    char *file = write_file("known.supp", supp, sizeof supp - 1);
+    const mt_report_opts_t o = { .suppress = file };
+    mt_report_t rep;
+    build(&rep, path, &o);
+    ck_assert_uint_eq(rep.leaked_blocks, 8); /* the totals keep their meaning */
+    ck_assert_uint_eq(rep.leaks.n, 1);
+    static const char *const one[] = { "site_one" };
+    assert_leak(&rep, 0, 5, 50, MT_LEAK_GROWING, one, 1);
+    ck_assert_uint_eq(rep.leaks.suppressed_blocks, 3);
+    ck_assert_uint_eq(rep.leaks.suppressed_bytes, 1010);
+    ck_assert_uint_eq(rep.leaks.suppressed_stacks, 2);
+    ck_assert_uint_eq(rep.leaks.npatterns, 2);
+    ck_assert_uint_eq(rep.leaks.kind_blocks[MT_LEAK_AT_EXIT], 0);
+    char *text;
+    char *out = print_to_file(&rep, MT_TABLE_TEXT, "supp.txt", &text);
+    char *want;
+    ck_assert_int_ge(asprintf(&want, "  suppressed   1010 B in 3 blocks from 2 stacks, by 2 patterns of %s\n", file), 0);
+    ck_assert_msg(strstr(text, want), "no '%s' in:\n%s", want, text);
+    free(want);
+    free(text);
+    free(out);
+    out = print_to_file(&rep, MT_TABLE_JSON, "supp.json", &text);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(out, &j, &err) == 0, "%s", err.msg);
+    const mt_jval_t *s = mt_json_get(j, "suppressed_leaks");
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq((uint64_t)jnum(s, "blocks"), 3);
+    ck_assert_uint_eq((uint64_t)jnum(s, "stacks"), 2);
+    mt_json_free(j);
+    free(text);
+    free(out);
+    mt_report_free(&rep);
+    free(file);
+    free(path);
+}
+END_TEST
+
+/* A suppression file that cannot be used fails the report with its name (and line). */
+START_TEST(suppressions_unusable)
+{
+    char *path = path_in(g_dir, "leaks.mtr");
+    unsigned one_line, two_line;
+    write_leaks_trace(path, 1, &one_line, &two_line);
+    char *missing = path_in(g_dir, "missing.supp");
+    static const char nul[] = "site_one\nsite\0two\n";
+    char *bad = write_file("nul.supp", nul, sizeof nul - 1);
+    const char *const files[] = { missing, bad };
+    for (int i = 0; i < 2; i++) {
+        const mt_report_opts_t o = { .suppress = files[i] };
+        mt_report_t rep;
+        mt_error_t err;
+        ck_assert_int_lt(mt_report_build(&rep, path, &o, &err), 0);
+        ck_assert_msg(strstr(err.msg, files[i]) != NULL, "message without the file: %s", err.msg);
+        if (i == 1)
+            ck_assert_msg(strstr(err.msg, ":2: a NUL byte") != NULL, "message without the line: %s", err.msg);
+        mt_report_free(&rep);
+    }
+    free(missing);
+    free(bad);
+    free(path);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1564,6 +1861,11 @@ static Suite *report_suite(void)
     tcase_add_test(tc, unwritable_callsites_csv);
     tcase_add_test(tc, json_output);
     tcase_add_test(tc, csv_output);
+    tcase_add_test(tc, temporaries_heaptrack_rule);
+    tcase_add_test(tc, realloc_growth_and_shrink);
+    tcase_add_test(tc, leaks_by_stack_growing_or_at_exit);
+    tcase_add_test(tc, leaks_suppressed_by_pattern);
+    tcase_add_test(tc, suppressions_unusable);
     suite_add_tcase(s, tc);
 
     /* Regressions of bugs these tests found, one case each. */
