@@ -10,6 +10,7 @@
 #include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/report.h"
 #include "mtrace/spread.h"
 #include "file_io.h"
 
@@ -183,6 +184,47 @@ static void put_csv(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
     }
 }
 
+/* The text table's cells: column c of row i (with its change against the first row). */
+static void cell_text(char *cell, size_t cap, const row_t *rows, int i, size_t c)
+{
+    const double v = rows[i].fig[c].median, base = rows[0].fig[c].median;
+    if (columns[c].change && i > 0 && base != 0)
+        snprintf(cell, cap, "%.1f (%+.1f%%)", v, mt_change_pct(v, base));
+    else
+        snprintf(cell, cap, c == 4 ? "%.2f" : "%.1f", v);
+}
+
+/* The same rows as put_text, as an HTML table: names escaped, one cell per figure. */
+static void put_html(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
+{
+    char name[512];
+    fprintf(f, "<table><tr><th class=\"l\">allocator</th><th>runs</th>");
+    for (size_t c = 0; c < NCOL; c++)
+        fprintf(f, "<th>%s</th>", columns[c].title);
+    row_name(r[rows[0].first], name, sizeof name);
+    fprintf(f, "<th class=\"l\">verdict against ");
+    mt_html_escape(f, name);
+    fprintf(f, "</th></tr>\n");
+    for (int i = 0; i < nrows; i++) {
+        const row_t *w = &rows[i];
+        row_name(r[w->first], name, sizeof name);
+        fprintf(f, "<tr><td class=\"l\">");
+        mt_html_escape(f, name);
+        fprintf(f, "</td><td>%d</td>", w->n);
+        for (size_t c = 0; c < NCOL; c++) {
+            char cell[48];
+            cell_text(cell, sizeof cell, rows, i, c);
+            fprintf(f, "<td>%s</td>", cell);
+        }
+        char verdict[128];
+        fprintf(f, "<td class=\"l\">%s</td></tr>\n",
+                i == 0 ? "baseline"
+                       : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
+                                         &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
+    }
+    fprintf(f, "</table>\n");
+}
+
 static void put_json(FILE *f, mt_jval_t *const *r, const char *const *paths, const row_t *rows, int nrows)
 {
     char name[512];
@@ -247,12 +289,8 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
         row_name(r[w->first], name, sizeof name);
         fprintf(f, "%-28.28s %4d", mt_safe_str(shown, sizeof shown, name), w->n);
         for (size_t c = 0; c < NCOL; c++) {
-            const double v = w->fig[c].median, base = rows[0].fig[c].median;
             char cell[48];
-            if (columns[c].change && i > 0 && base != 0)
-                snprintf(cell, sizeof cell, "%.1f (%+.1f%%)", v, mt_change_pct(v, base));
-            else
-                snprintf(cell, sizeof cell, c == 4 ? "%.2f" : "%.1f", v);
+            cell_text(cell, sizeof cell, rows, i, c);
             fprintf(f, " %*s", columns[c].change ? 18 : 11, cell);
         }
         char verdict[128];
@@ -322,6 +360,8 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
         put_csv(f, r, rows, nrows);
     else if (fmt == MT_TABLE_JSON)
         put_json(f, r, paths, rows, nrows);
+    else if (fmt == MT_TABLE_HTML)
+        put_html(f, r, rows, nrows);
     else
         put_text(f, r, rows, nrows);
 done:

@@ -35,26 +35,59 @@ static void esc(FILE *f, const char *s)
     mt_html_escape(f, s);
 }
 
-/* Copies an SVG file into the page, without its XML prolog (not allowed inside HTML). */
-static int inline_svg(FILE *out, const char *path)
+/* Writes an SVG line with every element id, and every reference to one (url(#X), href="#X"),
+ * prefixed by "figN-": each picture's gnuplot names its parts alike (gnuplot_canvas, ...), and ids
+ * must be unique within the page. */
+static void put_svg_line(FILE *out, const char *s, int fig)
 {
+    static const char *const marks[] = { " id=\"", "url(#", "href=\"#" };
+    while (*s) {
+        const char *next = NULL;
+        size_t len = 0;
+        for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+            const char *m = strstr(s, marks[k]);
+            if (m && (!next || m < next))
+                next = m, len = strlen(marks[k]);
+        }
+        if (!next) {
+            fputs(s, out);
+            return;
+        }
+        fwrite(s, 1, (size_t)(next - s) + len, out);
+        fprintf(out, "fig%d-", fig);
+        s = next + len;
+    }
+}
+
+/* Copies an SVG file into the page, without its XML prolog (not allowed inside HTML); with
+ * `own_ids`, its ids made the page's own (put_svg_line: gnuplot's pictures). The flame graph keeps
+ * its ids, which its script looks up by name and no other picture uses. */
+static int inline_svg(FILE *out, const char *path, int own_ids)
+{
+    static int figures;
+    const int fig = own_ids ? ++figures : 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     char *line = NULL;
     size_t cap = 0;
-    ssize_t n;
     int in_svg = 0;
-    while ((n = getline(&line, &cap, f)) > 0) {
+    while (getline(&line, &cap, f) > 0) {
         if (!in_svg) {
             char *start = strstr(line, "<svg");
             if (!start)
                 continue;
             in_svg = 1;
-            fputs(start, out);
+            if (fig)
+                put_svg_line(out, start, fig);
+            else
+                fputs(start, out);
             continue;
         }
-        fwrite(line, 1, (size_t)n, out);
+        if (fig)
+            put_svg_line(out, line, fig);
+        else
+            fputs(line, out);
     }
     free(line);
     fclose(f);
@@ -215,41 +248,32 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
 
     if (have_live) {
         fprintf(f, "<h2>Live bytes and RSS over time</h2>\n<div class=\"figure\">");
-        inline_svg(f, live_svg);
+        inline_svg(f, live_svg, 1);
         fprintf(f, "</div>\n");
     }
     if (have_sizes) {
         fprintf(f, "<h2>Allocation sizes</h2>\n<div class=\"figure\">");
-        inline_svg(f, sizes_svg);
+        inline_svg(f, sizes_svg, 1);
         fprintf(f, "</div>\n");
     }
     if (nresults) {
-        fprintf(f, "<h2>Replays</h2>\n<pre>");
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *mem = open_memstream(&buf, &len);
-        if (mem) {
-            mt_compare_print(mem, results, nresults, MT_TABLE_TEXT);
-            fclose(mem);
-            esc(f, buf);
-            free(buf);
-        }
-        fprintf(f, "</pre>\n");
+        fprintf(f, "<h2>Replays</h2>\n");
+        mt_compare_print(f, results, nresults, MT_TABLE_HTML);
         if (have_bars) {
             fprintf(f, "<div class=\"figure\">");
-            inline_svg(f, bars_svg);
+            inline_svg(f, bars_svg, 1);
             fprintf(f, "</div>\n");
         }
         if (have_rss) {
             fprintf(f, "<div class=\"figure\">");
-            inline_svg(f, rss_svg);
+            inline_svg(f, rss_svg, 1);
             fprintf(f, "</div>\n");
         }
     }
     if (r->has_stacks) {
         if (flame_svg) {
             fprintf(f, "<h2>Flame graph (bytes allocated)</h2>\n<div class=\"figure\">");
-            inline_svg(f, flame_svg);
+            inline_svg(f, flame_svg, 0);
             fprintf(f, "</div>\n");
         }
         fprintf(f, "<h2>Top callsites</h2>\n<table><tr><th class=\"l\">function</th><th class=\"l\">where</th>"

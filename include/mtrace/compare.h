@@ -10,7 +10,8 @@
 extern "C" {
 #endif
 
-typedef enum { MT_TABLE_TEXT, MT_TABLE_CSV, MT_TABLE_JSON } mt_table_fmt_t;
+/* MT_TABLE_HTML: the text table's rows and cells as an HTML <table> (for report --html). */
+typedef enum { MT_TABLE_TEXT, MT_TABLE_CSV, MT_TABLE_JSON, MT_TABLE_HTML } mt_table_fmt_t;
 
 /* Loads the result files (mtrace-sim --json) and prints the table. 0, or 1 on bad input (message
  * on stderr naming the file and offset). */

@@ -24,7 +24,8 @@
 # printed the usage and no reason): an output other than .png or .svg is refused, naming it, and
 # writes nothing; a --kind that does not fit says why in one line, exit 2.
 # axes: the size histogram's counts on a log scale; replays drawn against the share of the
-# workload's ops done (the RSS series' sixth column), the RSS axis from zero.
+# workload's ops done (the RSS series' sixth column), the RSS axis from zero; report --html's page
+# with unique element ids (each gnuplot picture names its parts alike) and the replays as a table.
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -201,6 +202,22 @@ axes)
     grep -q "^set xlabel 'workload ops done (%)'" "$work/gp/script.gp" || fail "x axis label"
     grep -q '^set yrange \[0:\*\]' "$work/gp/script.gp" || fail "the RSS axis does not start at zero"
     svg_ok r.svg || fail "r.svg is not an SVG document"
+    # the HTML page: four gnuplot pictures inlined, their ids unique in the page and every reference
+    # to one resolved; the replays' comparison a table, not preformatted text
+    t 120 "$mtrace" report --html page.html g.mtr res/r1.json res/r2.json 2>err || fail "report --html: $(cat err)"
+    "$PY" - page.html <<'PYEOF' || fail "page.html"
+import collections, re, sys
+s = open(sys.argv[1]).read()
+assert s.count("<svg") >= 4, "%d pictures" % s.count("<svg")
+ids = collections.Counter(re.findall(r'\sid="([^"]+)"', s))
+dup = [k for k, v in ids.items() if v > 1]
+assert not dup, "repeated ids: %s" % dup[:5]
+refs = [a or b for a, b in re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', s)]
+assert all(r in ids for r in refs), "references to no id: %s" % [r for r in refs if r not in ids][:5]
+rep = s[s.index("<h2>Replays</h2>"):]
+assert rep.split("\n", 1)[1].startswith("<table>"), "the replays are not a table: %r" % rep[:80]
+assert "verdict against" in rep[:rep.index("</table>")]
+PYEOF
     finish
     ;;
 failing-leaves-nothing)
