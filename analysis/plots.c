@@ -130,9 +130,10 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
 {
     if (mt_gp_check_output(out) < 0)
         return -1;
-    if (r->nseries < 2) { /* gnuplot would only say "x range is invalid" */
-        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (one per RSS sample: it was "
-                "recorded with MTRACE_RSS_MS=0 or ran too briefly); --kind sizes draws its sizes\n",
+    /* gnuplot would only say "x range is invalid" */
+    if (r->nseries < 2 || r->series[0].t == r->series[r->nseries - 1].t) {
+        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (its RSS samples, or its calls when "
+                "it has fewer than two samples); --kind sizes draws its sizes\n",
                 out, r->nseries, r->nseries == 1 ? "" : "s");
         return -1;
     }
@@ -146,7 +147,7 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
     for (size_t i = 0; i < r->nseries; i++) {
         const struct mt_report_point *p = &r->series[i];
         has_rss |= p->rss_kb != 0;
-        fprintf(f, "%.4f %.3f %.3f %.3f\n", p->t, (double)p->live_bytes / 1048576.0, (double)p->rss_kb / 1024.0,
+        fprintf(f, "%.6f %.3f %.3f %.3f\n", p->t, (double)p->live_bytes / 1048576.0, (double)p->rss_kb / 1024.0,
                 (double)p->vm_kb / 1024.0);
     }
     script_t s;

@@ -213,6 +213,37 @@ static int add_point(mt_report_t *rep, size_t *cap, double t, uint64_t live, uin
     return 0;
 }
 
+/* Live bytes at the records' own times, for a trace with fewer than two RSS samples (a program that
+ * ran briefly, or MTRACE_RSS_MS=0): a point every `step` calls, at most CALL_POINTS_MAX of them (when
+ * full, every other point goes and the step doubles), then the last call's. */
+#define CALL_POINTS_MAX 4096
+typedef struct call_points {
+    struct mt_report_point *v;
+    size_t n;
+    uint64_t step, count;
+} call_points_t;
+
+static int call_point(call_points_t *c, double t, uint64_t live)
+{
+    if (!c->v && !(c->v = malloc((CALL_POINTS_MAX + 1) * sizeof *c->v)))
+        return -ENOMEM;
+    if (!c->step)
+        c->step = 1;
+    const uint64_t k = c->count++;
+    if (k % c->step)
+        return 0;
+    if (c->n == CALL_POINTS_MAX) {
+        for (size_t i = 0; i < c->n / 2; i++)
+            c->v[i] = c->v[2 * i];
+        c->n /= 2;
+        c->step *= 2;
+        if (k % c->step)
+            return 0;
+    }
+    c->v[c->n++] = (struct mt_report_point){ t, live, 0, 0 };
+    return 0;
+}
+
 static int note_stack_event(priv_t *pv, const mt_record_t *r)
 {
     mt_stack_def_t def;
@@ -659,9 +690,9 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         rep->thread[i].tid = mt_trace_thread(t, i)->tid;
         rep->thread[i].start_s = -1;
     }
-    uint64_t peak_step = 0, first_time = UINT64_MAX, last_time = 0, calls = 0;
+    uint64_t peak_step = 0, first_time = UINT64_MAX, last_time = 0;
     size_t series_cap = 0;
-    int sampled = 0;
+    call_points_t cpoints = { 0 };
     const uint64_t page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4;
     uint32_t ti;
     mt_record_t r;
@@ -672,7 +703,6 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         struct mt_report_thread *th = &rep->thread[ti];
         if (r.op == MT_EV_RSS && r.nargs >= 2) {
             mt_trace_note_rss(t, &r);
-            sampled = 1;
             if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, (uint64_t)r.arg[1] * page_kb,
                                 (uint64_t)r.arg[0] * page_kb)) < 0)
                 break;
@@ -680,8 +710,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         }
         if (r.op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, &r)) < 0)
             break;
-        if (!sampled && r.op <= MT_OP_LAST_CALL && (++calls & 0xffff) == 0 &&
-            (rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, 0, 0)) < 0)
+        if (r.op <= MT_OP_LAST_CALL && (rc = call_point(&cpoints, seconds(t, r.time), p.live.bytes)) < 0)
             break;
         if (r.op == MT_EV_STACK && (rc = note_stack_event(pv, &r)) < 0)
             break;
@@ -785,6 +814,16 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     }
     mt_vmap_fini(&own);
     free(own_cuts);
+    /* Fewer than two RSS samples draw no curve: the live bytes at the records' times instead, up to
+     * the last call's. */
+    if (rc >= 0 && rep->nseries < 2 && cpoints.n) {
+        cpoints.v[cpoints.n++] = (struct mt_report_point){ seconds(t, last_time), p.live.bytes, 0, 0 };
+        free(rep->series);
+        rep->series = cpoints.v;
+        rep->nseries = cpoints.n;
+        cpoints.v = NULL;
+    }
+    free(cpoints.v);
     if (rc < 0) {
         if (rc == -ENOMEM)
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);

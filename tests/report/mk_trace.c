@@ -1,7 +1,8 @@
-/* report_mktrace OUT: writes a trace record by record (mt_writer), for the shell tests that need a
+/* report_mktrace OUT [RSS_EVERY]: writes a trace record by record (mt_writer), for the shell tests that need a
  * trace in every build, sanitized ones included (recording needs the LD_PRELOAD shim, which cannot
  * run there). Two threads, 8000 calls of sizes from 0 to 64 KiB, a live set that grows and then
- * shrinks, an RSS sample every 250 calls, the command line "report_mktrace demo". The chunks are
+ * shrinks, an RSS sample every RSS_EVERY calls (default 250; 8000 or more: one, at the first call),
+ * the command line "report_mktrace demo". The chunks are
  * sealed, the header complete. Exit 0, or 1 with a message. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,13 @@ static int put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: report_mktrace OUT\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: report_mktrace OUT [RSS_EVERY]\n");
+        return 2;
+    }
+    const unsigned rss_every = argc == 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 250;
+    if (!rss_every) {
+        fprintf(stderr, "report_mktrace: RSS_EVERY must be 1 or more\n");
         return 2;
     }
     mt_writer_t *w;
@@ -71,7 +77,7 @@ int main(int argc, char **argv)
         }
         if (put(w, th, &r) < 0)
             return 1;
-        if (i % 250 == 0) { /* RSS: size, resident and shared pages, monotonic ns */
+        if (i % rss_every == 0) { /* RSS: size, resident and shared pages, monotonic ns */
             uint8_t payload[64], *q = payload;
             q = mt_put_uvarint(q, 20000 + live / 4096);
             q = mt_put_uvarint(q, 500 + live / 4096);

@@ -25,7 +25,8 @@
 # writes nothing; a --kind that does not fit says why in one line, exit 2.
 # axes: the size histogram's counts on a log scale; replays drawn against the share of the
 # workload's ops done (the RSS series' sixth column), the RSS axis from zero; report --html's page
-# with unique element ids (each gnuplot picture names its parts alike) and the replays as a table.
+# with unique element ids (each gnuplot picture names its parts alike) and the replays as a table;
+# a trace with one RSS sample drawn from its records' times (plot refused it).
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -202,6 +203,20 @@ axes)
     grep -q "^set xlabel 'workload ops done (%)'" "$work/gp/script.gp" || fail "x axis label"
     grep -q '^set yrange \[0:\*\]' "$work/gp/script.gp" || fail "the RSS axis does not start at zero"
     svg_ok r.svg || fail "r.svg is not an SVG document"
+    # a trace with one RSS sample (a program that ran briefly) still gets its live-bytes curve, from
+    # its records' own times: points in time order, up to the last call's
+    t 60 "$mktrace" one.mtr 100000 || fail "report_mktrace one.mtr"
+    t 60 "$mtrace" plot -o one.png one.mtr 2>err || fail "plot of a one-sample trace: $(cat err)"
+    png_ok one.png || fail "one.png is not a PNG"
+    "$PY" - one.dat <<'PYEOF' || fail "one.dat"
+import sys
+rows = [[float(x) for x in l.split()] for l in open(sys.argv[1]) if l.strip() and not l.startswith('#')]
+assert len(rows) >= 100, "%d points" % len(rows)
+ts = [r[0] for r in rows]
+assert ts == sorted(ts) and ts[-1] > ts[0], "times out of order or all alike"
+assert max(r[1] for r in rows) > 0, "no live bytes"
+assert all(r[2] == 0 for r in rows), "RSS on a curve drawn from records"
+PYEOF
     # the HTML page: four gnuplot pictures inlined, their ids unique in the page and every reference
     # to one resolved; the replays' comparison a table, not preformatted text
     t 120 "$mtrace" report --html page.html g.mtr res/r1.json res/r2.json 2>err || fail "report --html: $(cat err)"

@@ -42,7 +42,8 @@ static void dir_teardown(void)
 
 /* One module (a file that does not exist: its addresses stay unresolved, shown by the module's base
  * name), two stacks inside it, a few mallocs on each. */
-static char *write_trace(void)
+/* The trace of these tests: a module, two stacks, `calls` mallocs (6 unless said). */
+static char *write_trace_calls(uint64_t calls)
 {
     char *path = path_in(g_dir, "t.mtr");
     mt_file_header_t h;
@@ -70,13 +71,18 @@ static char *write_trace(void)
         q = mt_put_svarint(q, (int64_t)(MODULE_BASE + 0x1000 * id + 0x24));
         ck_assert_int_eq(mt_writer_event(w, 1, 1001, MT_EV_STACK, 20, payload, (size_t)(q - payload)), 0);
     }
-    for (uint64_t i = 0; i < 6; i++) {
+    for (uint64_t i = 0; i < calls; i++) {
         mt_record_t r = { .op = MT_OP_MALLOC, .time = 100 + i, .result = 0x1000 + 0x100 * i, .size = 32 + i,
                           .usable = 32 + i, .flags = MT_FLAG_STACK, .stack = 1 + (uint32_t)(i % 2) };
         ck_assert_msg(mt_writer_call(w, 1, 1001, &r) == 0, "%s", mt_writer_error(w));
     }
     ck_assert_msg(mt_writer_close(w, 1, &err) == 0, "%s", err.msg);
     return path;
+}
+
+static char *write_trace(void)
+{
+    return write_trace_calls(6);
 }
 
 static void assert_replaced(const char *path, const char *victim)
@@ -122,12 +128,12 @@ END_TEST
  * such a symlink is checked in plots.sh, which needs gnuplot.) */
 START_TEST(plot_failure_leaves_no_data)
 {
-    char *trace = write_trace(), *victim = path_in(g_dir, "victim"), *err = path_in(g_dir, "stderr");
+    char *trace = write_trace_calls(0), *victim = path_in(g_dir, "victim"), *err = path_in(g_dir, "stderr");
     char *png = path_in(g_dir, "p.png"), *dat = path_in(g_dir, "p.dat");
     write_text(victim, "precious\n");
     ck_assert_int_eq(symlink(victim, dat), 0);
     const char *const argv[] = { MTRACE_EXE, "plot", "-o", png, trace, NULL };
-    /* this trace has no RSS samples: nothing to draw over time, said in one line */
+    /* this trace has no RSS sample and no call: nothing to draw over time, said in one line */
     ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 1);
     char *why = read_text(err, NULL);
     size_t lines = 0;
