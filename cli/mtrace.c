@@ -1116,6 +1116,7 @@ static int cmd_report(int argc, char **argv)
     int flame_fd = -1;
     if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
         close(flame_fd);
+        mt_cleanup_add(flame_tmp, 0); /* a stop signal removes it too */
         o.flamegraph = flame_tmp;
     }
     mt_report_t r;
@@ -1130,8 +1131,10 @@ static int cmd_report(int argc, char **argv)
     if (html && rc == 0)
         fprintf(stderr, "mtrace: wrote %s\n", html);
     mt_report_free(&r);
-    if (flame_fd >= 0)
+    if (flame_fd >= 0) {
         unlink(flame_tmp);
+        mt_cleanup_del(flame_tmp);
+    }
     return rc;
 }
 

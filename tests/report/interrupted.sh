@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mtrace plot and mtrace report --html stopped by SIGTERM or SIGINT while gnuplot runs leave nothing
-# behind: no OUT.png / OUT.dat / OUT.html, no OUT.*.partial.*, no /tmp/mtrace-gnuplot.* log, no
-# /tmp/mtrace-html.* directory, and no gnuplot that writes its picture after the command is gone.
+# behind: no OUT.png / OUT.dat / OUT.html, no OUT.*.partial.*, no $TMPDIR/mtrace-gnuplot.* log, no
+# $TMPDIR/mtrace-html.* directory, and no gnuplot that writes its picture after the command is gone.
 # The command ends by the signal (exit 128 + N). A stand-in gnuplot (first in PATH) reads the script,
 # then writes the picture 1 s later. Before, every one of those was left.
 #   usage: interrupted.sh MTRACE REPORT_MKTRACE
@@ -31,7 +31,11 @@ t 60 "$mktrace" g.mtr || { fail "report_mktrace"; finish; }
 t 60 "$mtrace" convert g.mtr -o g.mtw --quiet >/dev/null || fail "convert"
 t 120 env "$replay_asan" "$mtrace" replay g.mtw --json r.json --rss-series r.tsv --quiet >/dev/null || fail "replay"
 
-tmp_list() { ls -d /tmp/mtrace-html.* /tmp/mtrace-gnuplot.* 2>/dev/null | sort; }
+# mtrace's temporaries go to $TMPDIR: one of this test's own, so that no other process's are taken
+# for ours
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+tmp_list() { ls -A "$TMPDIR" | sort; }
 
 # stopped SIG WHAT CMD...: runs CMD, sends SIG once the stand-in gnuplot has started, checks.
 stopped() {
@@ -56,14 +60,10 @@ stopped() {
     gp=$(cat gp.pid)
     kill -0 "$gp" 2>/dev/null && { fail "$what, SIG$sig: gnuplot $gp outlived the command"; kill -KILL "$gp"; }
     local left
-    left=$(ls | grep -v -x -e bin -e g.mtr -e g.mtw -e r.json -e r.tsv -e out -e err -e gp.pid)
+    left=$(ls | grep -v -x -e bin -e tmp -e g.mtr -e g.mtw -e r.json -e r.tsv -e out -e err -e gp.pid)
     [ -n "$left" ] && { fail "$what, SIG$sig: left $left"; rm -rf $left; }
     left=$(comm -13 <(echo "$before") <(tmp_list))
-    if [ -n "$left" ]; then
-        sleep 2 # another test's report --html may be running: its temporaries go away on their own
-        left=$(comm -13 <(echo "$before") <(tmp_list))
-        [ -n "$left" ] && { fail "$what, SIG$sig: left temporaries $left"; echo "$left" | xargs rm -rf; }
-    fi
+    [ -n "$left" ] && { fail "$what, SIG$sig: left temporaries $left"; (cd "$TMPDIR" && echo "$left" | xargs rm -rf); }
 }
 
 for sig in TERM INT; do
