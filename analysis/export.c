@@ -18,6 +18,7 @@
 #include "mtrace/ptr_map.h"
 #include "mtrace/symbolize.h"
 #include "file_io.h"
+#include "strset.h"
 
 const char *const mt_export_table_names[MT_EXPORT_NTABLES] = {
     [MT_EXPORT_TRACES] = "mtrace_traces",   [MT_EXPORT_RECORDS] = "mtrace_records",
@@ -397,62 +398,10 @@ static int export_record(exporter_t *x, uint32_t ti, const mt_record_t *r)
 
 /* ---- the stacks: symbolized, and each one's callsite as mtrace report names it -------------- */
 
-/* Strings compared by pointer, as mt_callers_build compares frames: one copy of each. */
-typedef struct strset {
-    char **v;
-    size_t n, cap; /* cap: a power of two, or 0 */
-} strset_t;
-
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static const char *strset_get(strset_t *set, const char *s)
-{
-    if (!s)
-        return NULL;
-    if ((set->n + 1) * 2 > set->cap) {
-        const size_t cap = set->cap ? set->cap * 2 : 1024;
-        char **v = calloc(cap, sizeof *v);
-        if (!v)
-            return NULL;
-        for (size_t i = 0; i < set->cap; i++) {
-            if (!set->v[i])
-                continue;
-            size_t j = str_hash(set->v[i]) & (cap - 1);
-            while (v[j])
-                j = (j + 1) & (cap - 1);
-            v[j] = set->v[i];
-        }
-        free(set->v);
-        set->v = v;
-        set->cap = cap;
-    }
-    size_t j = str_hash(s) & (set->cap - 1);
-    for (; set->v[j]; j = (j + 1) & (set->cap - 1))
-        if (!strcmp(set->v[j], s))
-            return set->v[j];
-    if (!(set->v[j] = strdup(s)))
-        return NULL;
-    set->n++;
-    return set->v[j];
-}
-
-static void strset_fini(strset_t *set)
-{
-    for (size_t i = 0; i < set->cap; i++)
-        free(set->v[i]);
-    free(set->v);
-}
-
 /* Every distinct return address symbolized once, and the stacks report weighs (those that allocated,
  * leaked or freed) as mt_callers_build takes them. */
 typedef struct symbolized {
-    strset_t strings;
+    mt_strset_t strings; /* compared by pointer, as mt_callers_build compares frames */
     mt_frame_in_t *frames;
     size_t nframes, capframes;
     uint32_t *frame_of; /* per stack id's frames, concatenated: index into frames */
@@ -481,8 +430,8 @@ static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *
     mt_frame_in_t *f = &y->frames[y->nframes];
     f->allocator = mt_symbol_is_allocator_frame(&s);
     f->unnamed = !strcmp(s.function, "??");
-    f->sym = (mt_symbol_t){ strset_get(&y->strings, label), strset_get(&y->strings, s.file), s.line,
-                            strset_get(&y->strings, s.module), s.offset, s.start };
+    f->sym = (mt_symbol_t){ mt_strset_get(&y->strings, label), mt_strset_get(&y->strings, s.file), s.line,
+                            mt_strset_get(&y->strings, s.module), s.offset, s.start };
     if (!f->sym.function || !f->sym.module || (s.file && !f->sym.file))
         return -ENOMEM;
     *out = (uint32_t)y->nframes;
@@ -535,7 +484,7 @@ static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, const 
 static void symbolized_fini(symbolized_t *y)
 {
     mt_callers_free(&y->callers);
-    strset_fini(&y->strings);
+    mt_strset_fini(&y->strings);
     free(y->frames);
     free(y->frame_of);
     free(y->first);

@@ -17,6 +17,7 @@
 #include "mtrace/symbolize.h"
 #include "file_io.h"
 #include "live_set.h"
+#include "strset.h"
 #include "vmap.h"
 
 /* A live block, as the passes read it (live_set.h keeps them). */
@@ -59,8 +60,7 @@ typedef struct priv {
     uint8_t **module_names; /* copies: module defs point into cursor buffers */
     size_t nmodules, cap_modules;
     char exe[4096];
-    char **set; /* interned callsite strings we own (open addressing) */
-    size_t nstrings, cap_set;
+    mt_strset_t strings; /* interned callsite strings we own */
     mt_frame_in_t *frames; /* symbolized, distinct return addresses */
     size_t nframes;
     uint32_t *frame_ids;   /* the stacks' frames as indices into frames */
@@ -292,46 +292,11 @@ static int note_module_event(priv_t *pv, const mt_record_t *r)
 
 /* ---- callsites ------------------------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-/* One copy per distinct string, so that callsites compare by pointer: an open-addressing set. */
+/* One copy per distinct string, so that callsites compare by pointer (s itself when out of memory). */
 static const char *intern(priv_t *pv, const char *s)
 {
-    if (!s)
-        return NULL;
-    if ((pv->nstrings + 1) * 2 > pv->cap_set) {
-        const size_t cap = pv->cap_set ? pv->cap_set * 2 : 1024;
-        char **set = calloc(cap, sizeof *set);
-        if (!set)
-            return s;
-        for (size_t i = 0; i < pv->cap_set; i++) {
-            if (!pv->set[i])
-                continue;
-            size_t j = hash_str(pv->set[i]) & (cap - 1);
-            while (set[j])
-                j = (j + 1) & (cap - 1);
-            set[j] = pv->set[i];
-        }
-        free(pv->set);
-        pv->set = set;
-        pv->cap_set = cap;
-    }
-    size_t j = hash_str(s) & (pv->cap_set - 1);
-    for (; pv->set[j]; j = (j + 1) & (pv->cap_set - 1))
-        if (!strcmp(pv->set[j], s))
-            return pv->set[j];
-    char *c = strdup(s);
-    if (!c)
-        return s;
-    pv->set[j] = c;
-    pv->nstrings++;
-    return c;
+    const char *c = mt_strset_get(&pv->strings, s);
+    return c ? c : s;
 }
 
 static int cmp_callsite(const void *a, const void *b)
@@ -900,9 +865,7 @@ void mt_report_free(mt_report_t *rep)
             free(pv->module_names[i]);
         free(pv->module_names);
         free(pv->modules);
-        for (size_t i = 0; i < pv->cap_set; i++)
-            free(pv->set[i]);
-        free(pv->set);
+        mt_strset_fini(&pv->strings);
         free(pv->frames);
         free(pv->frame_ids);
         free(pv->input);
