@@ -471,7 +471,18 @@ static const char *touch_name(sim_touch_t touch)
     }
 }
 
-int main(int argc, char **argv)
+/* The command line's settings that are not the replay's own state (sim_t). */
+#define SIM_MAX_MALLOPTS 32
+typedef struct sim_opts {
+    const char *path, *json_path, *series_path, *label, *allocator_lib;
+    int quiet, timing_asked, nopts;
+    int opt_param[SIM_MAX_MALLOPTS], opt_value[SIM_MAX_MALLOPTS];
+    const char *opt_text[SIM_MAX_MALLOPTS];
+} sim_opts_t;
+
+/* Reads the command line into s (the replay's settings) and o: 0, -1 after --help (exit 0), or the
+ * usage error's exit status (the message said). */
+static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
 {
     static const struct option longopts[] = {
         { "json", required_argument, 0, 'j' },         { "rss-series", required_argument, 0, 's' },
@@ -483,44 +494,44 @@ int main(int argc, char **argv)
     };
     static const char *const timings[] = MT_TIMING_CHOICES, *const touches[] = MT_TOUCH_CHOICES;
     static const sim_touch_t touch_modes[] = { TOUCH_AUTO, TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE };
-    const char *path = NULL, *json_path = NULL, *series_path = NULL, *label = NULL, *allocator_lib = NULL;
     /* Recorded pacing by default: jemalloc's decay, tcmalloc's and mimalloc's delayed release give
      * memory back after a time, and a replay that squeezes a 6.8 s compile into 0.7 s (asap) kept
      * what the program had given back (issue 14). The threads' CPU time leaves the pacing out. */
-    sim_t s = { .touch = TOUCH_AUTO, .timing = TIMING_RECORDED, .sample_ms = 10, .stall_s = 30 };
-    int quiet = 0, nopts = 0, timing_asked = 0, opt, pick;
-    int opt_param[32], opt_value[32];
-    const char *opt_text[32];
+    s->touch = TOUCH_AUTO;
+    s->timing = TIMING_RECORDED;
+    s->sample_ms = 10;
+    s->stall_s = 30;
+    int opt, pick;
     unsigned long ms;
     while ((opt = mt_getopt("mtrace-sim", argc, argv, "h", longopts)) != -1) {
         switch (opt) {
-        case 'j': json_path = optarg; break;
-        case 's': series_path = optarg; break;
-        case 'l': label = optarg; break;
-        case 'a': allocator_lib = optarg; break;
+        case 'j': o->json_path = optarg; break;
+        case 's': o->series_path = optarg; break;
+        case 'l': o->label = optarg; break;
+        case 'a': o->allocator_lib = optarg; break;
         case 'S':
             if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
                 return MT_EXIT_USAGE;
-            s.sample_ms = (unsigned)ms;
+            s->sample_ms = (unsigned)ms;
             break;
         case 'T':
-            if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s.stall_s) < 0)
+            if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s->stall_s) < 0)
                 return MT_EXIT_USAGE;
             break;
-        case 'q': quiet = 1; break;
+        case 'q': o->quiet = 1; break;
         case 't':
             if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
                 return MT_EXIT_USAGE;
-            s.timing = pick ? TIMING_RECORDED : TIMING_ASAP;
-            timing_asked = 1;
+            s->timing = pick ? TIMING_RECORDED : TIMING_ASAP;
+            o->timing_asked = 1;
             break;
         case 'u':
             if ((pick = mt_choice_option("mtrace-sim", "--touch", optarg, touches)) < 0)
                 return MT_EXIT_USAGE;
-            s.touch = touch_modes[pick];
+            s->touch = touch_modes[pick];
             break;
         case 'm': {
-            const int rc = nopts == 32 ? -1 : sim_parse_mallopt(optarg, &opt_param[nopts], &opt_value[nopts]);
+            const int rc = o->nopts == SIM_MAX_MALLOPTS ? -1 : sim_parse_mallopt(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
             if (rc == -2) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
                         optarg, INT_MIN, INT_MAX);
@@ -530,15 +541,238 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", optarg);
                 return MT_EXIT_USAGE;
             }
-            opt_text[nopts++] = optarg;
+            o->opt_text[o->nopts++] = optarg;
             break;
         }
-        case 'h': fputs(mt_sim_help, stdout); return 0;
+        case 'h': fputs(mt_sim_help, stdout); return -1;
         default: return mt_usage_error("mtrace-sim", mt_sim_help);
         }
     }
-    if (!(path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
+    if (!(o->path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
         return mt_usage_error("mtrace-sim", mt_sim_help);
+    return 0;
+}
+
+/* What a replay's summary and JSON result report, gathered once its threads have ended. */
+typedef struct sim_results {
+    const char *allocator; /* the label, else the allocator's file */
+    const sim_opstat_t *total;
+    uint64_t cycles, wall_ns, cpu_us, thread_cpu_ns;
+    uint64_t max_rss_kb, start_rss_kb, ideal_kb, ideal_pages_kb, bookkeeping_kb;
+    uint64_t waits, wait_cycles, sleeps, far_slots, touched_in_part, maps, map_failed;
+    uint32_t emulated; /* 1u << op for ops the allocator does not define that the workload called */
+    rss_share_t share;
+    op_costs_t costs;
+} sim_results_t;
+
+/* The summary on stdout. */
+static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    /* The first eleven lines keep the order and shape of the original simulator's summary, which
+     * benchmark scripts read by line number with patterns anchored at the line's start: figures
+     * unpadded, whole, with thousands separators; "threads" plural even for one (the patterns end
+     * there); lines 5 and 6 (from 0) hold what the original printed there no figure of. */
+    char a[32], b[32], c[32];
+    printf("%s cycles\n", commas(a, sizeof a, (long long)r->cycles));
+    printf("%s usec wall time\n", commas(a, sizeof a, (long long)(r->wall_ns / 1000)));
+    printf("%s usec across %u threads\n", commas(a, sizeof a, (long long)(r->thread_cpu_ns / 1000)), s->nthreads);
+    printf("%s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(r->max_rss_kb - r->start_rss_kb)),
+           commas(b, sizeof b, (long long)r->start_rss_kb), commas(c, sizeof c, (long long)r->max_rss_kb));
+    printf("%s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)r->ideal_kb));
+    printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
+           r->allocator, r->waits, r->sleeps, r->bookkeeping_kb, r->max_rss_kb ? 100.0 * (double)r->bookkeeping_kb / (double)r->max_rss_kb : 0);
+    uint64_t descheduled = 0;
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        descheduled += descheduled_calls(&r->total[op]);
+    printf("averages below leave out %s calls timed at %s cycles or more (descheduled), of ops whose median is "
+           "at most %s\n",
+           commas(a, sizeof a, (long long)descheduled), commas(b, sizeof b, (long long)SIM_DESCHED_CYCLES),
+           commas(c, sizeof c, (long long)SIM_DESCHED_MEDIAN_MAX));
+    static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
+    for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
+        const sim_opstat_t *st = &r->total[classic[k]];
+        printf("Avg %s time: %s in %s calls\n", mt_wl_op_name(classic[k]),
+               commas(a, sizeof a, (long long)(avg_cycles(st, 0) + 0.5)), commas(b, sizeof b, (long long)st->calls));
+    }
+    printf("time: %s usec in the allocator's calls, %s usec writing their blocks; the replay's own %.1f ns per op "
+           "(its threads' time outside them, waits and pacing: decoding, slots, the program's own mappings)\n",
+           commas(a, sizeof a, (long long)(r->costs.alloc_ns / 1000)), commas(b, sizeof b, (long long)(r->costs.write_ns / 1000)),
+           r->costs.own_ns_per_op);
+    if (r->emulated) {
+        printf("emulated (the allocator does not define them):");
+        for (unsigned op = 1; op < SIM_OPS; op++)
+            if (r->emulated >> op & 1)
+                printf(" %s", mt_wl_op_name(op));
+        printf("\n");
+    }
+    if (s->touch == TOUCH_EVIDENCE)
+        printf("touch: as the trace's page evidence says (%s blocks written in part, %.1f %% of the large "
+               "blocks' pages)\n",
+               commas(a, sizeof a, (long long)r->touched_in_part),
+               h->large_pages ? 100.0 * (double)h->large_touched / (double)h->large_pages : 100.0);
+    else if (s->touch == TOUCH_PAGES && !(h->flags & MT_WLH_PAGES))
+        printf("touch: every page of every block (the workload has no page evidence: its trace was recorded "
+               "before format 3, or not on glibc's allocator)\n");
+    else
+        printf("touch: %s (as asked)\n", touch_name(s->touch));
+    if (s->timing == TIMING_RECORDED)
+        printf("timing: recorded (%s): no op before its time in the trace, as an allocator that gives memory "
+               "back on a timer would see it; the threads' time leaves the waiting out\n",
+               o->timing_asked ? "as asked" : "the default");
+    else
+        printf("timing: asap (as asked): as fast as the waits allow; an allocator that gives memory back on a "
+               "timer may hold more than it did in the program\n");
+    if (r->maps) {
+        printf("program's own mappings: %s replayed (at most %s Kb mapped at once%s), in the RSS above\n",
+               commas(a, sizeof a, (long long)r->maps), commas(b, sizeof b, (long long)(h->program_peak_bytes / 1024)),
+               r->map_failed ? "; some could not be mapped" : "");
+        if (h->program_brk_peak_bytes || h->program_advises)
+            printf("  of them by the program's brk/sbrk at most %s Kb; %s madvise ops dropped pages\n",
+                   commas(a, sizeof a, (long long)(h->program_brk_peak_bytes / 1024)),
+                   commas(b, sizeof b, (long long)h->program_advises));
+        printf("  resident at most %s Kb; the RSS less them (the allocator's heap, the replay's own) at most %s Kb "
+               "above the replay's start (sampled)\n",
+               commas(a, sizeof a, (long long)r->share.maps_peak_kb), commas(b, sizeof b, (long long)r->share.heap_kb));
+    }
+    if (r->far_slots)
+        printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
+               r->far_slots);
+    if (h->source_peak_rss_kb)
+        printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
+               commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)r->max_rss_kb),
+               100.0 * ((double)r->max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
+    /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
+     * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
+    if (h->source_peak_anon_kb && s->peak_anon_kb)
+        printf("anonymous memory (RSS less file pages): traced program's peak %s Kb (sampled); replay %s Kb "
+               "(%+.1f %%)\n",
+               commas(a, sizeof a, (long long)h->source_peak_anon_kb),
+               commas(b, sizeof b, (long long)s->peak_anon_kb),
+               100.0 * ((double)s->peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
+}
+
+/* The JSON result into f. */
+static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    mt_json_t j;
+    mt_json_init(&j, f);
+    mt_json_begin_object(&j);
+    mt_json_kv_cstr(&j, "kind", "replay");
+    mt_json_kv_cstr(&j, "allocator", r->allocator);
+    mt_json_kv_cstr(&j, "workload", o->path);
+    mt_json_key(&j, "settings");
+    mt_json_begin_array(&j);
+    for (int i = 0; i < o->nopts; i++)
+        mt_json_str(&j, o->opt_text[i], strlen(o->opt_text[i]));
+    mt_json_end_array(&j);
+    const char *tun = getenv("GLIBC_TUNABLES");
+    if (tun)
+        mt_json_kv_cstr(&j, "glibc_tunables", tun);
+    if (o->series_path) {
+        /* absolute, so the result can be read from anywhere (it is written after this JSON) */
+        char abs[PATH_MAX];
+        if (o->series_path[0] != '/' && getcwd(abs, sizeof abs) && strlen(abs) + strlen(o->series_path) + 2 < sizeof abs) {
+            strcat(abs, "/");
+            strcat(abs, o->series_path);
+            mt_json_kv_cstr(&j, "rss_series", abs);
+        } else {
+            mt_json_kv_cstr(&j, "rss_series", o->series_path);
+        }
+    }
+    mt_json_kv_cstr(&j, "timing", s->timing == TIMING_ASAP ? "asap" : "recorded");
+    mt_json_kv_cstr(&j, "timing_chosen", o->timing_asked ? "asked" : "default");
+    mt_json_kv_cstr(&j, "touch", touch_name(s->touch));
+    mt_json_kv_u64(&j, "touched_in_part", r->touched_in_part);
+    mt_json_kv_u64(&j, "program_maps", r->maps);
+    mt_json_kv_u64(&j, "program_maps_failed", r->map_failed);
+    mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
+    mt_json_kv_u64(&j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
+    mt_json_kv_u64(&j, "program_advises", h->program_advises);
+    mt_json_kv_u64(&j, "program_peak_resident_kb", r->share.maps_peak_kb);
+    mt_json_kv_u64(&j, "rss_less_program_peak_kb", r->share.heap_kb);
+    mt_json_kv_u64(&j, "threads", s->nthreads);
+    mt_json_kv_u64(&j, "wall_us", r->wall_ns / 1000);
+    mt_json_kv_u64(&j, "cpu_us", r->cpu_us);
+    mt_json_kv_u64(&j, "thread_us", r->thread_cpu_ns / 1000); /* CPU time of the replay threads */
+    mt_json_kv_u64(&j, "cycles", r->cycles);
+    mt_json_kv_u64(&j, "max_rss_kb", r->max_rss_kb);
+    mt_json_kv_u64(&j, "start_rss_kb", r->start_rss_kb);
+    mt_json_kv_u64(&j, "max_vm_kb", s->peak_vm_kb);
+    mt_json_kv_u64(&j, "ideal_rss_kb", r->ideal_kb);
+    mt_json_kv_u64(&j, "ideal_pages_kb", r->ideal_pages_kb);
+    mt_json_kv_u64(&j, "allocator_us", (uint64_t)(r->costs.alloc_ns / 1000));
+    mt_json_kv_double(&j, "allocator_ns_per_call", r->costs.calls ? r->costs.alloc_ns / (double)r->costs.calls : 0);
+    mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(r->costs.write_ns / 1000));
+    mt_json_kv_double(&j, "replay_overhead_ns_per_op", r->costs.own_ns_per_op);
+    mt_json_kv_cstr(&j, "replay_overhead_rule", "the replay threads' clock time from start to end, less their waits, "
+                                              "their pacing, allocator_us (every timed call) and block_writes_us "
+                                              "(writing the blocks the calls returned), per op of the workload: "
+                                              "the replay's own work");
+    mt_json_kv_double(&j, "fragmentation", r->ideal_pages_kb ? (double)(r->max_rss_kb - r->start_rss_kb) / (double)r->ideal_pages_kb : 0);
+    mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
+    mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
+    mt_json_kv_u64(&j, "max_anon_rss_kb", s->peak_anon_kb);
+    mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
+    mt_json_kv_u64(&j, "far_slots", r->far_slots);
+    mt_json_key(&j, "emulated");
+    mt_json_begin_array(&j);
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        if (r->emulated >> op & 1)
+            mt_json_str(&j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
+    mt_json_end_array(&j);
+    mt_json_kv_u64(&j, "syncs", r->waits);
+    mt_json_kv_u64(&j, "sync_sleeps", r->sleeps);
+    mt_json_kv_double(&j, "avg_sync_wait_cycles", r->waits ? (double)r->wait_cycles / (double)r->waits : 0);
+    mt_json_key(&j, "calls");
+    mt_json_begin_object(&j);
+    for (unsigned op = 1; op < SIM_OPS; op++)
+        mt_json_kv_u64(&j, mt_wl_op_name(op), r->total[op].calls);
+    mt_json_end_object(&j);
+    mt_json_kv_cstr(&j, "avg_rule", "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
+                                    "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
+                                    "counts every call");
+    mt_json_kv_u64(&j, "descheduled_cycles", SIM_DESCHED_CYCLES);
+    mt_json_kv_u64(&j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
+    static const char *const keys[] = { "avg_cycles", "p50_cycles",        "p99_cycles",    "max_cycles",
+                                        "failed",     "descheduled_calls", "avg_cycles_all" };
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        mt_json_key(&j, keys[k]);
+        mt_json_begin_object(&j);
+        for (unsigned op = 1; op < SIM_OPS; op++) {
+            const sim_opstat_t *st = &r->total[op];
+            if (k == 0 || k == 6)
+                mt_json_kv_double(&j, mt_wl_op_name(op), avg_cycles(st, k == 6));
+            else if (k == 1)
+                mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.50));
+            else if (k == 2)
+                mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.99));
+            else if (k == 3)
+                mt_json_kv_u64(&j, mt_wl_op_name(op), st->max);
+            else if (k == 4)
+                mt_json_kv_u64(&j, mt_wl_op_name(op), st->failed);
+            else
+                mt_json_kv_u64(&j, mt_wl_op_name(op), descheduled_calls(st));
+        }
+        mt_json_end_object(&j);
+    }
+    mt_json_end_object(&j);
+    mt_json_finish(&j);
+}
+
+int main(int argc, char **argv)
+{
+    sim_t s = { 0 };
+    sim_opts_t o = { 0 };
+    const int prc = parse_args(argc, argv, &s, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    const char *const path = o.path, *const json_path = o.json_path, *const series_path = o.series_path;
+    const char *const label = o.label, *const allocator_lib = o.allocator_lib;
+    const int quiet = o.quiet, nopts = o.nopts;
+    const int *const opt_param = o.opt_param, *const opt_value = o.opt_value;
+    const char *const *const opt_text = o.opt_text;
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
     char why[PATH_MAX + 300];
     if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {
@@ -712,90 +946,16 @@ int main(int argc, char **argv)
     for (unsigned op = 1; op < SIM_OPS; op++)
         if ((s.alloc.emulated >> op & 1) && total[op].calls)
             emulated |= 1u << op;
+    const sim_results_t res = {
+        .allocator = allocator, .total = total, .cycles = cycles, .wall_ns = wall_ns, .cpu_us = cpu_us,
+        .thread_cpu_ns = thread_cpu_ns, .max_rss_kb = max_rss_kb, .start_rss_kb = start_rss_kb, .ideal_kb = ideal_kb,
+        .ideal_pages_kb = ideal_pages_kb, .bookkeeping_kb = bookkeeping_kb, .waits = waits, .wait_cycles = wait_cycles,
+        .sleeps = sleeps, .far_slots = far_slots, .touched_in_part = touched_in_part, .maps = maps,
+        .map_failed = map_failed, .emulated = emulated, .share = share, .costs = costs,
+    };
 
-    if (!quiet) {
-        /* The first eleven lines keep the order and shape of the original simulator's summary, which
-         * benchmark scripts read by line number with patterns anchored at the line's start: figures
-         * unpadded, whole, with thousands separators; "threads" plural even for one (the patterns end
-         * there); lines 5 and 6 (from 0) hold what the original printed there no figure of. */
-        char a[32], b[32], c[32];
-        printf("%s cycles\n", commas(a, sizeof a, (long long)cycles));
-        printf("%s usec wall time\n", commas(a, sizeof a, (long long)(wall_ns / 1000)));
-        printf("%s usec across %u threads\n", commas(a, sizeof a, (long long)(thread_cpu_ns / 1000)), s.nthreads);
-        printf("%s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(max_rss_kb - start_rss_kb)),
-               commas(b, sizeof b, (long long)start_rss_kb), commas(c, sizeof c, (long long)max_rss_kb));
-        printf("%s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)ideal_kb));
-        printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
-               allocator, waits, sleeps, bookkeeping_kb, max_rss_kb ? 100.0 * (double)bookkeeping_kb / (double)max_rss_kb : 0);
-        uint64_t descheduled = 0;
-        for (unsigned op = 1; op < SIM_OPS; op++)
-            descheduled += descheduled_calls(&total[op]);
-        printf("averages below leave out %s calls timed at %s cycles or more (descheduled), of ops whose median is "
-               "at most %s\n",
-               commas(a, sizeof a, (long long)descheduled), commas(b, sizeof b, (long long)SIM_DESCHED_CYCLES),
-               commas(c, sizeof c, (long long)SIM_DESCHED_MEDIAN_MAX));
-        static const unsigned classic[] = { MT_WL_MALLOC, MT_WL_CALLOC, MT_WL_REALLOC, MT_WL_FREE };
-        for (size_t k = 0; k < sizeof classic / sizeof classic[0]; k++) {
-            const sim_opstat_t *st = &total[classic[k]];
-            printf("Avg %s time: %s in %s calls\n", mt_wl_op_name(classic[k]),
-                   commas(a, sizeof a, (long long)(avg_cycles(st, 0) + 0.5)), commas(b, sizeof b, (long long)st->calls));
-        }
-        printf("time: %s usec in the allocator's calls, %s usec writing their blocks; the replay's own %.1f ns per op "
-               "(its threads' time outside them, waits and pacing: decoding, slots, the program's own mappings)\n",
-               commas(a, sizeof a, (long long)(costs.alloc_ns / 1000)), commas(b, sizeof b, (long long)(costs.write_ns / 1000)),
-               costs.own_ns_per_op);
-        if (emulated) {
-            printf("emulated (the allocator does not define them):");
-            for (unsigned op = 1; op < SIM_OPS; op++)
-                if (emulated >> op & 1)
-                    printf(" %s", mt_wl_op_name(op));
-            printf("\n");
-        }
-        if (s.touch == TOUCH_EVIDENCE)
-            printf("touch: as the trace's page evidence says (%s blocks written in part, %.1f %% of the large "
-                   "blocks' pages)\n",
-                   commas(a, sizeof a, (long long)touched_in_part),
-                   h->large_pages ? 100.0 * (double)h->large_touched / (double)h->large_pages : 100.0);
-        else if (s.touch == TOUCH_PAGES && !(h->flags & MT_WLH_PAGES))
-            printf("touch: every page of every block (the workload has no page evidence: its trace was recorded "
-                   "before format 3, or not on glibc's allocator)\n");
-        else
-            printf("touch: %s (as asked)\n", touch_name(s.touch));
-        if (s.timing == TIMING_RECORDED)
-            printf("timing: recorded (%s): no op before its time in the trace, as an allocator that gives memory "
-                   "back on a timer would see it; the threads' time leaves the waiting out\n",
-                   timing_asked ? "as asked" : "the default");
-        else
-            printf("timing: asap (as asked): as fast as the waits allow; an allocator that gives memory back on a "
-                   "timer may hold more than it did in the program\n");
-        if (maps) {
-            printf("program's own mappings: %s replayed (at most %s Kb mapped at once%s), in the RSS above\n",
-                   commas(a, sizeof a, (long long)maps), commas(b, sizeof b, (long long)(h->program_peak_bytes / 1024)),
-                   map_failed ? "; some could not be mapped" : "");
-            if (h->program_brk_peak_bytes || h->program_advises)
-                printf("  of them by the program's brk/sbrk at most %s Kb; %s madvise ops dropped pages\n",
-                       commas(a, sizeof a, (long long)(h->program_brk_peak_bytes / 1024)),
-                       commas(b, sizeof b, (long long)h->program_advises));
-            printf("  resident at most %s Kb; the RSS less them (the allocator's heap, the replay's own) at most %s Kb "
-                   "above the replay's start (sampled)\n",
-                   commas(a, sizeof a, (long long)share.maps_peak_kb), commas(b, sizeof b, (long long)share.heap_kb));
-        }
-        if (far_slots)
-            printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
-                   far_slots);
-        if (h->source_peak_rss_kb)
-            printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
-                   commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)max_rss_kb),
-                   100.0 * ((double)max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
-        /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
-         * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
-        if (h->source_peak_anon_kb && s.peak_anon_kb)
-            printf("anonymous memory (RSS less file pages): traced program's peak %s Kb (sampled); replay %s Kb "
-                   "(%+.1f %%)\n",
-                   commas(a, sizeof a, (long long)h->source_peak_anon_kb),
-                   commas(b, sizeof b, (long long)s.peak_anon_kb),
-                   100.0 * ((double)s.peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
-    }
+    if (!quiet)
+        print_summary(&s, &o, &res);
     /* Calls the allocator refused where the traced program got a block: the replay went on without
      * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
      * quiet) and by the exit status, not in the JSON alone. */
@@ -820,112 +980,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    if (json_path) {
-        FILE *const f = json_out.f;
-        mt_json_t j;
-        mt_json_init(&j, f);
-        mt_json_begin_object(&j);
-        mt_json_kv_cstr(&j, "kind", "replay");
-        mt_json_kv_cstr(&j, "allocator", allocator);
-        mt_json_kv_cstr(&j, "workload", path);
-        mt_json_key(&j, "settings");
-        mt_json_begin_array(&j);
-        for (int i = 0; i < nopts; i++)
-            mt_json_str(&j, opt_text[i], strlen(opt_text[i]));
-        mt_json_end_array(&j);
-        const char *tun = getenv("GLIBC_TUNABLES");
-        if (tun)
-            mt_json_kv_cstr(&j, "glibc_tunables", tun);
-        if (series_path) {
-            /* absolute, so the result can be read from anywhere (it is written after this JSON) */
-            char abs[PATH_MAX];
-            if (series_path[0] != '/' && getcwd(abs, sizeof abs) && strlen(abs) + strlen(series_path) + 2 < sizeof abs) {
-                strcat(abs, "/");
-                strcat(abs, series_path);
-                mt_json_kv_cstr(&j, "rss_series", abs);
-            } else {
-                mt_json_kv_cstr(&j, "rss_series", series_path);
-            }
-        }
-        mt_json_kv_cstr(&j, "timing", s.timing == TIMING_ASAP ? "asap" : "recorded");
-        mt_json_kv_cstr(&j, "timing_chosen", timing_asked ? "asked" : "default");
-        mt_json_kv_cstr(&j, "touch", touch_name(s.touch));
-        mt_json_kv_u64(&j, "touched_in_part", touched_in_part);
-        mt_json_kv_u64(&j, "program_maps", maps);
-        mt_json_kv_u64(&j, "program_maps_failed", map_failed);
-        mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
-        mt_json_kv_u64(&j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
-        mt_json_kv_u64(&j, "program_advises", h->program_advises);
-        mt_json_kv_u64(&j, "program_peak_resident_kb", share.maps_peak_kb);
-        mt_json_kv_u64(&j, "rss_less_program_peak_kb", share.heap_kb);
-        mt_json_kv_u64(&j, "threads", s.nthreads);
-        mt_json_kv_u64(&j, "wall_us", wall_ns / 1000);
-        mt_json_kv_u64(&j, "cpu_us", cpu_us);
-        mt_json_kv_u64(&j, "thread_us", thread_cpu_ns / 1000); /* CPU time of the replay threads */
-        mt_json_kv_u64(&j, "cycles", cycles);
-        mt_json_kv_u64(&j, "max_rss_kb", max_rss_kb);
-        mt_json_kv_u64(&j, "start_rss_kb", start_rss_kb);
-        mt_json_kv_u64(&j, "max_vm_kb", s.peak_vm_kb);
-        mt_json_kv_u64(&j, "ideal_rss_kb", ideal_kb);
-        mt_json_kv_u64(&j, "ideal_pages_kb", ideal_pages_kb);
-        mt_json_kv_u64(&j, "allocator_us", (uint64_t)(costs.alloc_ns / 1000));
-        mt_json_kv_double(&j, "allocator_ns_per_call", costs.calls ? costs.alloc_ns / (double)costs.calls : 0);
-        mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(costs.write_ns / 1000));
-        mt_json_kv_double(&j, "replay_overhead_ns_per_op", costs.own_ns_per_op);
-        mt_json_kv_cstr(&j, "replay_overhead_rule", "the replay threads' clock time from start to end, less their waits, "
-                                                  "their pacing, allocator_us (every timed call) and block_writes_us "
-                                                  "(writing the blocks the calls returned), per op of the workload: "
-                                                  "the replay's own work");
-        mt_json_kv_double(&j, "fragmentation", ideal_pages_kb ? (double)(max_rss_kb - start_rss_kb) / (double)ideal_pages_kb : 0);
-        mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
-        mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
-        mt_json_kv_u64(&j, "max_anon_rss_kb", s.peak_anon_kb);
-        mt_json_kv_u64(&j, "bookkeeping_kb", bookkeeping_kb);
-        mt_json_kv_u64(&j, "far_slots", far_slots);
-        mt_json_key(&j, "emulated");
-        mt_json_begin_array(&j);
-        for (unsigned op = 1; op < SIM_OPS; op++)
-            if (emulated >> op & 1)
-                mt_json_str(&j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
-        mt_json_end_array(&j);
-        mt_json_kv_u64(&j, "syncs", waits);
-        mt_json_kv_u64(&j, "sync_sleeps", sleeps);
-        mt_json_kv_double(&j, "avg_sync_wait_cycles", waits ? (double)wait_cycles / (double)waits : 0);
-        mt_json_key(&j, "calls");
-        mt_json_begin_object(&j);
-        for (unsigned op = 1; op < SIM_OPS; op++)
-            mt_json_kv_u64(&j, mt_wl_op_name(op), total[op].calls);
-        mt_json_end_object(&j);
-        mt_json_kv_cstr(&j, "avg_rule", "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
-                                        "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
-                                        "counts every call");
-        mt_json_kv_u64(&j, "descheduled_cycles", SIM_DESCHED_CYCLES);
-        mt_json_kv_u64(&j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
-        static const char *const keys[] = { "avg_cycles", "p50_cycles",        "p99_cycles",    "max_cycles",
-                                            "failed",     "descheduled_calls", "avg_cycles_all" };
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            mt_json_key(&j, keys[k]);
-            mt_json_begin_object(&j);
-            for (unsigned op = 1; op < SIM_OPS; op++) {
-                const sim_opstat_t *st = &total[op];
-                if (k == 0 || k == 6)
-                    mt_json_kv_double(&j, mt_wl_op_name(op), avg_cycles(st, k == 6));
-                else if (k == 1)
-                    mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.50));
-                else if (k == 2)
-                    mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.99));
-                else if (k == 3)
-                    mt_json_kv_u64(&j, mt_wl_op_name(op), st->max);
-                else if (k == 4)
-                    mt_json_kv_u64(&j, mt_wl_op_name(op), st->failed);
-                else
-                    mt_json_kv_u64(&j, mt_wl_op_name(op), descheduled_calls(st));
-            }
-            mt_json_end_object(&j);
-        }
-        mt_json_end_object(&j);
-        mt_json_finish(&j);
-    }
+    if (json_path)
+        put_result_json(json_out.f, &s, &o, &res);
     if (series_path) {
         FILE *const f = series_out.f;
         fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done\n");
