@@ -396,7 +396,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
 {
     mt_wl_rec_t r;
     mt_error_t err;
-    int rc, stopped = 0;
+    int rc, stopped = 0, exited = 0;
     set_run_state(s, t, SIM_RUNNING);
     const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles();
     uint64_t paced = 0, paced_cpu = 0; /* cycles, and CPU ns, spent waiting for an op's recorded time */
@@ -574,10 +574,24 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_RSS:
             atomic_store_explicit(&s->source_rss_kb, r.rss_kb, memory_order_relaxed);
             break;
+        case MT_WL_THREAD_EXIT:
+            /* The stream's last op. Its completion lets a joiner go on and create the next thread:
+             * the working set goes back to the pool first, or that thread maps a set of its own
+             * (one more set per overlap: 150 Kb of a 2.8 MB replay of short threads). */
+            if ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
+                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
+                          "%s op at byte %zu of the frame's data (thread %u) follows the thread's exit: expected "
+                          "the end of its stream",
+                          mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur),
+                          t->index);
+                rc = -EINVAL;
+            }
+            exited = rc == 0;
+            break;
         default:
-            break; /* thread start and exit, marks */
+            break; /* thread start, marks */
         }
-        if (t->error || stopped)
+        if (t->error || stopped || exited || rc < 0)
             break;
         completed(s, t);
     }
@@ -589,6 +603,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
     sim_work_give_back(s, t->work);
     t->work = NULL;
+    if (exited)
+        completed(s, t);
     finish(s, t);
 }
 

@@ -384,6 +384,24 @@ START_TEST(op_errors_name_offset)
 }
 END_TEST
 
+/* A thread's exit is the last op of its stream: the replay gives the thread's buffers back before
+ * its exit counts (a joiner may go on at once), so an op after it is refused, never skipped. */
+START_TEST(op_after_exit_refused)
+{
+    char *bad = path_in(g_dir, "afterexit.mtw");
+    wlb_t b;
+    wlb_open(&b, bad);
+    const uint32_t t = wlb_thread(&b, 0);
+    wlb_malloc(&b, t, 1, 10);
+    wlb_exit(&b, t);
+    wlb_free(&b, t, 1);
+    wlb_close(&b);
+    expect_rejected(bad, "an op after the thread's exit", "free op at byte");
+    expect_rejected(bad, "an op after the thread's exit", "follows the thread's exit: expected the end of its stream");
+    free(bad);
+}
+END_TEST
+
 /* Header fields. */
 START_TEST(damaged_header)
 {
@@ -687,6 +705,7 @@ static Suite *bad_suite(void)
         { "op_bytes_checked", op_bytes_checked, 0 },
         { "frame_error_names_file_once", frame_error_names_file_once, 1 },
         { "op_errors_name_offset", op_errors_name_offset, 0 },
+        { "op_after_exit_refused", op_after_exit_refused, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
