@@ -890,6 +890,241 @@ static int read_creators(conv_t *c)
     return 0;
 }
 
+/* ---- the steps of a conversion ------------------------------------------------------------------ */
+
+/* The per-thread state, each thread's first records, the clock's rate and the creators. */
+static int conv_start(conv_t *c, const char *trace_path, mt_error_t *err)
+{
+    const mt_file_header_t *th = mt_trace_header(c->trace);
+    c->t0 = th->start_time;
+    c->page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;
+    c->n = (uint32_t)mt_trace_thread_count(c->trace);
+    c->t = calloc(c->n + 1, sizeof *c->t);
+    c->heap.v = calloc(c->n + 1, sizeof *c->heap.v);
+    c->key = calloc(c->n + 1, sizeof *c->key);
+    c->heap.key = c->key;
+    mt_ptr_map_init(&c->live);
+    mt_touch_init(&c->touch);
+    mt_touch_init(&c->vtouch);
+    c->recent_frees = calloc(RECENT_FREES, sizeof *c->recent_frees);
+    if (!c->t || !c->heap.v || !c->key || !c->live.v || !c->touch.map.v || !c->vtouch.map.v || !c->recent_frees) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+        return -ENOMEM;
+    }
+    /* The rate: from the header, else from RSS samples, which needs a pass over the events. */
+    c->rate = mt_trace_ticks_per_sec(c->trace);
+    for (uint32_t i = 0; i < c->n; i++) {
+        cthread_t *t = &c->t[i];
+        t->waited = calloc(c->n, sizeof *t->waited);
+        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
+        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
+        if (!t->waited || !t->ring || !t->payload || mt_thread_cursor_init(&t->cur, c->trace, i) < 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+            return -ENOMEM;
+        }
+        t->thread_no = mt_trace_thread(c->trace, i)->thread;
+        const int rc = advance(c, i);
+        if (rc < 0)
+            return rc;
+    }
+    if (c->rate <= 0) {
+        mt_cursor_t cur;
+        if (mt_cursor_init(&cur, c->trace) == 0) {
+            for (size_t k = 0; k < mt_trace_chunk_count(c->trace); k++) {
+                mt_record_t r;
+                if (mt_cursor_load(&cur, k, err) < 0)
+                    break;
+                while (mt_cursor_next(&cur, &r, err) > 0)
+                    mt_trace_note_rss(c->trace, &r);
+            }
+            mt_cursor_fini(&cur);
+        }
+        c->rate = mt_trace_ticks_per_sec(c->trace);
+        if (c->rate <= 0)
+            c->rate = 1e9; /* nothing tells: times in the workload are then in ticks */
+    }
+    /* The records decoded so far may have come before the rate was known. */
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t k = 0; k < c->t[i].ring_n; k++) {
+            const uint32_t at = (c->t[i].ring_pos + k) % LOOKAHEAD;
+            c->t[i].ns[at] = to_ns(c, c->t[i].ring[at].time);
+        }
+    read_creators(c);
+    return 0;
+}
+
+/* Opens the workload: its header carries the trace's identity and settings (its strings, as they
+ * are, and the trace's path); a stream per traced thread. */
+static int conv_open_output(conv_t *c, const char *trace_path, const char *wl_path, mt_wl_header_t *hdr,
+                            mt_error_t *err)
+{
+    const mt_file_header_t *th = mt_trace_header(c->trace);
+    uint8_t strings[8192], *const strings_end = strings + sizeof strings, *sp = strings;
+    const size_t path_len = strnlen(trace_path, 2048);
+    for (unsigned tag = MT_STR_CMDLINE; tag <= MT_STR_HOST; tag++) {
+        size_t len;
+        const char *s;
+        for (unsigned k = 0; (s = mt_trace_string(c->trace, tag, k, &len)); k++) {
+            uint8_t *const q = mt_str_put(sp, strings_end - (4 + path_len), tag, s, len); /* the path's room kept */
+            if (!q)
+                break;
+            sp = q;
+        }
+    }
+    sp = mt_str_close(mt_str_put(sp, strings_end, MT_STR_PATH, trace_path, path_len));
+    const size_t slen = (size_t)(sp - strings);
+    *hdr = (mt_wl_header_t){ .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
+    if (th->flags & MT_HDR_TRUNCATED)
+        hdr->flags |= MT_WLH_SRC_TRUNCATED;
+    if (th->version >= 3 && (th->flags & MT_HDR_GLIBC_FLAGS))
+        hdr->flags |= MT_WLH_PAGES; /* the recorder wrote evidence for every large block */
+    int rc = mt_wl_writer_open(&c->out, wl_path, hdr, strings, slen, err);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const mt_thread_info_t *ti = mt_trace_thread(c->trace, i);
+        if (mt_wl_writer_add_thread(c->out, ti->thread, ti->tid, c->t[i].creator) < 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+            return -ENOMEM;
+        }
+        if (c->t[i].head)
+            mt_merge_push(&c->heap, i);
+        else
+            c->t[i].state = DONE; /* no records at all */
+    }
+    return 0;
+}
+
+/* Applies every thread's records in time order, as far as their dependencies allow; the time of
+ * the last one goes to *last_time. */
+static int conv_merge(conv_t *c, const char *wl_path, const mt_convert_opts_t *opts, uint64_t *last_time,
+                      mt_error_t *err)
+{
+    int rc;
+    /* The thread just applied goes on without a trip through the heap while it stays the earliest:
+     * most records follow one of their own thread. */
+    uint32_t cur = UINT32_MAX;
+    for (uint64_t step = 0;; step++) {
+        uint32_t i;
+        int force = 0;
+        if (cur != UINT32_MAX) {
+            i = cur;
+            cur = UINT32_MAX;
+        } else if (c->heap.n) {
+            i = mt_merge_pop(&c->heap);
+        } else if (c->blocked) {
+            /* Every remaining thread waits on something that will never come: the trace lacks the
+             * record that would release them (a pause, a loss). Release the earliest one. */
+            i = UINT32_MAX;
+            for (uint32_t k = 0; k < c->n; k++)
+                if (c->t[k].state != RUNNABLE && c->t[k].state != DONE &&
+                    (i == UINT32_MAX || c->t[k].head->time < c->t[i].head->time))
+                    i = k;
+            unblock(c, i);
+            force = 1;
+        } else {
+            break;
+        }
+        outcome_t out;
+        if ((rc = apply(c, i, force, &out)) < 0) {
+            if (rc == -ENOMEM)
+                snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+            return rc;
+        }
+        if (out == HELD)
+            continue;
+        const uint64_t applied_time = c->t[i].head->time;
+        if (applied_time > *last_time)
+            *last_time = applied_time;
+        if ((rc = advance(c, i)) < 0)
+            return rc;
+        if (!c->t[i].head) {
+            if ((rc = finish_thread(c, i, applied_time)) < 0) {
+                /* A write of the thread's last frame has its own message already. */
+                if (rc == -ENOMEM)
+                    snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+                return rc;
+            }
+        } else if (!c->heap.n || !mt_merge_less(&c->heap, c->heap.v[0], i))
+            cur = i;
+        else
+            mt_merge_push(&c->heap, i);
+        if (opts->progress && (step & 0xfffff) == 0)
+            progress(c, mt_trace_chunk_count(c->trace), 0);
+    }
+    if (opts->progress)
+        progress(c, mt_trace_chunk_count(c->trace), 1);
+    return 0;
+}
+
+/* The header's totals and the touch table, then the workload's index: the file is whole. */
+static int conv_close_output(conv_t *c, const char *wl_path, const mt_wl_header_t *hdr, uint64_t last_time,
+                             mt_error_t *err)
+{
+    mt_convert_stats_t *st = c->st;
+    st->threads = c->n;
+    st->slots = c->next_slot;
+    st->peak_live_bytes = c->peak_bytes;
+    mt_wl_header_t fin = *hdr;
+    fin.slots = c->next_slot;
+    fin.peak_live_bytes = c->peak_bytes;
+    fin.peak_live_time_ns = c->peak_time_ns;
+    fin.source_peak_rss_kb = c->source_peak_rss_kb;
+    fin.source_peak_anon_kb = c->source_peak_anon_kb;
+    fin.duration_ns = to_ns(c, last_time);
+    fin.unknown_frees = st->unknown_frees;
+    fin.double_frees = st->double_frees;
+    fin.inversions = st->inversions;
+    fin.forced = st->forced;
+    const int finished = mt_touch_finish(&c->touch) == 0 && mt_touch_finish(&c->vtouch) == 0 && !c->touch_failed;
+    st->touch_entries = c->touch.nout; /* the blocks' own, before the mappings' join them */
+    if (!finished || mt_touch_absorb(&c->touch, &c->vtouch) < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
+        return -ENOMEM;
+    }
+    mt_wl_writer_set_touch(c->out, c->touch.out, c->touch.nout);
+    fin.large_blocks = st->large_blocks = c->touch.blocks;
+    fin.large_exact = st->large_exact = c->touch.exact;
+    fin.large_estimated = st->large_estimated = c->touch.estimated;
+    fin.large_pages = st->large_pages = c->touch.pages;
+    fin.large_touched = st->large_touched = c->touch.written;
+    fin.program_maps = st->program_maps = c->vmap.made;
+    fin.program_peak_bytes = st->program_peak_bytes = c->vmap.peak_mapped;
+    fin.program_brk_peak_bytes = st->program_brk_peak_bytes = c->vmap.peak_brk;
+    fin.program_advises = st->program_advises;
+    st->program_pages = c->vtouch.pages;
+    st->program_touched = c->vtouch.written;
+    const int rc = mt_wl_writer_close(c->out, &fin, err);
+    c->out = NULL;
+    return rc;
+}
+
+/* Gives back everything; a workload not closed is removed (the writer's abort). */
+static void conv_free(conv_t *c)
+{
+    if (c->out)
+        mt_wl_writer_abort(c->out);
+    for (uint32_t i = 0; c->t && i < c->n; i++) {
+        mt_thread_cursor_fini(&c->t[i].cur);
+        free(c->t[i].waited);
+        free(c->t[i].ring);
+        free(c->t[i].payload);
+        free(c->t[i].freed.v);
+        free(c->t[i].pending);
+    }
+    free(c->t);
+    free(c->heap.v);
+    free(c->key);
+    mt_ptr_map_fini(&c->live);
+    mt_touch_fini(&c->touch);
+    mt_touch_fini(&c->vtouch);
+    mt_vmap_fini(&c->vmap);
+    free(c->cuts);
+    free(c->slots);
+    free(c->recent_frees);
+    mt_trace_close(c->trace);
+}
+
 int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,
                mt_error_t *err)
 {
@@ -913,209 +1148,11 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         mt_trace_close(c.trace);
         return rc;
     }
-    const mt_file_header_t *th = mt_trace_header(c.trace);
-    c.t0 = th->start_time;
-    c.page_kb = th->page_size / 1024 ? th->page_size / 1024 : 4;
-    c.n = (uint32_t)mt_trace_thread_count(c.trace);
-    c.t = calloc(c.n + 1, sizeof *c.t);
-    c.heap.v = calloc(c.n + 1, sizeof *c.heap.v);
-    c.key = calloc(c.n + 1, sizeof *c.key);
-    c.heap.key = c.key;
-    mt_ptr_map_init(&c.live);
-    mt_touch_init(&c.touch);
-    mt_touch_init(&c.vtouch);
-    c.recent_frees = calloc(RECENT_FREES, sizeof *c.recent_frees);
-    if (!c.t || !c.heap.v || !c.key || !c.live.v || !c.touch.map.v || !c.vtouch.map.v || !c.recent_frees) {
-        rc = -ENOMEM;
-        snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
-        goto done;
-    }
-    /* The rate: from the header, else from RSS samples, which needs a pass over the events. */
-    c.rate = mt_trace_ticks_per_sec(c.trace);
-    for (uint32_t i = 0; i < c.n; i++) {
-        cthread_t *t = &c.t[i];
-        t->waited = calloc(c.n, sizeof *t->waited);
-        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
-        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
-        if (!t->waited || !t->ring || !t->payload || mt_thread_cursor_init(&t->cur, c.trace, i) < 0) {
-            rc = -ENOMEM;
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
-            goto done;
-        }
-        t->thread_no = mt_trace_thread(c.trace, i)->thread;
-        if ((rc = advance(&c, i)) < 0)
-            goto done;
-    }
-    if (c.rate <= 0) {
-        mt_cursor_t cur;
-        if (mt_cursor_init(&cur, c.trace) == 0) {
-            for (size_t k = 0; k < mt_trace_chunk_count(c.trace); k++) {
-                mt_record_t r;
-                if (mt_cursor_load(&cur, k, err) < 0)
-                    break;
-                while (mt_cursor_next(&cur, &r, err) > 0)
-                    mt_trace_note_rss(c.trace, &r);
-            }
-            mt_cursor_fini(&cur);
-        }
-        c.rate = mt_trace_ticks_per_sec(c.trace);
-        if (c.rate <= 0)
-            c.rate = 1e9; /* nothing tells: times in the workload are then in ticks */
-    }
-    /* The records decoded so far may have come before the rate was known. */
-    for (uint32_t i = 0; i < c.n; i++)
-        for (uint32_t k = 0; k < c.t[i].ring_n; k++) {
-            const uint32_t at = (c.t[i].ring_pos + k) % LOOKAHEAD;
-            c.t[i].ns[at] = to_ns(&c, c.t[i].ring[at].time);
-        }
-    read_creators(&c);
-
-    /* The workload header carries the trace's identity and settings (its strings, as they are). */
-    uint8_t strings[8192], *const strings_end = strings + sizeof strings, *sp = strings;
-    const size_t path_len = strnlen(trace_path, 2048);
-    for (unsigned tag = MT_STR_CMDLINE; tag <= MT_STR_HOST; tag++) {
-        size_t len;
-        const char *s;
-        for (unsigned k = 0; (s = mt_trace_string(c.trace, tag, k, &len)); k++) {
-            uint8_t *const q = mt_str_put(sp, strings_end - (4 + path_len), tag, s, len); /* the path's room kept */
-            if (!q)
-                break;
-            sp = q;
-        }
-    }
-    sp = mt_str_close(mt_str_put(sp, strings_end, MT_STR_PATH, trace_path, path_len));
-    const size_t slen = (size_t)(sp - strings);
-    mt_wl_header_t hdr = { .source_pid = th->pid, .source_start_realtime_ns = th->start_realtime_ns };
-    if (th->flags & MT_HDR_TRUNCATED)
-        hdr.flags |= MT_WLH_SRC_TRUNCATED;
-    if (th->version >= 3 && (th->flags & MT_HDR_GLIBC_FLAGS))
-        hdr.flags |= MT_WLH_PAGES; /* the recorder wrote evidence for every large block */
-    if ((rc = mt_wl_writer_open(&c.out, wl_path, &hdr, strings, slen, err)) < 0)
-        goto done;
-    for (uint32_t i = 0; i < c.n; i++) {
-        const mt_thread_info_t *ti = mt_trace_thread(c.trace, i);
-        if (mt_wl_writer_add_thread(c.out, ti->thread, ti->tid, c.t[i].creator) < 0) {
-            rc = -ENOMEM;
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
-            goto done;
-        }
-        if (c.t[i].head)
-            mt_merge_push(&c.heap, i);
-        else
-            c.t[i].state = DONE; /* no records at all */
-    }
-
+    mt_wl_header_t hdr;
     uint64_t last_time = 0;
-    /* The thread just applied goes on without a trip through the heap while it stays the earliest:
-     * most records follow one of their own thread. */
-    uint32_t cur = UINT32_MAX;
-    for (uint64_t step = 0;; step++) {
-        uint32_t i;
-        int force = 0;
-        if (cur != UINT32_MAX) {
-            i = cur;
-            cur = UINT32_MAX;
-        } else if (c.heap.n) {
-            i = mt_merge_pop(&c.heap);
-        } else if (c.blocked) {
-            /* Every remaining thread waits on something that will never come: the trace lacks the
-             * record that would release them (a pause, a loss). Release the earliest one. */
-            i = UINT32_MAX;
-            for (uint32_t k = 0; k < c.n; k++)
-                if (c.t[k].state != RUNNABLE && c.t[k].state != DONE &&
-                    (i == UINT32_MAX || c.t[k].head->time < c.t[i].head->time))
-                    i = k;
-            unblock(&c, i);
-            force = 1;
-        } else {
-            break;
-        }
-        outcome_t out;
-        if ((rc = apply(&c, i, force, &out)) < 0) {
-            if (rc == -ENOMEM)
-                snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
-            goto done;
-        }
-        if (out == HELD)
-            continue;
-        const uint64_t applied_time = c.t[i].head->time;
-        if (applied_time > last_time)
-            last_time = applied_time;
-        if ((rc = advance(&c, i)) < 0)
-            goto done;
-        if (!c.t[i].head) {
-            if ((rc = finish_thread(&c, i, applied_time)) < 0) {
-                /* A write of the thread's last frame has its own message already. */
-                if (rc == -ENOMEM)
-                    snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
-                goto done;
-            }
-        } else if (!c.heap.n || !mt_merge_less(&c.heap, c.heap.v[0], i))
-            cur = i;
-        else
-            mt_merge_push(&c.heap, i);
-        if (opts->progress && (step & 0xfffff) == 0)
-            progress(&c, mt_trace_chunk_count(c.trace), 0);
-    }
-    if (opts->progress)
-        progress(&c, mt_trace_chunk_count(c.trace), 1);
-
-    st->threads = c.n;
-    st->slots = c.next_slot;
-    st->peak_live_bytes = c.peak_bytes;
-    mt_wl_header_t fin = hdr;
-    fin.slots = c.next_slot;
-    fin.peak_live_bytes = c.peak_bytes;
-    fin.peak_live_time_ns = c.peak_time_ns;
-    fin.source_peak_rss_kb = c.source_peak_rss_kb;
-    fin.source_peak_anon_kb = c.source_peak_anon_kb;
-    fin.duration_ns = to_ns(&c, last_time);
-    fin.unknown_frees = st->unknown_frees;
-    fin.double_frees = st->double_frees;
-    fin.inversions = st->inversions;
-    fin.forced = st->forced;
-    const int finished = mt_touch_finish(&c.touch) == 0 && mt_touch_finish(&c.vtouch) == 0 && !c.touch_failed;
-    st->touch_entries = c.touch.nout; /* the blocks' own, before the mappings' join them */
-    if (!finished || mt_touch_absorb(&c.touch, &c.vtouch) < 0) {
-        rc = -ENOMEM;
-        snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
-        goto done;
-    }
-    mt_wl_writer_set_touch(c.out, c.touch.out, c.touch.nout);
-    fin.large_blocks = st->large_blocks = c.touch.blocks;
-    fin.large_exact = st->large_exact = c.touch.exact;
-    fin.large_estimated = st->large_estimated = c.touch.estimated;
-    fin.large_pages = st->large_pages = c.touch.pages;
-    fin.large_touched = st->large_touched = c.touch.written;
-    fin.program_maps = st->program_maps = c.vmap.made;
-    fin.program_peak_bytes = st->program_peak_bytes = c.vmap.peak_mapped;
-    fin.program_brk_peak_bytes = st->program_brk_peak_bytes = c.vmap.peak_brk;
-    fin.program_advises = st->program_advises;
-    st->program_pages = c.vtouch.pages;
-    st->program_touched = c.vtouch.written;
-    rc = mt_wl_writer_close(c.out, &fin, err);
-    c.out = NULL;
-done:
-    if (c.out)
-        mt_wl_writer_abort(c.out);
-    for (uint32_t i = 0; c.t && i < c.n; i++) {
-        mt_thread_cursor_fini(&c.t[i].cur);
-        free(c.t[i].waited);
-        free(c.t[i].ring);
-        free(c.t[i].payload);
-        free(c.t[i].freed.v);
-        free(c.t[i].pending);
-    }
-    free(c.t);
-    free(c.heap.v);
-    free(c.key);
-    mt_ptr_map_fini(&c.live);
-    mt_touch_fini(&c.touch);
-    mt_touch_fini(&c.vtouch);
-    mt_vmap_fini(&c.vmap);
-    free(c.cuts);
-    free(c.slots);
-    free(c.recent_frees);
-    mt_trace_close(c.trace);
+    if ((rc = conv_start(&c, trace_path, err)) == 0 && (rc = conv_open_output(&c, trace_path, wl_path, &hdr, err)) == 0 &&
+        (rc = conv_merge(&c, wl_path, opts, &last_time, err)) == 0)
+        rc = conv_close_output(&c, wl_path, &hdr, last_time, err);
+    conv_free(&c);
     return rc;
 }
