@@ -5,7 +5,8 @@
 # (medians of REPS runs). Reported per program: whether the replay's peak is within the rule of
 # issue 14 (10 % of the native peak, or 2 MiB for a native peak under 10 MiB); the allocators'
 # order by peak RSS and by CPU time, native and replayed, with the pairs the replay orders wrongly
-# although natively they are more than 5 % (peak RSS) or 15 % (CPU time) apart; each setting's
+# although natively they are more than 5 % (peak RSS) or 15 % (CPU time) apart (marked "within
+# native noise" where the two allocators' native runs overlap, min..max); each setting's
 # change of peak RSS against glibc's defaults, native and replayed, flagged when more than
 # 5 points apart. Beside the whole peak, the anonymous one (resident less file-backed pages), which
 # is what a replay can hold: a program's RSS also counts its code (cc1: a 33 MB executable), the
@@ -265,7 +266,8 @@ def order(p, k, i):
 
 def misordered(p, i, pct, ri=None):
     """pairs of allocators natively more than pct % apart (field i) that the replay orders the other
-    way (field ri of the replay, i unless given)"""
+    way (field ri of the replay, i unless given); a pair whose native runs' ranges overlap is said
+    to be within noise: its medians' order is not the program's"""
     out = []
     ri = i if ri is None else ri
     for a, b in itertools.combinations(allocators, 2):
@@ -274,7 +276,9 @@ def misordered(p, i, pct, ri=None):
         if abs(na - nb) > pct / 100 * min(na, nb) and (na < nb) != (ra < rb):
             lo, hi = (a, b) if na < nb else (b, a)
             apart = f"{100 * abs(na - nb) / min(na, nb):.0f} %" if min(na, nb) else "from 0"
-            out.append(f"{lo} < {hi} ({apart} apart)")
+            (la, ha), (lb, hb) = spread(p, a, "native", i), spread(p, b, "native", i)
+            noise = ", within native noise" if la <= hb and lb <= ha else ""
+            out.append(f"{lo} < {hi} ({apart} apart{noise})")
     return out
 
 print(f"## Replay fidelity ({datetime.date.today()}, REPS={reps}, `bench/fidelity.sh`, commit {commit})\n")
@@ -283,7 +287,8 @@ print(f"{ncpu} CPUs ({cpu}); load average {load0} before, {load1} after. Peak RS
       "whole program's (its own work too), "
       "the replay's is the replay's: compare their orders, not their values. **fail**: the replay's "
       "peak is not within 10 % of the native one (2 MiB below 10 MiB). **!**: a miss by issue 14's "
-      "criteria. anon: the anonymous peak (resident less file-backed), what a replay can hold; native: "
+      "criteria; \"within native noise\": the two allocators' native runs overlap (min..max). "
+      "anon: the anonymous peak (resident less file-backed), what a replay can hold; native: "
       "RssAnon sampled every 10 ms.\n")
 summary = []
 for line in open(info):
