@@ -35,8 +35,9 @@
 #                  bench/memcached_load.py: 4 connections in parallel (one per worker), 4000 requests
 #                  each (sets of 40 B to 330 KiB, gets, deletes, overwrites; ~39 MB of values left
 #                  stored), then `shutdown`. Item memory is 1 MiB slab pages malloc'd as a size class
-#                  fills and never freed; a few hundred malloc calls in all. The client is not measured:
-#                  the server runs under GNU time (native) or mtrace record, the client beside it.
+#                  fills, wiped whole as taken (written pages, not partial ones) and never freed; a
+#                  few hundred malloc calls in all, every large block live at exit. The client is not
+#                  measured: the server runs under GNU time (native) or mtrace record, the client beside it.
 # Writes a markdown report to stdout and to bench/out/fidelity.md, every run to bench/out/fidelity.tsv.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
