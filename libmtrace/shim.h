@@ -174,6 +174,10 @@ uint32_t mt_stack_id(mt_thread_t *t);
 /* Writes an MT_EV_PAGES event for block p of `usable` bytes: its resident whole pages (none without
  * asking the kernel when `fresh`: a chunk glibc has just mapped). */
 void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, int fresh);
+/* At the process's end: an event AT_EXIT for each large block still live (their pages were never
+ * counted at an end). */
+void mt_pages_at_exit(void);
+void mt_pages_after_fork_child(void);
 
 /* glibc's chunk header word before block p: its size and flag bits (2: mmapped). */
 static inline size_t mt_glibc_chunk_word(const void *p)
@@ -196,6 +200,7 @@ static inline int mt_pages_wanted(size_t h)
 /* shim_file.c */
 int mt_file_open(void);
 void mt_file_finish(void);
+void mt_sample_rss_at_exit(void);
 void mt_file_after_fork_child(void);
 uint8_t *mt_thread_reserve(mt_thread_t *t, uint64_t now);
 void mt_thread_exit(mt_thread_t *t);

@@ -17,9 +17,11 @@
  * a replay writes in excess are few.
  */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "mtrace/clock.h"
 #include "shim.h"
 
 /* Pages per mincore() call: the vector lives on the caller's stack. */
@@ -59,6 +61,149 @@ static int may_count(mt_thread_t *t, uint64_t now)
     return t->pages_counted < PAGES_FREE_COUNTS || t->pages_spent * PAGES_TIME_SHARE <= now - t->pages_epoch;
 }
 
+/* ---- large blocks still live at exit ---------------------------------------------------------------
+ * A block that is never freed has no count at its end: trace2wl took it as written whole (a server's
+ * buffers made at start and kept to exit: memcached's per-thread 128 KiB buffers, 48 KiB of each
+ * written, bench/RESULTS.md). So the large blocks live now are kept in a set, address -> usable
+ * bytes, and counted at exit (MT_PAGES_AT_EXIT). An open-addressing table in memory of its own
+ * (the shim allocates nothing), linear probing with deletion by back-shift, under a spin lock
+ * taken once per large block made or ended: those calls make a system call already (mincore, or
+ * glibc's mmap). It grows by doubling up to LIVE_MAX entries (16 MiB, for at least 64 GiB of
+ * live large blocks); past that, blocks made are not kept, and keep the estimate. */
+typedef struct live_block {
+    uintptr_t p; /* 0: a free entry */
+    uint64_t usable;
+} live_block_t;
+
+#define LIVE_FIRST 1024u
+#define LIVE_MAX (1u << 20)
+
+static live_block_t *live_tab;
+static uint64_t live_cap, live_n;
+static atomic_int live_lock;
+
+static uint64_t live_home(uintptr_t p, uint64_t cap)
+{
+    return (uint64_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+static void live_lock_take(void)
+{
+    while (atomic_exchange_explicit(&live_lock, 1, memory_order_acquire))
+        while (atomic_load_explicit(&live_lock, memory_order_relaxed))
+            mt_cpu_relax();
+}
+
+static void live_lock_give(void)
+{
+    atomic_store_explicit(&live_lock, 0, memory_order_release);
+}
+
+static void live_put_in(live_block_t *tab, uint64_t cap, uintptr_t p, uint64_t usable)
+{
+    uint64_t i = live_home(p, cap);
+    while (tab[i].p && tab[i].p != p)
+        i = (i + 1) & (cap - 1);
+    tab[i] = (live_block_t){ p, usable };
+}
+
+/* Doubles the table (the first: LIVE_FIRST entries); 0, or -1 when it cannot. Lock held. */
+static int live_grow(void)
+{
+    const uint64_t cap = live_cap ? 2 * live_cap : LIVE_FIRST;
+    if (cap > LIVE_MAX)
+        return -1;
+    live_block_t *tab = mmap(NULL, cap * sizeof *tab, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tab == MAP_FAILED)
+        return -1;
+    for (uint64_t i = 0; i < live_cap; i++)
+        if (live_tab[i].p)
+            live_put_in(tab, cap, live_tab[i].p, live_tab[i].usable);
+    if (live_tab)
+        munmap(live_tab, live_cap * sizeof *live_tab);
+    live_tab = tab;
+    live_cap = cap;
+    return 0;
+}
+
+static void live_add(uintptr_t p, uint64_t usable)
+{
+    live_lock_take();
+    if (2 * (live_n + 1) <= live_cap || live_grow() == 0) {
+        const uint64_t before = live_n;
+        uint64_t i = live_home(p, live_cap);
+        while (live_tab[i].p && live_tab[i].p != p)
+            i = (i + 1) & (live_cap - 1);
+        live_n = before + !live_tab[i].p;
+        live_tab[i] = (live_block_t){ p, usable };
+    }
+    live_lock_give();
+}
+
+static void live_del(uintptr_t p)
+{
+    live_lock_take();
+    if (live_n) {
+        const uint64_t mask = live_cap - 1;
+        uint64_t i = live_home(p, live_cap);
+        while (live_tab[i].p && live_tab[i].p != p)
+            i = (i + 1) & mask;
+        if (live_tab[i].p) {
+            /* back-shift: an entry after the hole moves into it unless its home lies between */
+            for (uint64_t j = (i + 1) & mask; live_tab[j].p; j = (j + 1) & mask) {
+                const uint64_t h = live_home(live_tab[j].p, live_cap);
+                if (((j - h) & mask) >= ((j - i) & mask)) {
+                    live_tab[i] = live_tab[j];
+                    i = j;
+                }
+            }
+            live_tab[i].p = 0;
+            live_n--;
+        }
+    }
+    live_lock_give();
+}
+
+/* Counts the large blocks live now, each an MT_EV_PAGES event AT_EXIT in this thread's stream: at the
+ * process's end (destructor, _exit), before the trace is finished. Takes the lock only if it is free:
+ * _exit may come from a signal handler that interrupted its holder. */
+void mt_pages_at_exit(void)
+{
+    mt_thread_t *t = &mt_self;
+    if (t->busy | atomic_load_explicit(&mt_g.off, memory_order_relaxed) || !mt_g.glibc)
+        return;
+    if (atomic_exchange_explicit(&live_lock, 1, memory_order_acquire))
+        return;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    const uint64_t now = mt_now();
+    for (uint64_t k = 0; k < live_cap; k++) {
+        if (!live_tab[k].p)
+            continue;
+        uint64_t lo;
+        const uint64_t whole = mt_whole_pages(live_tab[k].p, live_tab[k].usable, mt_g.page_size, &lo);
+        /* a block freed unseen may be unmapped: mincore fails, and nothing is said of it */
+        const uint64_t resident = whole ? resident_pages((uintptr_t)lo, whole) : 0;
+        if (resident == UINT64_MAX)
+            continue;
+        uint8_t payload[40], *q = payload;
+        q = mt_put_uvarint(q, live_tab[k].p);
+        q = mt_put_uvarint(q, whole);
+        q = mt_put_uvarint(q, resident);
+        q = mt_put_uvarint(q, MT_PAGES_AT_EXIT);
+        mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    live_lock_give();
+}
+
+void mt_pages_after_fork_child(void)
+{
+    /* the child's live blocks are the parent's at the fork: the set stays; a holder is gone */
+    atomic_store(&live_lock, 0);
+}
+
 void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, int fresh)
 {
     mt_thread_t *t = &mt_self;
@@ -87,6 +232,10 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
         q = mt_put_uvarint(q, when);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
+    if ((when & ~(unsigned)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC)
+        live_add((uintptr_t)p, usable);
+    else
+        live_del((uintptr_t)p);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
 }

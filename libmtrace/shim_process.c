@@ -105,6 +105,8 @@ static void finish_before_exit(void)
     mt_thread_t *t = &mt_self;
     if (!mt_g.base || getpid() != mt_g.pid)
         return;
+    mt_sample_rss_at_exit(); /* neither when inside the shim: they check */
+    mt_pages_at_exit();
     if (t->busy)
         t->exited = 1;
     t->busy = 2;

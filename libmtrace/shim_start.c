@@ -54,6 +54,7 @@ static void fork_child(void)
 {
     mt_self.busy = 2;
     mt_stacks_after_fork_child();
+    mt_pages_after_fork_child();
     mt_file_after_fork_child();
     mt_self.busy = 0;
 }
@@ -137,6 +138,10 @@ __attribute__((constructor(101))) static void mt_constructor(void)
 __attribute__((destructor(101))) static void mt_destructor(void)
 {
     mt_thread_t *t = &mt_self;
+    if (mt_g.base && getpid() == mt_g.pid) {
+        mt_sample_rss_at_exit();
+        mt_pages_at_exit();
+    }
     t->busy = 2;
     mt_file_finish();
     t->busy = 0;

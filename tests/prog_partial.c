@@ -3,13 +3,14 @@
  * of every block overstates the real program's RSS, and understates what a smaller mmap threshold
  * saves. Used by bench/fidelity.sh and by tests/e2e/touched_pages.sh.
  *
- *   prog_partial [-n ROUNDS] [-l LIVE] [-f PERCENT] [-s SEED]
+ *   prog_partial [-n ROUNDS] [-l LIVE] [-f PERCENT] [-s SEED] [-k]
  *
  * LIVE blocks (default 48) of 64 KiB to 4 MiB (log-uniform) are kept live; each round frees one at
  * random and allocates another in its place (malloc, or calloc one time in eight), then writes the
  * first PERCENT % (default 25; per block 1/2x to 3/2x of it, capped at 100) of its bytes, page by page.
  * Small blocks (16 B to 1 KiB) come and go between the large ones. At the end, with every large
- * block still live, it prints its peak RSS (VmHWM) in KiB. */
+ * block still live, it prints its peak RSS (VmHWM) in KiB, and frees every block; with -k it leaves
+ * them live to its exit, as a server keeps the buffers it made at start. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -64,15 +65,16 @@ static unsigned long arg(const char *s, const char *what, unsigned long max)
 int main(int argc, char **argv)
 {
     unsigned long rounds = 3000, live = 48, percent = 25, seed = 1;
-    int c;
-    while ((c = getopt(argc, argv, "n:l:f:s:")) != -1) {
+    int c, keep = 0;
+    while ((c = getopt(argc, argv, "n:l:f:s:k")) != -1) {
         switch (c) {
         case 'n': rounds = arg(optarg, "-n", 100000000ul); break;
         case 'l': live = arg(optarg, "-l", MAX_LIVE); break;
         case 'f': percent = arg(optarg, "-f", 100); break;
         case 's': seed = arg(optarg, "-s", 1ul << 40); break;
+        case 'k': keep = 1; break;
         default:
-            fprintf(stderr, "usage: prog_partial [-n ROUNDS] [-l LIVE] [-f PERCENT] [-s SEED]\n");
+            fprintf(stderr, "usage: prog_partial [-n ROUNDS] [-l LIVE] [-f PERCENT] [-s SEED] [-k]\n");
             return 2;
         }
     }
@@ -106,6 +108,8 @@ int main(int argc, char **argv)
         }
     }
     printf("written_mib %.1f\npeak_rss_kb %ld\n", (double)written / 1048576.0, hwm_kb());
+    if (keep)
+        return 0;
     for (unsigned k = 0; k < live; k++)
         free(blocks[k]);
     for (unsigned s = 0; s < 64; s++)

@@ -705,7 +705,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         block_t *b = NULL;
         if (r->ptr) {
             b = mt_ptr_map_find(&c->live, r->ptr);
-            if (!b && c->hard_blocked && !force) {
+            if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
+            return 0; /* freed unseen by the recorder's set: nothing waits for it */
+        if (!b && c->hard_blocked && !force) {
                 block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
                 *out = HELD;
                 return 0;
@@ -825,6 +827,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
                 mt_touch_uncounted(&c->touch, p, MT_TOUCH_MADE_UNCOUNTED);
             return rc;
         }
+        if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
+            return 0; /* freed unseen by the recorder's set: nothing waits for it */
         if (!b && c->hard_blocked && !force) {
             /* Right before the free or realloc of the block, which may be made by a held record. */
             block_thread(c, i, BLOCKED_UNKNOWN, p);

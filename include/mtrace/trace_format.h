@@ -276,6 +276,8 @@ enum {
     MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
     MT_PAGES_UNCOUNTED = 2, /* or'ed in: not counted (the thread's time for counting is spent); the
                              * resident field is 0 and means nothing */
+    MT_PAGES_AT_EXIT = 4,  /* at the process's exit, for a block still live (a reader that knows only
+                            * the values above takes it as AT_END: the same count, the block not ended) */
 };
 
 /* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by

@@ -3,7 +3,9 @@
 # glibc's defaults, converted and replayed with mmap_threshold=4096, where every block is a mapping
 # of its own and only the pages written count; the replay must land near the same program run
 # natively with that setting, where writing every page (the old default) lands far above it.
-# Memory figures are stable run to run (no times are asserted); the bounds are wide.
+# Then the same with every large block left live to the exit (-k, as a server keeps its buffers):
+# their only count is the one the recorder takes at exit, without which trace2wl took them as
+# written whole. Memory figures are stable run to run (no times are asserted); the bounds are wide.
 #   usage: touched_pages.sh MTRACE_BINARY PROG_PARTIAL
 set -u
 # meson test sets MALLOC_PERTURB_, with which glibc fills every block it hands out or takes back:
@@ -44,4 +46,23 @@ if not (0.7 * native <= auto <= 1.3 * native):
     print("FAIL: replay %d KiB, native %d KiB: off by more than 30 %%" % (auto, native)); sys.exit(1)
 if pages < 2 * native:
     print("FAIL: writing every page gave %d KiB, native %d KiB: the test cannot tell" % (pages, native)); sys.exit(1)
+PY
+
+# Blocks live at exit: the count at exit (PAGES events with when 4) decides them.
+knative=$(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096 "$prog" -n 0 -l 64 -k | sed -n 's/^peak_rss_kb //p')
+[ -n "$knative" ] || fail "the program (-k) printed no peak"
+"$mtrace" record -o "$work/k.mtr" -- "$prog" -n 0 -l 64 -k >/dev/null 2>&1 || fail "record (-k) failed"
+"$mtrace" dump "$work/k.mtr" >"$work/k.dump" || fail "dump (-k) failed"
+at_exit=$(awk '$3 == "pages" && $NF == 4' "$work/k.dump" | wc -l)
+[ "$at_exit" -ge 64 ] || fail "$at_exit PAGES events at exit for 64 large blocks live at exit"
+"$mtrace" convert "$work/k.mtr" -o "$work/k.wl" >"$work/kconvert.out" 2>&1 || fail "convert (-k) failed: $(cat "$work/kconvert.out")"
+"$mtrace" replay "$work/k.wl" --allocator glibc --mallopt mmap_threshold=4096 --json "$work/k.json" >"$work/k.out" 2>&1 ||
+    fail "replay (-k) failed: $(cat "$work/k.out")"
+kauto=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["max_rss_kb"]))' "$work/k.json")
+echo "live at exit: native ${knative} KiB, replay ${kauto} KiB"
+python3 - "$knative" "$kauto" <<'PY'
+import sys
+native, auto = map(int, sys.argv[1:])
+if not (0.7 * native <= auto <= 1.3 * native):
+    print("FAIL: blocks live at exit: replay %d KiB, native %d KiB: off by more than 30 %%" % (auto, native)); sys.exit(1)
 PY
