@@ -773,100 +773,104 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_finish(&j);
 }
 
-int main(int argc, char **argv)
+/* Opens the workload and maps the replay's tables: the threads, their creation plan, the slots, the
+ * series, the program's mappings and the touch table; then the settings. 0, or the exit status. */
+static int setup(sim_t *s, const sim_opts_t *o)
 {
-    sim_t s = { 0 };
-    sim_opts_t o = { 0 };
-    const int prc = parse_args(argc, argv, &s, &o);
-    if (prc)
-        return prc < 0 ? 0 : prc;
-    const char *const path = o.path, *const json_path = o.json_path, *const series_path = o.series_path;
-    const char *const label = o.label, *const allocator_lib = o.allocator_lib;
-    const int quiet = o.quiet, nopts = o.nopts;
-    const int *const opt_param = o.opt_param, *const opt_value = o.opt_value;
-    const char *const *const opt_text = o.opt_text;
+    const char *const path = o->path;
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
     char why[PATH_MAX + 300];
-    if (sim_alloc_init(&s.alloc, allocator_lib, why, sizeof why) < 0) {
+    if (sim_alloc_init(&s->alloc, o->allocator_lib, why, sizeof why) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", why);
         return 2;
     }
     mt_error_t err;
-    if (mt_wl_open(&s.wl, path, &err) < 0) {
+    if (mt_wl_open(&s->wl, path, &err) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    const mt_wl_header_t *h = mt_wl_header(s.wl);
-    s.nthreads = h->threads;
-    s.nslots = h->slots;
-    s.page = (uint32_t)sysconf(_SC_PAGESIZE);
-    sim_self = &s;
-    if (s.nthreads == 0) {
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    s->nthreads = h->threads;
+    s->nslots = h->slots;
+    s->page = (uint32_t)sysconf(_SC_PAGESIZE);
+    sim_self = s;
+    if (s->nthreads == 0) {
         fprintf(stderr, "mtrace-sim: %s: the workload has no threads\n", path);
         return 1;
     }
-    if (s.nslots >= (1ull << 40)) { /* the reader bounds it by the ops; this bounds the multiplication */
-        fprintf(stderr, "mtrace-sim: %s: %" PRIu64 " slots is more than a replay can map\n", path, s.nslots);
+    if (s->nslots >= (1ull << 40)) { /* the reader bounds it by the ops; this bounds the multiplication */
+        fprintf(stderr, "mtrace-sim: %s: %" PRIu64 " slots is more than a replay can map\n", path, s->nslots);
         return 1;
     }
-    s.th = sim_map(&s, s.nthreads * sizeof *s.th);
-    s.spawns = sim_map(&s, s.nthreads * sizeof *s.spawns);
-    s.work = sim_map(&s, s.nthreads * sizeof *s.work);
-    s.totals = sim_map(&s, sizeof *s.totals);
-    s.slots = sim_map(&s, (s.nslots + 1) * sizeof *s.slots);
-    s.slot_far = sim_map(&s, (s.nslots + 1) * sizeof *s.slot_far);
-    pthread_mutex_init(&s.window_lock, NULL);
-    pthread_mutex_init(&s.work_lock, NULL);
-    pthread_mutex_init(&s.error_lock, NULL);
-    s.series_cap = 1u << 20;
-    s.series = sim_map(&s, s.series_cap * sizeof *s.series);
-    if (!s.th || !s.spawns || !s.work || !s.totals || !s.slots || !s.slot_far || !s.series) {
-        fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s.nslots,
+    s->th = sim_map(s, s->nthreads * sizeof *s->th);
+    s->spawns = sim_map(s, s->nthreads * sizeof *s->spawns);
+    s->work = sim_map(s, s->nthreads * sizeof *s->work);
+    s->totals = sim_map(s, sizeof *s->totals);
+    s->slots = sim_map(s, (s->nslots + 1) * sizeof *s->slots);
+    s->slot_far = sim_map(s, (s->nslots + 1) * sizeof *s->slot_far);
+    pthread_mutex_init(&s->window_lock, NULL);
+    pthread_mutex_init(&s->work_lock, NULL);
+    pthread_mutex_init(&s->error_lock, NULL);
+    s->series_cap = 1u << 20;
+    s->series = sim_map(s, s->series_cap * sizeof *s->series);
+    if (!s->th || !s->spawns || !s->work || !s->totals || !s->slots || !s->slot_far || !s->series) {
+        fprintf(stderr, "mtrace-sim: cannot map the replay's tables (%" PRIu64 " slots): %s\n", s->nslots,
                 strerror(errno));
         return 1;
     }
-    if (s.touch == TOUCH_AUTO)
-        s.touch = (h->flags & MT_WLH_PAGES) ? TOUCH_EVIDENCE : TOUCH_PAGES;
-    if (h->program_maps > h->ops || sim_maps_init(&s, h->program_maps) < 0) {
+    if (s->touch == TOUCH_AUTO)
+        s->touch = (h->flags & MT_WLH_PAGES) ? TOUCH_EVIDENCE : TOUCH_PAGES;
+    if (h->program_maps > h->ops || sim_maps_init(s, h->program_maps) < 0) {
         fprintf(stderr, "mtrace-sim: %s: cannot set up a table of %" PRIu64 " mappings\n", path, h->program_maps);
         return 1;
     }
-    if (s.touch == TOUCH_EVIDENCE && load_touch_table(&s, &err) < 0) {
+    if (s->touch == TOUCH_EVIDENCE && load_touch_table(s, &err) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    for (uint32_t i = 0; i < s.nthreads; i++) {
-        s.th[i].index = i;
-        atomic_store(&s.th[i].wake_at, UINT64_MAX);
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        s->th[i].index = i;
+        atomic_store(&s->th[i].wake_at, UINT64_MAX);
     }
-    if (plan_spawns(&s, &err) < 0) {
+    if (plan_spawns(s, &err) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }
-    sim_sync_init(&s);
-    if (nopts && !s.alloc.has_mallopt) /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
+    sim_sync_init(s);
+    if (o->nopts && !s->alloc.has_mallopt) /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
         fprintf(stderr, "mtrace-sim: warning: %s does not define mallopt: the --mallopt settings would only reach "
                         "glibc's allocator, which this replay does not use; replayed without them\n",
-                s.alloc.lib);
-    for (int i = 0; i < nopts && s.alloc.has_mallopt; i++) {
-        if (mallopt(opt_param[i], opt_value[i]) != 1)
-            fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", opt_text[i]);
+                s->alloc.lib);
+    for (int i = 0; i < o->nopts && s->alloc.has_mallopt; i++) {
+        if (mallopt(o->opt_param[i], o->opt_value[i]) != 1)
+            fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", o->opt_text[i]);
     }
-    const char *allocator = label ? label : s.alloc.lib;
+    s->first_op_ns = UINT64_MAX;
+    for (uint32_t i = 0; i < s->nthreads; i++) /* threads without ops say nothing of time */
+        if (mt_wl_thread(s->wl, i)->ops && mt_wl_thread(s->wl, i)->start_ns < s->first_op_ns)
+            s->first_op_ns = mt_wl_thread(s->wl, i)->start_ns;
+    if (s->first_op_ns == UINT64_MAX)
+        s->first_op_ns = 0;
+    return 0;
+}
+
+/* What a run measured around itself. */
+typedef struct sim_run {
+    uint64_t start_rss_kb;
+    uint64_t cycles, wall_ns, cpu_us;
+} sim_run_t;
+
+/* Runs the replay: the sampler, the threads (thread 0 on this one), and waits for all of them.
+ * 0, or the exit status. */
+static int run(sim_t *s, const sim_opts_t *o, sim_run_t *run)
+{
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     uint64_t vm0, rss0, file0;
     if (statm_fd < 0 || read_statm(&vm0, &rss0, &file0) < 0) {
         fprintf(stderr, "mtrace-sim: cannot read /proc/self/statm\n");
         return 1;
     }
-    const uint64_t start_rss_kb = rss0 * (s.page / 1024);
-    s.first_op_ns = UINT64_MAX;
-    for (uint32_t i = 0; i < s.nthreads; i++) /* threads without ops say nothing of time */
-        if (mt_wl_thread(s.wl, i)->ops && mt_wl_thread(s.wl, i)->start_ns < s.first_op_ns)
-            s.first_op_ns = mt_wl_thread(s.wl, i)->start_ns;
-    if (s.first_op_ns == UINT64_MAX)
-        s.first_op_ns = 0;
-
+    run->start_rss_kb = rss0 * (s->page / 1024);
     /* Resets the kernel's peak RSS (VmHWM) to now: the samples every sample-ms can miss a short
      * peak, the kernel's high-water mark cannot. */
     const int clear = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
@@ -877,61 +881,60 @@ int main(int argc, char **argv)
     }
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
-    atomic_store(&s.running, 1);
-    s.replay_start_ns = mt_mono_ns();
+    atomic_store(&s->running, 1);
+    s->replay_start_ns = mt_mono_ns();
     const uint64_t c_start = sim_cycles();
     pthread_t sampler;
-    sample(&s);
-    if (pthread_create(&sampler, NULL, sampler_main, &s) != 0) {
+    sample(s);
+    if (pthread_create(&sampler, NULL, sampler_main, s) != 0) {
         fprintf(stderr, "mtrace-sim: cannot start the RSS sampler\n");
         return 1;
     }
-    for (uint32_t k = 1; k < s.nthreads; k++)
-        if (!s.th[k].spawned)
-            sim_spawn(&s, k);
-    atomic_store(&s.th[0].created, 1);
-    sim_thread_run(&s, &s.th[0]);
-    for (uint32_t k = 1; k < s.nthreads; k++) {
-        sim_thread_t *t = &s.th[k];
+    for (uint32_t k = 1; k < s->nthreads; k++)
+        if (!s->th[k].spawned)
+            sim_spawn(s, k);
+    atomic_store(&s->th[0].created, 1);
+    sim_thread_run(s, &s->th[0]);
+    for (uint32_t k = 1; k < s->nthreads; k++) {
+        sim_thread_t *t = &s->th[k];
         while (!atomic_load(&t->created))
             syscall(SYS_futex, (uint32_t *)&t->created, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     }
-    for (uint32_t n; (n = atomic_load(&s.threads_running)) != 0;)
-        syscall(SYS_futex, (uint32_t *)&s.threads_running, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
-    const uint64_t cycles = sim_cycles() - c_start;
-    const uint64_t wall_ns = mt_mono_ns() - s.replay_start_ns;
+    for (uint32_t n; (n = atomic_load(&s->threads_running)) != 0;)
+        syscall(SYS_futex, (uint32_t *)&s->threads_running, FUTEX_WAIT_PRIVATE, n, NULL, NULL, 0);
+    run->cycles = sim_cycles() - c_start;
+    run->wall_ns = mt_mono_ns() - s->replay_start_ns;
     /* The sampler is stopped before the last sample: both write the peaks and the series. */
-    atomic_store(&s.running, 0);
+    atomic_store(&s->running, 0);
     pthread_join(sampler, NULL);
-    sample(&s);
+    sample(s);
     getrusage(RUSAGE_SELF, &ru1);
+    run->cpu_us = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000 +
+                             (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                             (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000 +
+                             (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec));
 
     if (stall_msg[0]) {
-        fprintf(stderr, "mtrace-sim: %s: %s\n", path, stall_msg);
+        fprintf(stderr, "mtrace-sim: %s: %s\n", o->path, stall_msg);
         return 1;
     }
-    if (s.has_error) {
-        fprintf(stderr, "mtrace-sim: %s\n", s.errmsg); /* the path is in it */
+    if (s->has_error) {
+        fprintf(stderr, "mtrace-sim: %s\n", s->errmsg); /* the path is in it */
         return 1;
     }
-    if (atomic_load(&s.failed)) {
-        fprintf(stderr, "mtrace-sim: %s: the replay was stopped\n", path);
+    if (atomic_load(&s->failed)) {
+        fprintf(stderr, "mtrace-sim: %s: the replay was stopped\n", o->path);
         return 1;
     }
+    return 0;
+}
 
-    /* ---- report (each thread merged its counts into the totals as it ended) ---- */
-    const sim_opstat_t *const total = s.totals->stat;
-    const uint64_t waits = s.totals->waits, wait_cycles = s.totals->wait_cycles, sleeps = s.totals->futex_sleeps;
-    const uint64_t thread_cpu_ns = s.totals->cpu_ns, far_slots = s.totals->far_slots,
-                   touched_in_part = s.totals->touched_in_part, maps = s.totals->maps,
-                   map_failed = s.totals->map_failed;
-    const uint64_t cpu_us = (uint64_t)((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000 +
-                                       (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
-                                       (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000 +
-                                       (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec));
-    const uint64_t ideal_kb = (h->peak_live_bytes + 1023) / 1024;
-    const uint64_t ideal_pages_kb = (h->peak_live_bytes + s.page - 1) / s.page * (s.page / 1024);
-    uint64_t max_rss_kb = s.peak_rss_kb;
+/* The results, from the totals each thread merged in as it ended and from what the run measured. */
+static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    const sim_opstat_t *const total = s->totals->stat;
+    uint64_t max_rss_kb = s->peak_rss_kb;
     FILE *status = fopen("/proc/self/status", "r");
     char line[256];
     while (status && fgets(line, sizeof line, status)) {
@@ -941,36 +944,51 @@ int main(int argc, char **argv)
     }
     if (status)
         fclose(status);
-    const uint64_t bookkeeping_kb = sim_resident_bytes(&s) / 1024;
+    const uint64_t bookkeeping_kb = sim_resident_bytes(s) / 1024;
     /* The samples can miss a short peak; the kernel's high-water mark cannot, and the replay's own
      * file-backed pages (its code and libraries) hardly change once it runs. */
     {
         uint64_t vm_end, rss_end, file_end;
-        const uint64_t kb = s.page / 1024;
+        const uint64_t kb = s->page / 1024;
         if (read_statm(&vm_end, &rss_end, &file_end) == 0 && max_rss_kb > file_end * kb &&
-            max_rss_kb - file_end * kb > s.peak_anon_kb)
-            s.peak_anon_kb = max_rss_kb - file_end * kb;
+            max_rss_kb - file_end * kb > s->peak_anon_kb)
+            s->peak_anon_kb = max_rss_kb - file_end * kb;
     }
-    const rss_share_t share = rss_share(&s, start_rss_kb);
-    const op_costs_t costs = op_costs(total, s.totals, h->ops, wall_ns ? (double)cycles / (double)wall_ns : 0);
     /* The functions the workload called that the allocator does not define (see sim_alloc.c). */
     uint32_t emulated = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
-        if ((s.alloc.emulated >> op & 1) && total[op].calls)
+        if ((s->alloc.emulated >> op & 1) && total[op].calls)
             emulated |= 1u << op;
-    const sim_results_t res = {
-        .allocator = allocator, .total = total, .cycles = cycles, .wall_ns = wall_ns, .cpu_us = cpu_us,
-        .thread_cpu_ns = thread_cpu_ns, .max_rss_kb = max_rss_kb, .start_rss_kb = start_rss_kb, .ideal_kb = ideal_kb,
-        .ideal_pages_kb = ideal_pages_kb, .bookkeeping_kb = bookkeeping_kb, .waits = waits, .wait_cycles = wait_cycles,
-        .sleeps = sleeps, .far_slots = far_slots, .touched_in_part = touched_in_part, .maps = maps,
-        .map_failed = map_failed, .emulated = emulated, .share = share, .costs = costs,
+    return (sim_results_t){
+        .allocator = o->label ? o->label : s->alloc.lib,
+        .total = total,
+        .cycles = run->cycles,
+        .wall_ns = run->wall_ns,
+        .cpu_us = run->cpu_us,
+        .thread_cpu_ns = s->totals->cpu_ns,
+        .max_rss_kb = max_rss_kb,
+        .start_rss_kb = run->start_rss_kb,
+        .ideal_kb = (h->peak_live_bytes + 1023) / 1024,
+        .ideal_pages_kb = (h->peak_live_bytes + s->page - 1) / s->page * (s->page / 1024),
+        .bookkeeping_kb = bookkeeping_kb,
+        .waits = s->totals->waits,
+        .wait_cycles = s->totals->wait_cycles,
+        .sleeps = s->totals->futex_sleeps,
+        .far_slots = s->totals->far_slots,
+        .touched_in_part = s->totals->touched_in_part,
+        .maps = s->totals->maps,
+        .map_failed = s->totals->map_failed,
+        .emulated = emulated,
+        .share = rss_share(s, run->start_rss_kb),
+        .costs = op_costs(total, s->totals, h->ops, run->wall_ns ? (double)run->cycles / (double)run->wall_ns : 0),
     };
+}
 
-    if (!quiet)
-        print_summary(&s, &o, &res);
-    /* Calls the allocator refused where the traced program got a block: the replay went on without
-     * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
-     * quiet) and by the exit status, not in the JSON alone. */
+/* Calls the allocator refused where the traced program got a block: the replay went on without
+ * those blocks, so its figures are not the traced program's. Said in the summary (stderr when
+ * quiet) and by the exit status, not in the JSON alone. Returns their count. */
+static uint64_t say_failed_calls(const sim_opstat_t *total, int quiet)
+{
     uint64_t failed_calls = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
         failed_calls += total[op].failed;
@@ -983,22 +1001,30 @@ int main(int argc, char **argv)
                 fprintf(f, " %s %" PRIu64, mt_wl_op_name(op), total[op].failed);
         fprintf(f, "\n");
     }
-    /* Both outputs are written whole under temporary names and renamed into place only when both
-     * are complete: a failure leaves neither (file_io.h). The series goes first: the JSON names it. */
+    return failed_calls;
+}
+
+/* The JSON result and the RSS series, both written whole under temporary names and renamed into
+ * place only when both are complete: a failure leaves neither (file_io.h). The series goes first:
+ * the JSON names it. 0, or -1 with the error said. */
+static int write_outputs(const sim_t *s, const sim_opts_t *o, const sim_results_t *res)
+{
+    const char *const json_path = o->json_path, *const series_path = o->series_path;
+    mt_error_t err;
     mt_out_t json_out = { 0 }, series_out = { 0 };
     if ((json_path && mt_out_open(&json_out, json_path, &err) < 0) ||
         (series_path && mt_out_open(&series_out, series_path, &err) < 0)) {
         mt_out_abort(&json_out);
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
-        return 1;
+        return -1;
     }
     if (json_path)
-        put_result_json(json_out.f, &s, &o, &res);
+        put_result_json(json_out.f, s, o, res);
     if (series_path) {
         FILE *const f = series_out.f;
         fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done\n");
-        for (uint64_t i = 0; i < s.series_n; i++) {
-            const sim_series_row_t *r = &s.series[i];
+        for (uint64_t i = 0; i < s->series_n; i++) {
+            const sim_series_row_t *r = &s->series[i];
             fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.6f\n", r->t, r->rss_kb,
                     r->vm_kb, r->ideal_kb, r->source_rss_kb, r->done);
         }
@@ -1007,7 +1033,26 @@ int main(int argc, char **argv)
         mt_out_abort(&series_out);
         mt_out_abort(&json_out);
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
-        return 1;
+        return -1;
     }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sim_t s = { 0 };
+    sim_opts_t o = { 0 };
+    int rc = parse_args(argc, argv, &s, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    sim_run_t r = { 0 };
+    if ((rc = setup(&s, &o)) != 0 || (rc = run(&s, &o, &r)) != 0)
+        return rc;
+    const sim_results_t res = results(&s, &o, &r);
+    if (!o.quiet)
+        print_summary(&s, &o, &res);
+    const uint64_t failed_calls = say_failed_calls(res.total, o.quiet);
+    if (write_outputs(&s, &o, &res) < 0)
+        return 1;
     return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
 }
