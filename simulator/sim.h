@@ -90,6 +90,7 @@ typedef struct sim_thread {
     _Atomic uint32_t state;                  /* sim_run_state_t, written by the owner */
     _Atomic uint32_t created;                /* futex word: 0 until the OS thread exists */
     uint32_t index;
+    struct sim *sim;  /* the replay it belongs to */
     sim_work_t *work; /* while it runs */
     /* children to create once this thread has completed so many ops: s->spawns[spawn_first ..
      * spawn_first + nspawn), ordered by that count */
@@ -197,11 +198,11 @@ typedef struct sim_mapping {
     uint64_t len;
 } sim_mapping_t;
 
-/* Memory for the simulator itself, counted as bookkeeping (resident pages, measured at the end). */
+/* sim_mem.c: memory for the simulator itself, counted as bookkeeping (resident pages, measured at the
+ * end). */
 void *sim_map(sim_t *s, size_t bytes);
 uint64_t sim_resident_bytes(const sim_t *s);
 
-extern sim_t *sim_self;
 
 /* sim_alloc.c */
 /* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library
@@ -235,13 +236,18 @@ int sim_maps_advise(sim_t *s, uint64_t slot, uint64_t off, uint64_t len, int adv
 /* Resident pages of [p, p + len) by mincore() (sim_main.c). */
 int64_t sim_mincore_pages(const void *p, size_t len, size_t page);
 
+/* sim_spawn.c */
+/* The creation plan: which thread creates which, at which of its ops (from each stream's first ops). */
+int sim_plan_spawns(sim_t *s, mt_error_t *err);
+/* Creates replay thread `child` now, once. */
+void sim_spawn(sim_t *s, uint32_t child);
+
 /* sim_thread.c */
 /* Before any replay thread starts: the CPUs to count on, and membarrier() for the waits. */
 void sim_sync_init(sim_t *s);
 void sim_stop_all(sim_t *s);
 void *sim_thread_main(void *arg);
 void sim_thread_run(sim_t *s, sim_thread_t *t);
-void sim_spawn(sim_t *s, uint32_t child);
 
 static inline uint64_t sim_cycles(void)
 {

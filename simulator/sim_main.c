@@ -27,88 +27,6 @@
 #include "sim.h"
 #include "sim_help.h"
 
-sim_t *sim_self;
-
-void *sim_map(sim_t *s, size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    __atomic_fetch_add(&s->mapped_bytes, bytes, __ATOMIC_RELAXED);
-    const uint32_t i = atomic_fetch_add(&s->nmaps, 1);
-    if (i < sizeof s->maps / sizeof s->maps[0]) {
-        s->maps[i].p = p;
-        s->maps[i].len = bytes;
-    }
-    return p;
-}
-
-/* Pages of [p, p + len) in this process's RSS: present in /proc/self/pagemap (bit 63) and mapped
- * by this process alone (bit 56). A page of a private mapping that was read but never written is
- * the shared zero page, present but not in the RSS: mincore() called it resident, and a replay of
- * 2000 short threads, which read the statistics of every thread at the end, reported 151.6 MB of
- * bookkeeping for a max RSS of 108.6 MB. -1 if pagemap cannot be read. */
-static int64_t pagemap_resident(int fd, const uint8_t *p, size_t len, size_t page)
-{
-    static uint64_t entry[4096];
-    int64_t pages = 0;
-    const uint64_t first = (uintptr_t)p / page, n = (len + page - 1) / page;
-    for (uint64_t i = 0; i < n; i += sizeof entry / sizeof entry[0]) {
-        size_t want = n - i < sizeof entry / sizeof entry[0] ? n - i : sizeof entry / sizeof entry[0];
-        const ssize_t got = pread(fd, entry, want * sizeof entry[0], (off_t)((first + i) * sizeof entry[0]));
-        if (got != (ssize_t)(want * sizeof entry[0]))
-            return -1;
-        for (size_t k = 0; k < want; k++)
-            pages += (entry[k] >> 63 & 1) && (entry[k] >> 56 & 1);
-    }
-    return pages;
-}
-
-/* Resident pages of the pages that [p, p + len) lies on, by mincore() with a vector of `cap`. */
-static int64_t mincore_pages_with(const void *p, size_t len, size_t page, unsigned char *vec, size_t cap)
-{
-    const uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page - 1);
-    len += (uintptr_t)p - lo;
-    int64_t pages = 0;
-    for (size_t off = 0; off < len; off += cap * page) {
-        const size_t part = len - off < cap * page ? len - off : cap * page;
-        if (mincore((void *)(lo + off), part, vec) < 0)
-            continue;
-        for (size_t k = 0; k < (part + page - 1) / page; k++)
-            pages += vec[k] & 1;
-    }
-    return pages;
-}
-
-/* The same from mincore(), which counts zero pages too: where pagemap is hidden. */
-static int64_t mincore_resident(const uint8_t *p, size_t len, size_t page)
-{
-    static unsigned char vec[1u << 16];
-    return mincore_pages_with(p, len, page, vec, sizeof vec);
-}
-
-int64_t sim_mincore_pages(const void *p, size_t len, size_t page)
-{
-    unsigned char vec[1024]; /* on the calling replay thread's stack */
-    return mincore_pages_with(p, len, page, vec, sizeof vec);
-}
-
-uint64_t sim_resident_bytes(const sim_t *s)
-{
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const uint32_t n = atomic_load(&s->nmaps);
-    const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++) {
-        int64_t pages = fd >= 0 ? pagemap_resident(fd, s->maps[i].p, s->maps[i].len, page) : -1;
-        if (pages < 0)
-            pages = mincore_resident(s->maps[i].p, s->maps[i].len, page);
-        total += (uint64_t)pages * page;
-    }
-    if (fd >= 0)
-        close(fd);
-    return total;
-}
 
 /* ---- glibc settings ---------------------------------------------------------------------------- */
 
@@ -167,83 +85,6 @@ int sim_parse_mallopt(const char *arg, int *param, int *value)
     if (range || __builtin_mul_overflow(v, mult, &bytes) || bytes > INT_MAX || bytes < INT_MIN)
         return -2;
     *value = (int)bytes;
-    return 0;
-}
-
-/* ---- threads ----------------------------------------------------------------------------------- */
-
-void sim_spawn(sim_t *s, uint32_t child)
-{
-    sim_thread_t *t = &s->th[child];
-    if (atomic_load(&t->created))
-        return;
-    /* Detached: a replay thread's stack goes back to glibc's cache when it ends, for the next thread
-     * to reuse, as it does in a program that joins its threads. Joined only at the end of the
-     * replay, 2000 short threads kept 2000 stacks: a max RSS of 19.5 MB where the traced program's
-     * was 2 MB. The main thread waits for threads_running to drop to 0 instead. */
-    pthread_attr_t attr;
-    pthread_t th;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    atomic_fetch_add(&s->threads_running, 1);
-    const int rc = pthread_create(&th, &attr, sim_thread_main, t);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        atomic_fetch_sub(&s->threads_running, 1);
-        char msg[PATH_MAX + 100];
-        snprintf(msg, sizeof msg, "%s: cannot create a thread: %s", mt_wl_path(s->wl), strerror(rc));
-        sim_set_error(s, t, msg);
-        atomic_store(&t->created, 2);
-        sim_stop_all(s);
-    } else {
-        atomic_store(&t->created, 1);
-    }
-    syscall(SYS_futex, (uint32_t *)&t->created, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
-}
-
-static int spawn_order(const void *a, const void *b)
-{
-    const sim_spawn_t *x = a, *y = b;
-    if (x->creator != y->creator)
-        return x->creator < y->creator ? -1 : 1;
-    if (x->at != y->at)
-        return x->at < y->at ? -1 : 1;
-    return x->child < y->child ? -1 : x->child > y->child;
-}
-
-/* Where each thread is created: its stream starts with THREAD_START, then WAIT(creator, n) if the
- * trace knew its creator; it is created once the creator has completed n ops. One table for all
- * creators, ordered by creator and count: each creator's children are a run of it. */
-static int plan_spawns(sim_t *s, mt_error_t *err)
-{
-    uint32_t n = 0;
-    /* Thread 0 runs on the main thread, whatever the index says of its creator. */
-    for (uint32_t k = 1; k < s->nthreads; k++) {
-        const mt_wl_thread_entry_t *e = mt_wl_thread(s->wl, k);
-        if (!e->creator || e->creator - 1 >= s->nthreads || e->creator - 1 == k)
-            continue;
-        mt_wl_cursor_t *c;
-        if (mt_wl_cursor_open(&c, s->wl, k) < 0) {
-            snprintf(err->msg, sizeof err->msg, "out of memory");
-            return -ENOMEM;
-        }
-        mt_wl_rec_t r;
-        uint64_t at = 0;
-        if (mt_wl_cursor_next(c, &r, err) > 0 && r.op == MT_WL_THREAD_START && mt_wl_cursor_next(c, &r, err) > 0 &&
-            r.op == MT_WL_WAIT && r.thread == e->creator - 1)
-            at = r.n;
-        mt_wl_cursor_close(c);
-        if (!at)
-            continue;
-        s->spawns[n++] = (sim_spawn_t){ .at = at, .creator = e->creator - 1, .child = k };
-        s->th[k].spawned = 1;
-    }
-    qsort(s->spawns, n, sizeof *s->spawns, spawn_order);
-    for (uint32_t i = 0; i < n; i++) {
-        sim_thread_t *p = &s->th[s->spawns[i].creator];
-        if (!p->nspawn++)
-            p->spawn_first = i;
-    }
     return 0;
 }
 
@@ -793,7 +634,6 @@ static int setup(sim_t *s, const sim_opts_t *o)
     s->nthreads = h->threads;
     s->nslots = h->slots;
     s->page = (uint32_t)sysconf(_SC_PAGESIZE);
-    sim_self = s;
     if (s->nthreads == 0) {
         fprintf(stderr, "mtrace-sim: %s: the workload has no threads\n", path);
         return 1;
@@ -830,9 +670,10 @@ static int setup(sim_t *s, const sim_opts_t *o)
     }
     for (uint32_t i = 0; i < s->nthreads; i++) {
         s->th[i].index = i;
+        s->th[i].sim = s;
         atomic_store(&s->th[i].wake_at, UINT64_MAX);
     }
-    if (plan_spawns(s, &err) < 0) {
+    if (sim_plan_spawns(s, &err) < 0) {
         fprintf(stderr, "mtrace-sim: %s\n", err.msg);
         return 1;
     }

@@ -611,7 +611,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
 void *sim_thread_main(void *arg)
 {
     sim_thread_t *t = arg;
-    sim_t *s = sim_self;
+    sim_t *s = t->sim;
     sim_thread_run(s, t);
     /* The last thing it does: once the count is 0, the main thread reports and exits. */
     if (atomic_fetch_sub(&s->threads_running, 1) == 1)
