@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "module_event.h"
 #include "shim.h"
 
 #define STACK_FRAMES_MAX 64 /* frames of a STACK event, the cut marker included */
@@ -94,65 +95,15 @@ typedef struct module_walk {
     unsigned long long generation;
 } module_walk_t;
 
-/* The GNU build-id note of a loaded object, if it has one. */
-static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-            const uint8_t *name = p + sizeof *n;
-            const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
-            if (desc + n->n_descsz > end)
-                break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
-                *out = desc;
-                return n->n_descsz;
-            }
-            p = desc + ((n->n_descsz + 3) & ~3u);
-        }
-    }
-    return 0;
-}
-
 static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     module_walk_t *w = arg;
-    uint8_t payload[4096], *q = payload;
+    uint8_t payload[4096];
     /* The main program has an empty name here; the header's exe string names it. */
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
-    q = mt_put_uvarint(q, w->generation);
-    q = mt_put_uvarint(q, info->dlpi_addr);
-    unsigned nload = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        nload += info->dlpi_phdr[i].p_type == PT_LOAD;
-    if (nload > 32)
-        nload = 32;
-    q = mt_put_uvarint(q, nload);
-    for (int i = 0, k = 0; i < info->dlpi_phnum && k < (int)nload; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        q = mt_put_uvarint(q, ph->p_vaddr);
-        q = mt_put_uvarint(q, ph->p_memsz);
-        q = mt_put_uvarint(q, ph->p_offset);
-        k++;
-    }
-    const uint8_t *id = NULL;
-    size_t idlen = build_id(info, &id);
-    if (idlen > 64)
-        idlen = 64;
-    q = mt_put_uvarint(q, idlen);
-    memcpy(q, id, idlen);
-    q += idlen;
-    size_t nlen = strnlen(name, (size_t)(payload + sizeof payload - q) - 1);
-    memcpy(q, name, nlen);
-    q += nlen;
-    mt_emit_event(w->t, MT_EV_MODULE, payload, (size_t)(q - payload));
+    const size_t len = mt_module_payload(info, w->generation, info->dlpi_name ? info->dlpi_name : "", payload,
+                                         sizeof payload);
+    mt_emit_event(w->t, MT_EV_MODULE, payload, len);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "libcallee.h"
 #include "mtrace/symbolize.h"
+#include "module_event.h"
 #include "test_util.h"
 
 static mt_symbolizer_t *open_sym(const char *exe)
@@ -74,25 +75,13 @@ typedef struct self_modules {
 
 static size_t note_build_id(const struct dl_phdr_info *info, uint8_t *out)
 {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-            const uint8_t *name = p + sizeof *n;
-            const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
-            if (desc + n->n_descsz > end)
-                break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) && n->n_descsz <= 64) {
-                memcpy(out, desc, n->n_descsz);
-                return n->n_descsz;
-            }
-            p = desc + ((n->n_descsz + 3) & ~3u);
-        }
-    }
-    return 0;
+    const uint8_t *id = NULL;
+    const size_t n = mt_build_id(info, &id);
+    if (n > MT_MODULE_MAX_ID)
+        return 0;
+    if (n)
+        memcpy(out, id, n);
+    return n;
 }
 
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)

@@ -39,6 +39,7 @@
 #include "mtrace/report.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
+#include "module_event.h"
 #include "test_util.h"
 
 static char *g_dir;
@@ -836,64 +837,14 @@ static __attribute__((noinline)) void site_two(unsigned *line)
     capture(); *line = __LINE__;
 }
 
-/* The GNU build-id of a loaded object (as the shim reads it). */
-static size_t build_id(const struct dl_phdr_info *info, const uint8_t **out)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-            const uint8_t *name = p + sizeof *n;
-            const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
-            if (desc + n->n_descsz > end)
-                break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
-                *out = desc;
-                return n->n_descsz;
-            }
-            p = desc + ((n->n_descsz + 3) & ~3u);
-        }
-    }
-    return 0;
-}
-
 /* A MODULE event for each loaded object, as the shim writes them (doc/trace-format.md). */
 static int write_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     mt_writer_t *w = arg;
-    uint8_t payload[4096], *q = payload;
-    q = mt_put_uvarint(q, 1); /* generation */
-    q = mt_put_uvarint(q, info->dlpi_addr);
-    unsigned nload = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        nload += info->dlpi_phdr[i].p_type == PT_LOAD;
-    ck_assert_uint_le(nload, MT_MAX_SEGMENTS);
-    q = mt_put_uvarint(q, nload);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        q = mt_put_uvarint(q, ph->p_vaddr);
-        q = mt_put_uvarint(q, ph->p_memsz);
-        q = mt_put_uvarint(q, ph->p_offset);
-    }
-    const uint8_t *id = NULL;
-    const size_t idlen = build_id(info, &id);
-    ck_assert_uint_le(idlen, 64);
-    q = mt_put_uvarint(q, idlen);
-    if (idlen)
-        memcpy(q, id, idlen);
-    q += idlen;
-    const char *name = info->dlpi_name ? info->dlpi_name : "";
-    const size_t nlen = strlen(name);
-    ck_assert_uint_lt(nlen, (size_t)(payload + sizeof payload - q));
-    memcpy(q, name, nlen);
-    q += nlen;
-    ck_assert_int_eq(mt_writer_event(w, 1, TID(1), MT_EV_MODULE, 10, payload, (size_t)(q - payload)), 0);
+    uint8_t payload[4096];
+    const size_t len = mt_module_payload(info, 1, info->dlpi_name ? info->dlpi_name : "", payload, sizeof payload);
+    ck_assert_int_eq(mt_writer_event(w, 1, TID(1), MT_EV_MODULE, 10, payload, len), 0);
     return 0;
 }
 
