@@ -416,6 +416,22 @@ typedef struct sim_results {
     op_costs_t costs;
 } sim_results_t;
 
+/* The program's peak RSS as this allocator would make it: its memory that an allocator decides is
+ * anonymous (the heap, its own mappings), which the replay holds, and its file-backed pages (code,
+ * libraries, files it maps), which no allocator changes and the replay cannot hold (cc1: 33 MB of
+ * its 100 MB). So: the replay's anonymous peak less the replay's own bookkeeping, plus the traced
+ * program's peak RSS less its peak anonymous RSS (both sampled, and with the recorder's own pages
+ * in them). 0 when the trace has no RSS samples. */
+static uint64_t predicted_peak_kb(const sim_t *s, const sim_results_t *r)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    if (!h->source_peak_rss_kb || !h->source_peak_anon_kb || h->source_peak_anon_kb > h->source_peak_rss_kb ||
+        !s->peak_anon_kb)
+        return 0;
+    const uint64_t anon = s->peak_anon_kb > r->bookkeeping_kb ? s->peak_anon_kb - r->bookkeeping_kb : 0;
+    return anon + (h->source_peak_rss_kb - h->source_peak_anon_kb);
+}
+
 /* The summary on stdout. */
 static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
 {
@@ -493,6 +509,12 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
         printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
                commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)r->max_rss_kb),
                100.0 * ((double)r->max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
+    const uint64_t predicted = predicted_peak_kb(s, r);
+    if (predicted)
+        printf("predicted peak RSS of the program on this allocator: %s Kb (the replay's anonymous peak less its "
+               "bookkeeping, plus the traced program's file-backed pages, %s Kb)\n",
+               commas(a, sizeof a, (long long)predicted),
+               commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)));
     /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
      * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
     if (h->source_peak_anon_kb && s->peak_anon_kb)
@@ -567,6 +589,10 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
     mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
     mt_json_kv_u64(&j, "max_anon_rss_kb", s->peak_anon_kb);
+    mt_json_kv_u64(&j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
+    mt_json_kv_cstr(&j, "predicted_peak_rule", "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
+                                             "source_peak_anon_kb (the traced program's file-backed pages); 0 when "
+                                             "the trace has no RSS samples");
     mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
     mt_json_kv_u64(&j, "far_slots", r->far_slots);
     mt_json_key(&j, "emulated");

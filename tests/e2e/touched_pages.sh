@@ -58,11 +58,14 @@ at_exit=$(awk '$3 == "pages" && $NF == 4' "$work/k.dump" | wc -l)
 "$mtrace" convert "$work/k.mtr" -o "$work/k.wl" >"$work/kconvert.out" 2>&1 || fail "convert (-k) failed: $(cat "$work/kconvert.out")"
 "$mtrace" replay "$work/k.wl" --allocator glibc --mallopt mmap_threshold=4096 --json "$work/k.json" >"$work/k.out" 2>&1 ||
     fail "replay (-k) failed: $(cat "$work/k.out")"
-kauto=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["max_rss_kb"]))' "$work/k.json")
-echo "live at exit: native ${knative} KiB, replay ${kauto} KiB"
-python3 - "$knative" "$kauto" <<'PY'
+read -r kauto kpredicted < <(python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); print(int(j["max_rss_kb"]), int(j["predicted_peak_rss_kb"]))' "$work/k.json")
+echo "live at exit: native ${knative} KiB, replay ${kauto} KiB, predicted for the program ${kpredicted} KiB"
+python3 - "$knative" "$kauto" "$kpredicted" <<'PY'
 import sys
-native, auto = map(int, sys.argv[1:])
+native, auto, predicted = map(int, sys.argv[1:])
 if not (0.7 * native <= auto <= 1.3 * native):
     print("FAIL: blocks live at exit: replay %d KiB, native %d KiB: off by more than 30 %%" % (auto, native)); sys.exit(1)
+# the program's peak as predicted (the replay's anonymous peak and the traced program's file pages)
+if not (0.8 * native <= predicted <= 1.2 * native):
+    print("FAIL: predicted peak %d KiB, native %d KiB: off by more than 20 %%" % (predicted, native)); sys.exit(1)
 PY

@@ -106,7 +106,7 @@ START_TEST(ideal_and_calls)
         "start_rss_kb", "ideal_rss_kb", "ideal_pages_kb", "calls",  "avg_cycles",     "p50_cycles",
         "p99_cycles",   "max_cycles",   "failed",         "syncs",  "bookkeeping_kb", "source_peak_rss_kb",
         "fragmentation", "allocator_us", "block_writes_us", "replay_overhead_ns_per_op", "program_peak_resident_kb",
-        "rss_less_program_peak_kb"
+        "rss_less_program_peak_kb", "predicted_peak_rss_kb"
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_msg(mt_json_get(j, keys[i]) != NULL, "the result has no '%s'", keys[i]);
