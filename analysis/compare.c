@@ -32,12 +32,18 @@ enum { COL_WALL = 0, COL_CPU = 1, COL_RSS = 2 }; /* the columns whose spread is 
 static const size_t spread_cols[] = { COL_CPU, COL_WALL, COL_RSS };
 #define NSPREAD (sizeof spread_cols / sizeof spread_cols[0])
 
+double mt_replay_peak_kb(const mt_jval_t *r)
+{
+    const double predicted = mt_json_num(r, "predicted_peak_rss_kb", 0);
+    return predicted > 0 ? predicted : mt_json_num(r, "max_rss_kb", 0);
+}
+
 static double value(const mt_jval_t *r, size_t c)
 {
     switch (c) {
     case 0: return mt_json_num(r, "wall_us", 0);
     case 1: return mt_json_num(r, "cpu_us", 0);
-    case 2: return mt_json_num(r, "max_rss_kb", 0);
+    case 2: return mt_replay_peak_kb(r);
     case 3: return mt_json_num(r, "ideal_pages_kb", 0);
     case 4: return mt_json_num(r, "fragmentation", 0);
     case 5: return mt_json_num(mt_json_get(r, "avg_cycles"), "malloc", 0);
@@ -54,7 +60,8 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r)
     }
     static const char *const figs[][2] = {
         { NULL, "wall_us" },        { NULL, "cpu_us" },         { NULL, "max_rss_kb" },
-        { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },  { "avg_cycles", "malloc" },
+        { NULL, "predicted_peak_rss_kb" }, { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },
+        { "avg_cycles", "malloc" },
         { "avg_cycles", "free" },   { "p99_cycles", "malloc" },
     };
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {

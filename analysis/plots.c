@@ -282,7 +282,7 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
         char name[256];
         data_name(name, sizeof name, mt_json_str_at(j, "allocator", "?"));
         fprintf(f, "%d \"%s\" %.3f %.3f %.3f\n", i, name, mt_json_num(j, "wall_us", 0) / 1e3,
-                mt_json_num(j, "max_rss_kb", 0) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
+                mt_replay_peak_kb(j) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
         mt_json_free(j);
     }
     script_t s;

@@ -15,6 +15,7 @@
 #include "cli_util.h"
 #include "help_text.h"
 #include "file_io.h"
+#include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"
 #include "mtrace/replay.h"
@@ -185,7 +186,7 @@ static int read_run(const char *json, double *fig[5], int run)
     }
     fig[0][run] = mt_json_num(j, "wall_us", 0) / 1e3;
     fig[1][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
-    fig[2][run] = mt_json_num(j, "max_rss_kb", 0) / 1024;
+    fig[2][run] = mt_replay_peak_kb(j) / 1024;
     fig[3][run] = mt_json_num(j, "ideal_pages_kb", 0) / 1024;
     fig[4][run] = mt_json_num(j, "fragmentation", 0);
     mt_json_free(j);

@@ -23,6 +23,11 @@ int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t 
  * stderr naming the file and the figure. */
 int mt_replay_result_check(const char *path, const mt_jval_t *r);
 
+/* A replay result's peak RSS in KiB, the one compare, sweep and the plots judge: the program's peak as
+ * predicted on that allocator (predicted_peak_rss_kb: the replay's anonymous peak and the traced
+ * program's file-backed pages), else, for a trace without RSS samples, the replay's own max RSS. */
+double mt_replay_peak_kb(const mt_jval_t *r);
+
 #ifdef __cplusplus
 }
 #endif
