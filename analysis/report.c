@@ -144,7 +144,7 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
 }
 
 /* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
-#define MAX_STACK_ID (1u << 24)
+#define MAX_STACK_ID (MT_STACK_ID_MAX + 1)
 
 static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
 {
