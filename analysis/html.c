@@ -360,6 +360,17 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
             fprintf(f, "%s.</p>\n", r->callers.nskipped ? "" : "none");
             html_tree(f, &r->callers.bottom_up, "Allocating functions and their callers (bottom-up)", r->tree_depth);
             html_tree(f, &r->callers.top_down, "Callers down to the allocating functions (top-down)", r->tree_depth);
+            if (r->callers.entry_cut_stacks) {
+                fprintf(f, "<p class=\"note\">From main, the threads' start routines and constructors: left out "
+                           "above them in %" PRIu64 " stacks:",
+                        r->callers.entry_cut_stacks);
+                for (size_t i = 0; i < r->callers.nentry_cut; i++) {
+                    fprintf(f, "%s<code>", i ? ", " : " ");
+                    esc(f, r->callers.entry_cut[i]);
+                    fprintf(f, "</code>");
+                }
+                fprintf(f, ".</p>\n");
+            }
         }
         html_leaks(f, &r->leaks);
     } else {
