@@ -270,6 +270,45 @@ static int pattern_skips(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
     return 0;
 }
 
+/* ---- where the top-down tree starts ------------------------------------------------------------ */
+
+/* The outermost frame the top-down tree shows: the one inside the run of entry frames a stack begins
+ * with, outermost first (the C runtime's _start and __libc_start_main, glibc's clone3 and
+ * start_thread, the loader calling constructors): main, a thread's start routine, a constructor.
+ * An entry frame is one by name (mt_symbol_is_entry_frame) or any frame of the C library or the
+ * loader (allocator frames by module: a C library without symbols names none of its own); the
+ * outermost frame may also have no symbol (a stripped program's _start). A stack without such a
+ * run (one cut at its depth ends with [truncated]) starts at its last frame. */
+static uint32_t top_of(const mt_frame_in_t *frames, const mt_stack_in_t *s, uint32_t leaf)
+{
+    uint32_t k = s->nframes - 1;
+    int entry = 0;
+    for (; k > leaf; k--) {
+        const mt_frame_in_t *f = &frames[s->frame[k]];
+        if (mt_symbol_is_entry_frame(&f->sym) || f->allocator)
+            entry = 1;
+        else if (!(f->unnamed && k == s->nframes - 1))
+            break;
+    }
+    return entry ? k : s->nframes - 1;
+}
+
+/* Notes the named functions of the frames above `top`, outermost first. */
+static void note_entry_cut(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *s, uint32_t top)
+{
+    if (top + 1 >= s->nframes)
+        return;
+    c->entry_cut_stacks++;
+    for (uint32_t k = s->nframes; k-- > top + 1;) {
+        const mt_frame_in_t *f = &frames[s->frame[k]];
+        size_t i = 0;
+        while (i < c->nentry_cut && c->entry_cut[i] != f->sym.function)
+            i++;
+        if (!f->unnamed && i == c->nentry_cut && i < MT_ENTRY_CUT_MAX)
+            c->entry_cut[c->nentry_cut++] = f->sym.function;
+    }
+}
+
 /* ---- building ---------------------------------------------------------------------------------- */
 
 static int cmp_skipped(const void *a, const void *b)
@@ -303,8 +342,10 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
         if (leaf >= s->nframes || (!s->fig.calls && !s->fig.leaked_blocks))
             continue;
         rc = tree_add(&c->bottom_up, frames, s, leaf, s->nframes - 1, 1);
+        const uint32_t top = top_of(frames, s, leaf);
+        note_entry_cut(c, frames, s, top);
         if (rc == 0)
-            rc = tree_add(&c->top_down, frames, s, s->nframes - 1, leaf, -1);
+            rc = tree_add(&c->top_down, frames, s, top, leaf, -1);
     }
     /* The callers of each skipped wrapper: count them now that they are known. */
     for (size_t k = 0; rc == 0 && k < c->nskipped; k++) {
@@ -493,6 +534,34 @@ void mt_callers_print_skipped(const mt_callers_t *c, FILE *f)
     }
     if (c->nskipped > SHOWN)
         fprintf(f, "  and %zu more (all of them in the JSON's skipped_frames)\n", c->nskipped - SHOWN);
+}
+
+void mt_callers_print_entry_cut(const mt_callers_t *c, FILE *f)
+{
+    if (!c->entry_cut_stacks)
+        return;
+    fprintf(f,
+            "  (from main, the threads' start routines and constructors: left out above them in %" PRIu64
+            " stacks:",
+            c->entry_cut_stacks);
+    for (size_t i = 0; i < c->nentry_cut; i++) {
+        fputs(i ? ", " : " ", f);
+        mt_put_safe(f, c->entry_cut[i], strlen(c->entry_cut[i]));
+    }
+    fputs(")\n", f);
+}
+
+void mt_callers_json_entry_cut(const mt_callers_t *c, mt_json_t *j)
+{
+    mt_json_key(j, "top_down_left_out");
+    mt_json_begin_object(j);
+    mt_json_kv_u64(j, "stacks", c->entry_cut_stacks);
+    mt_json_key(j, "functions");
+    mt_json_begin_array(j);
+    for (size_t i = 0; i < c->nentry_cut; i++)
+        mt_json_str(j, c->entry_cut[i], strlen(c->entry_cut[i]));
+    mt_json_end_array(j);
+    mt_json_end_object(j);
 }
 
 void mt_callers_json_skipped(const mt_callers_t *c, mt_json_t *j)

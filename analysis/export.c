@@ -28,7 +28,7 @@ const char *const mt_export_table_names[MT_EXPORT_NTABLES] = {
 
 /* Stack ids are numbered from 1 as the shim meets stacks; mtrace report takes a larger one for
  * damage, and so does the export (its records get stack 0). */
-#define MAX_STACK_ID (1u << 24)
+#define MAX_STACK_ID (MT_STACK_ID_MAX + 1)
 
 /* ---- RowBinary: little-endian fixed-width numbers, strings and arrays after a LEB128 length ---- */
 

@@ -12,6 +12,7 @@
 
 #include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
+#include "mtrace/leaks.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
 #include "file_io.h"
@@ -94,13 +95,9 @@ static int inline_svg(FILE *out, const char *path, int own_ids)
     return in_svg ? 0 : -1;
 }
 
-static void human(char *buf, size_t cap, double v)
+static const char *human(char *buf, size_t cap, double v)
 {
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    unsigned u = 0;
-    while (v >= 1024 && u + 1 < 5)
-        v /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return mt_human_bytes(buf, cap, v);
 }
 
 static const char *style =
@@ -111,24 +108,32 @@ static const char *style =
     ".figure svg{max-width:100%;height:auto}.note{color:#666;font-size:.9em}"
     ".tree details,.tree .leaf{margin-left:1.2em}.tree summary{cursor:pointer}";
 
+/* A frame as the trees show it: the function, then where it is. */
+static void html_frame(FILE *f, const mt_symbol_t *sym)
+{
+    char where[600];
+    mt_frame_where(sym, where, sizeof where);
+    fprintf(f, "<code>");
+    esc(f, sym->function);
+    fprintf(f, "</code> ");
+    esc(f, where);
+}
+
 /* A caller tree as nested <details>: a node's summary holds its figures, its children open under it.
  * The page shows the trees' first levels only (depth, width), as the text report does. */
 static void html_node(FILE *f, const mt_caller_tree_t *t, uint32_t node, unsigned level, unsigned depth)
 {
     enum { WIDTH = 20 };
     const mt_caller_node_t *x = &t->node[node];
-    char by[32], pk[32], lk[32], where[600];
+    char by[32], pk[32], lk[32];
     human(by, sizeof by, (double)x->fig.bytes);
     human(pk, sizeof pk, (double)x->fig.peak_bytes);
     human(lk, sizeof lk, (double)x->fig.leaked_bytes);
-    mt_frame_where(x->sym, where, sizeof where);
     uint32_t n = 0;
     uint32_t *kids = level + 1 < depth ? mt_caller_children(t, node, &n) : NULL;
     fprintf(f, n ? "<details><summary>" : "<div class=\"leaf\">");
-    fprintf(f, "%" PRIu64 " calls, %s, %s at peak, %s leaked: <code>", x->fig.calls, by, pk, lk);
-    esc(f, x->sym->function);
-    fprintf(f, "</code> ");
-    esc(f, where);
+    fprintf(f, "%" PRIu64 " calls, %s, %s at peak, %s leaked: ", x->fig.calls, by, pk, lk);
+    html_frame(f, x->sym);
     fprintf(f, n ? "</summary>\n" : "</div>\n");
     for (uint32_t i = 0; i < n && i < WIDTH; i++)
         html_node(f, t, kids[i], level + 1, depth);
@@ -137,6 +142,53 @@ static void html_node(FILE *f, const mt_caller_tree_t *t, uint32_t node, unsigne
     if (n)
         fprintf(f, "</details>\n");
     free(kids);
+}
+
+/* The leaks by stack, as the text report has them: a line per kind and one for the suppressed, then
+ * the stacks, largest first, each closed on its innermost frame (the allocator's left out) and
+ * opening on all of its frames. */
+static void html_leaks(FILE *f, const mt_leaks_t *l)
+{
+    enum { STACKS = 50 };
+    char a[32];
+    fprintf(f, "<h2>Leaks by stack</h2>\n<table class=\"kv\">");
+    for (int k = 0; k < MT_LEAK_KINDS; k++)
+        if (l->kind_blocks[k])
+            fprintf(f, "<tr><td>%s</td><td>%s in %" PRIu64 " blocks</td><td>%s</td></tr>",
+                    mt_leak_kind_name((mt_leak_kind_t)k),
+                    human(a, sizeof a, (double)l->kind_bytes[k]), l->kind_blocks[k],
+                    mt_leak_kind_why((mt_leak_kind_t)k));
+    if (l->suppress_file) {
+        fprintf(f,
+                "<tr><td>suppressed</td><td>%s in %" PRIu64 " blocks from %" PRIu64
+                " stacks</td><td>by %zu patterns of <code>",
+                human(a, sizeof a, (double)l->suppressed_bytes), l->suppressed_blocks,
+                l->suppressed_stacks, l->npatterns);
+        esc(f, l->suppress_file);
+        fprintf(f, "</code></td></tr>");
+    }
+    fprintf(f, "</table>\n");
+    if (!l->n) {
+        fprintf(f, "<p class=\"note\">No leaked block%s.</p>\n", l->suppress_file ? " left" : "");
+        return;
+    }
+    fprintf(f, "<div class=\"tree\">\n");
+    for (size_t i = 0; i < l->n && i < STACKS; i++) {
+        const mt_leak_t *x = &l->v[i];
+        fprintf(f, "<details><summary>%s in %" PRIu64 " blocks, %s: ",
+                human(a, sizeof a, (double)x->bytes), x->blocks, mt_leak_kind_name(x->kind));
+        html_frame(f, &l->frames[x->frame[0]].sym);
+        fprintf(f, "</summary>\n");
+        for (uint32_t k = 0; k < x->nframes; k++) {
+            fprintf(f, "<div class=\"leaf\">");
+            html_frame(f, &l->frames[x->frame[k]].sym);
+            fprintf(f, "</div>\n");
+        }
+        fprintf(f, "</details>\n");
+    }
+    if (l->n > STACKS)
+        fprintf(f, "<div class=\"leaf\">(%zu more stacks)</div>\n", l->n - STACKS);
+    fprintf(f, "</div>\n");
 }
 
 static void html_tree(FILE *f, const mt_caller_tree_t *t, const char *title, unsigned depth)
@@ -308,7 +360,19 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
             fprintf(f, "%s.</p>\n", r->callers.nskipped ? "" : "none");
             html_tree(f, &r->callers.bottom_up, "Allocating functions and their callers (bottom-up)", r->tree_depth);
             html_tree(f, &r->callers.top_down, "Callers down to the allocating functions (top-down)", r->tree_depth);
+            if (r->callers.entry_cut_stacks) {
+                fprintf(f, "<p class=\"note\">From main, the threads' start routines and constructors: left out "
+                           "above them in %" PRIu64 " stacks:",
+                        r->callers.entry_cut_stacks);
+                for (size_t i = 0; i < r->callers.nentry_cut; i++) {
+                    fprintf(f, "%s<code>", i ? ", " : " ");
+                    esc(f, r->callers.entry_cut[i]);
+                    fprintf(f, "</code>");
+                }
+                fprintf(f, ".</p>\n");
+            }
         }
+        html_leaks(f, &r->leaks);
     } else {
         fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
     }

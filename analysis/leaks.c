@@ -149,18 +149,23 @@ void mt_leaks_free(mt_leaks_t *l)
     memset(l, 0, sizeof *l);
 }
 
-void mt_leaks_print_kinds(const mt_leaks_t *l, FILE *f)
+const char *mt_leak_kind_why(mt_leak_kind_t k)
 {
-    char a[32];
     static const char *const why[MT_LEAK_KINDS] = {
         "made once and held to the end (the program exited normally)",
         "still made in the last quarter of the run and in at least 3 of its 4 quarters",
         "live when the trace stopped (it did not end: killed or crashed)",
     };
+    return k < MT_LEAK_KINDS ? why[k] : "?";
+}
+
+void mt_leaks_print_kinds(const mt_leaks_t *l, FILE *f)
+{
+    char a[32];
     for (int k = 0; k < MT_LEAK_KINDS; k++)
         if (l->kind_blocks[k])
             fprintf(f, "  %-12s %s in %" PRIu64 " blocks: %s\n", kind_names[k], mt_human_bytes(a, sizeof a, (double)l->kind_bytes[k]),
-                    l->kind_blocks[k], why[k]);
+                    l->kind_blocks[k], mt_leak_kind_why((mt_leak_kind_t)k));
     if (l->suppress_file) {
         fprintf(f, "  %-12s %s in %" PRIu64 " blocks from %" PRIu64 " stacks, by %zu patterns of ", "suppressed",
                 mt_human_bytes(a, sizeof a, (double)l->suppressed_bytes), l->suppressed_blocks, l->suppressed_stacks,

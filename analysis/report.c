@@ -144,7 +144,7 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
 }
 
 /* Stack ids are numbered from 1 as stacks are met: a larger id than this is damage, not a stack. */
-#define MAX_STACK_ID (1u << 24)
+#define MAX_STACK_ID (MT_STACK_ID_MAX + 1)
 
 static int block_add(pass_t *p, uint64_t ptr, const block_t *b)
 {
@@ -1127,6 +1127,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         if (r->has_stacks && r->callers.leaf) {
             mt_callers_json_skipped(&r->callers, &j);
             mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
+            mt_callers_json_entry_cut(&r->callers, &j);
             mt_caller_tree_json(&r->callers.top_down, &j, "top_down", "callees", top, r->tree_depth);
         }
         mt_json_end_object(&j);
@@ -1221,5 +1222,6 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
     fprintf(f, "\nallocating functions and their callers (bottom-up)\n");
     mt_caller_tree_print(&r->callers.bottom_up, f, "<-", top ? top : 10, top ? top : 5, r->tree_depth);
     fprintf(f, "\ncallers down to the allocating functions (top-down)\n");
+    mt_callers_print_entry_cut(&r->callers, f);
     mt_caller_tree_print(&r->callers.top_down, f, "->", top ? top : 10, top ? top : 5, r->tree_depth);
 }

@@ -4,7 +4,10 @@
 # libmtrace/trace_reader.c, as bench/real.sh) and a small C program (ls -l /usr/lib):
 #   - depth: recorded with --stacks 64, the share of calls whose stack is deeper than 8, 16, 32 and
 #     64 frames (a stack cut at 64 ends with the marker frame 0), and the median and 99th percentile;
-#   - memory: peak RSS (GNU time %M, median of REPS runs) untraced, and traced with --stacks 16 and 64.
+#   - memory: peak RSS (GNU time %M, median of REPS runs) untraced, and traced with --stacks 16 and 64;
+#     then, untraced, traced and traced with --stacks 16, the program's anonymous and file pages at its
+#     exit (bench/rss_at_exit.c, medians): what the recorder's tables take is anonymous, the program's
+#     unwind tables that the unwinder reads are file pages.
 #   usage: bench/stack_depth.sh [-r REPS] [BUILD]     (default 3 reps, build dir "build")
 set -eu
 reps=3
@@ -31,6 +34,16 @@ PY
 cc1=$(gcc -print-prog-name=cc1)
 multiarch=$(gcc -print-multiarch 2>/dev/null || true)
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+at_exit_lib=$(realpath "$build/bench/librss_at_exit.so")
+[ -e "$at_exit_lib" ] || { echo "stack_depth.sh: $at_exit_lib missing" >&2; exit 1; }
+at_exit() { # at_exit CMD...: "anon KiB, file KiB", medians at the program's exit over $reps runs
+    rm -f "$tmp/exit"
+    for _ in $(seq "$reps"); do
+        LD_PRELOAD="$at_exit_lib${LD_PRELOAD:+ $LD_PRELOAD}" MT_RSS_AT_EXIT="$tmp/exit" "$@" >/dev/null 2>&1
+    done
+    # the program's lines, not mtrace record's own
+    echo "anon $(awk '$1 != "mtrace" { print $3 }' "$tmp/exit" | median) file $(awk '$1 != "mtrace" { print $4 }' "$tmp/exit" | median)"
+}
 peak_rss() { # peak_rss CMD...: median peak RSS in KiB over $reps runs
     for _ in $(seq "$reps"); do
         /usr/bin/time -f '%M' -o "$tmp/time" "$@" >/dev/null 2>&1
@@ -64,5 +77,6 @@ for w in python cc1 ls; do
     depth "$tmp/d.mtr"
     echo "  $("$mtrace" info "$tmp/d.mtr" | sed -n 's/^events.* stack \([0-9]*\).*/\1/p') STACK events (a stack numbered again counts again)"
     rm -f "$tmp"/*.mtr*
+    echo "  at exit, KiB: untraced $(at_exit "${cmd[@]}"); traced, no stacks $(at_exit "$mtrace" record -o "$tmp/s.mtr" --force -- "${cmd[@]}"); --stacks 16 $(at_exit "$mtrace" record --stacks 16 -o "$tmp/s.mtr" --force -- "${cmd[@]}")"
     echo "  peak RSS untraced $(peak_rss "${cmd[@]}") KiB, --stacks 16 $(peak_rss "$mtrace" record --stacks 16 -o "$tmp/s.mtr" --force -- "${cmd[@]}") KiB, --stacks 64 $(peak_rss "$mtrace" record --stacks 64 -o "$tmp/s.mtr" --force -- "${cmd[@]}") KiB, no stacks $(peak_rss "$mtrace" record -o "$tmp/s.mtr" --force -- "${cmd[@]}") KiB"
 done

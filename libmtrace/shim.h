@@ -170,6 +170,12 @@ int mt_stacks_init(void);
 void mt_stacks_after_fork_child(void);
 uint32_t mt_stack_id(mt_thread_t *t);
 
+/* shim_stack_table.c: a stack's hash to its id; `number` numbers a stack met for the first time (or
+ * again), 0 if it cannot */
+int mt_stack_table_init(void);
+void mt_stack_table_clear(void);
+uint32_t mt_stack_table_id(uint64_t hash, uint32_t (*number)(void *), void *arg);
+
 /* shim_pages.c */
 /* Writes an MT_EV_PAGES event for block p of `usable` bytes: its resident whole pages (none without
  * asking the kernel when `fresh`: a chunk glibc has just mapped). */

@@ -10,35 +10,13 @@
 #include <libunwind.h>
 #include <link.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "module_event.h"
 #include "shim.h"
 
 #define STACK_FRAMES_MAX 64 /* frames of a STACK event, the cut marker included */
-#define TABLE_BITS 20 /* 1 Mi slots, 16 MiB of address space touched only as used */
-#define TABLE_SLOTS (1u << TABLE_BITS)
-#define MAX_LOAD (TABLE_SLOTS / 4 * 3)
-/* The table is used in levels: level b (FIRST_BITS <= b < TABLE_BITS) is a region of 2^b slots
- * after those of the levels before it, and stacks are hashed into the active level only; when half
- * of it is numbered (or a run of 64 probes is met) the next level, twice as large, becomes active. So the pages touched follow the
- * number of distinct stacks: hashed over the whole table, 11 389 stacks of python3 touched nearly
- * all of its 4 096 pages, +16 MiB of RSS (bench/RESULTS.md, "Stack depth and the stack table").
- * A stack numbered in an earlier level is numbered again when next met: a second STACK event with
- * the same frames, which readers add up as one stack; at most once per level. */
-#define FIRST_BITS 12 /* 4 096 slots, 64 KiB */
-static _Atomic unsigned active_bits = FIRST_BITS;
-static _Atomic uint32_t level_first_id; /* the first id numbered in the active level */
-
-typedef struct stack_slot {
-    _Atomic uint64_t hash; /* 0: empty */
-    _Atomic uint32_t id;   /* 0 until the inserting thread has numbered it */
-    uint32_t pad;
-} stack_slot_t;
-
-static stack_slot_t *table;
 static _Atomic uint32_t next_id;
-static uintptr_t self_lo, self_hi; /* our own code: its frames are not the caller's */
+static uintptr_t self_lo, self_hi;                      /* our own code: its frames are not the caller's */
 static _Atomic unsigned long long modules_seen = ~0ull; /* dlpi_adds + dlpi_subs at the last MODULE */
 static _Atomic int modules_lock;
 
@@ -69,11 +47,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 
 int mt_stacks_init(void)
 {
-    void *m = mmap(NULL, sizeof(stack_slot_t) * TABLE_SLOTS, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
+    if (mt_stack_table_init() < 0)
         return -1;
-    table = m;
     dl_iterate_phdr(find_self, (void *)(uintptr_t)mt_stacks_init);
     return 0;
 }
@@ -81,11 +56,8 @@ int mt_stacks_init(void)
 void mt_stacks_after_fork_child(void)
 {
     /* Ids are per trace file: the child's file starts its own table. */
-    if (table)
-        memset(table, 0, sizeof(stack_slot_t) * TABLE_SLOTS);
+    mt_stack_table_clear();
     atomic_store(&next_id, 0);
-    atomic_store(&active_bits, FIRST_BITS);
-    atomic_store(&level_first_id, 0);
     atomic_store(&modules_seen, ~0ull);
     atomic_store(&modules_lock, 0);
 }
@@ -171,19 +143,34 @@ static void define_stack(mt_thread_t *t, uint32_t id, void *const *f, int n)
     mt_emit_event(t, MT_EV_STACK, payload, (size_t)(q - payload));
 }
 
-/* Numbers a stack and writes its definition, after the module list it resolves against. */
+/* Numbers a stack and writes its definition, after the module list it resolves against; 0 once the
+ * ids readers accept are spent (MT_STACK_ID_MAX). */
 static uint32_t new_stack(mt_thread_t *t, void *const *f, int n)
 {
+    if (atomic_load_explicit(&next_id, memory_order_relaxed) >= MT_STACK_ID_MAX)
+        return 0;
     const uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
+    if (id > MT_STACK_ID_MAX)
+        return 0;
     note_modules(t);
     define_stack(t, id, f, n);
     return id;
 }
 
+typedef struct stack_seen {
+    mt_thread_t *t;
+    void *const *f;
+    int n;
+} stack_seen_t;
+
+static uint32_t number_seen(void *arg)
+{
+    const stack_seen_t *s = arg;
+    return new_stack(s->t, s->f, s->n);
+}
+
 uint32_t mt_stack_id(mt_thread_t *t)
 {
-    if (!table)
-        return 0;
     void *frames[64 + 8];
     int n = unw_backtrace(frames, (int)mt_g.opt.stacks + 8);
     int skip = 0;
@@ -202,49 +189,7 @@ uint32_t mt_stack_id(mt_thread_t *t)
     /* Read after the unwind: frames in a library that replaced an unloaded one were captured after
      * that dlclose began, so either it is still in flight or its new generation is visible. */
     if (atomic_load(&dlclose_in_flight))
-        return atomic_load(&next_id) >= MAX_LOAD ? 0 : new_stack(t, f, n);
-    const uint64_t h = hash_frames(f, n, atomic_load(&unload_generation));
-    unsigned bits;
-retry:
-    bits = atomic_load_explicit(&active_bits, memory_order_relaxed);
-    const uint32_t mask = (1u << bits) - 1;
-    stack_slot_t *const level = table + ((1u << bits) - (1u << FIRST_BITS));
-    for (uint32_t i = (uint32_t)h & mask, probes = 0; probes < 64; i = (i + 1) & mask, probes++) {
-        stack_slot_t *s = &level[i];
-        uint64_t k = atomic_load_explicit(&s->hash, memory_order_acquire);
-        if (k == h) {
-            uint32_t id;
-            while (!(id = atomic_load_explicit(&s->id, memory_order_acquire))) {
-            }
-            return id;
-        }
-        if (k != 0)
-            continue;
-        if (atomic_load(&next_id) >= MAX_LOAD)
-            return 0;
-        if (!atomic_compare_exchange_strong(&s->hash, &k, h)) {
-            if (k == h) {
-                uint32_t id;
-                while (!(id = atomic_load_explicit(&s->id, memory_order_acquire))) {
-                }
-                return id;
-            }
-            continue;
-        }
-        const uint32_t id = new_stack(t, f, n);
-        atomic_store_explicit(&s->id, id, memory_order_release);
-        /* The next level when this one is half numbered (at 3/4, runs of 64 probes were met in
-         * a level of 4 096): one thread wins, the others see it. */
-        if (bits + 1 < TABLE_BITS && id - atomic_load(&level_first_id) >= (1u << bits) / 2 &&
-            atomic_compare_exchange_strong(&active_bits, &bits, bits + 1))
-            atomic_store(&level_first_id, id);
-        return id;
-    }
-    /* A run of 64 probes: the level is crowded, go on in the next one. */
-    if (bits + 1 < TABLE_BITS) {
-        if (atomic_compare_exchange_strong(&active_bits, &bits, bits + 1))
-            atomic_store(&level_first_id, atomic_load(&next_id));
-        goto retry;
-    }
-    return 0;
+        return new_stack(t, f, n);
+    stack_seen_t seen = { t, f, n };
+    return mt_stack_table_id(hash_frames(f, n, atomic_load(&unload_generation)), number_seen, &seen);
 }

@@ -69,10 +69,18 @@ typedef struct mt_skipped_frame {
     uint32_t callers;    /* distinct calling functions, counted up to MT_WRAPPER_MIN_CALLERS */
 } mt_skipped_frame_t;
 
+#define MT_ENTRY_CUT_MAX 16
+
 typedef struct mt_callers {
     mt_caller_tree_t bottom_up, top_down;
     mt_skipped_frame_t *skipped;
     size_t nskipped;
+    /* The top-down tree starts at main, or a thread's start routine, where a stack goes through the C
+     * runtime's or the thread library's entry (mt_symbol_is_entry_frame): the frames above are left
+     * out. Their functions, outermost first (those without a symbol not named), and the stacks cut. */
+    const char *entry_cut[MT_ENTRY_CUT_MAX];
+    size_t nentry_cut;
+    uint64_t entry_cut_stacks;
     uint32_t *leaf; /* per input stack: index into its frames of the allocating function (nframes: none) */
 } mt_callers_t;
 
@@ -101,6 +109,10 @@ void mt_caller_tree_json(const mt_caller_tree_t *t, mt_json_t *j, const char *ke
 /* The skipped wrappers: text lines, and a JSON array under "skipped_frames". */
 void mt_callers_print_skipped(const mt_callers_t *c, FILE *f);
 void mt_callers_json_skipped(const mt_callers_t *c, mt_json_t *j);
+/* Where the top-down tree starts: a text line (none when no stack was cut), and "top_down_left_out"
+ * in JSON (the functions left out above main and the threads' start routines, and the stacks cut). */
+void mt_callers_print_entry_cut(const mt_callers_t *c, FILE *f);
+void mt_callers_json_entry_cut(const mt_callers_t *c, mt_json_t *j);
 
 /* A byte count as people read it ("512 B", "1.5 KiB" ...), in buf; returns buf. */
 const char *mt_human_bytes(char *buf, size_t cap, double v);

@@ -29,8 +29,9 @@ extern "C" {
 
 typedef enum mt_leak_kind { MT_LEAK_AT_EXIT, MT_LEAK_GROWING, MT_LEAK_AT_STOP, MT_LEAK_KINDS } mt_leak_kind_t;
 
-/* The kind's name in the outputs: "at exit", "growing", "at stop". */
+/* The kind's name in the outputs: "at exit", "growing", "at stop"; and what it means, in a phrase. */
 const char *mt_leak_kind_name(mt_leak_kind_t k);
+const char *mt_leak_kind_why(mt_leak_kind_t k);
 /* The kind of a stack whose leaked blocks were made in the quarters of `mask` (bit q: quarter q). */
 mt_leak_kind_t mt_leak_kind(unsigned mask, int complete);
 /* The quarter (0-3) of the run from `first` to `last` that time `t` falls in. */

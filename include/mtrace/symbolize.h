@@ -41,6 +41,11 @@ void mt_symbolizer_close(mt_symbolizer_t *s);
  * as operator new, strdup): a callsite is the first frame outside them. */
 int mt_symbol_is_allocator_frame(const mt_symbol_t *sym);
 
+/* True for the functions where every stack begins before the program's own code: the C runtime's
+ * process entry (_start, __libc_start_main, __libc_start_call_main) and glibc's thread entry
+ * (start_thread, clone, clone3), by name. */
+int mt_symbol_is_entry_frame(const mt_symbol_t *sym);
+
 /* True for a source file of the system rather than the program: under /usr/include,
  * /usr/local/include, /usr/lib/gcc or /usr/lib/llvm-* (the C++ library's headers among them). */
 int mt_source_is_system(const char *file);

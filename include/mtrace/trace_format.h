@@ -227,6 +227,10 @@ static inline uint64_t mt_requested(unsigned op, uint64_t count, uint64_t size)
 
 #define MT_FIRST_EVENT MT_EV_THREAD_START
 
+/* Stack ids run from 1 to MT_STACK_ID_MAX in a file (doc/trace-format.md, "Callsites"): the shim
+ * numbers no more, and readers take a larger id for damage. */
+#define MT_STACK_ID_MAX ((1u << 24) - 1)
+
 /* Flag bits in a record's first byte (calls only). */
 enum {
     MT_RF_OPMASK = 0x1f,

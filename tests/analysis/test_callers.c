@@ -3,7 +3,7 @@
  * caller; a frame without a symbol is no wrapper; a free through a function keeps it; a wrapper over a
  * wrapper is found in the second round; a stack cut inside a wrapper keeps the wrapper; patterns skip without
  * detection; the first frame of the user's code stands for out-of-line code of a system header; the trees add
- * up. */
+ * up; the top-down tree starts at main and the threads' start routines. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +11,45 @@
 #include "mtrace/callers.h"
 
 /* Frames by name: one interned string per name, as the report interns them. */
-enum { F_MALLOC, F_XMALLOC, F_XCALLOC, F_A, F_B, F_C, F_MAIN, F_HEADER, NFRAMES };
-static const char *const names[NFRAMES] = { "malloc", "xmalloc", "xcalloc", "a",
-                                            "b",      "c",       "main",    "vec_insert" };
+enum {
+    F_MALLOC,
+    F_XMALLOC,
+    F_XCALLOC,
+    F_A,
+    F_B,
+    F_C,
+    F_MAIN,
+    F_HEADER,
+    /* the entry of processes and threads, as the report reads them: the C library's frames are
+     * allocator frames (by module), one of them without a symbol; a stripped program's _start */
+    F_START,
+    F_LIBC_START,
+    F_CALL_MAIN,
+    F_START_THREAD,
+    F_CLONE3,
+    F_WORKER,
+    F_STRIPPED_START,
+    F_TRUNCATED,
+    NFRAMES
+};
+static const char *const names[NFRAMES] = {
+    "malloc",
+    "xmalloc",
+    "xcalloc",
+    "a",
+    "b",
+    "c",
+    "main",
+    "vec_insert",
+    "_start",
+    "__libc_start_main",
+    "libc.so.6+0x29d10",
+    "start_thread",
+    "clone3",
+    "worker",
+    "prog+0x1040",
+    "[truncated]",
+};
 static mt_frame_in_t g_frames[NFRAMES];
 
 static void setup(void)
@@ -23,6 +59,11 @@ static void setup(void)
         g_frames[i].allocator = i == F_MALLOC;
     }
     g_frames[F_HEADER].sym.file = "/usr/include/c++/12/bits/vector.tcc";
+    static const int libc[] = { F_LIBC_START, F_CALL_MAIN, F_START_THREAD, F_CLONE3 };
+    for (size_t i = 0; i < sizeof libc / sizeof libc[0]; i++)
+        g_frames[libc[i]].sym.module = "libc.so.6", g_frames[libc[i]].allocator = 1;
+    g_frames[F_CALL_MAIN].unnamed = g_frames[F_STRIPPED_START].unnamed = 1;
+    g_frames[F_CALL_MAIN].sym.file = g_frames[F_STRIPPED_START].sym.file = NULL;
 }
 
 #define STACK(calls, ...)                                                                                    \
@@ -210,6 +251,46 @@ START_TEST(system_header_code_stands_aside)
 }
 END_TEST
 
+/* The top-down tree starts at main and the threads' start routines: what the C runtime and the
+ * thread library put above them is left out and named, a stripped _start and a libc frame without a
+ * symbol included; a stack cut at its depth keeps its [truncated] root. */
+START_TEST(top_down_starts_at_main_and_thread_routines)
+{
+    const mt_stack_in_t s[] = {
+        STACK(4, F_MALLOC, F_A, F_MAIN, F_CALL_MAIN, F_LIBC_START, F_START),
+        STACK(2, F_MALLOC, F_B, F_WORKER, F_START_THREAD, F_CLONE3),
+        STACK(1, F_MALLOC, F_C, F_MAIN, F_CALL_MAIN, F_LIBC_START, F_STRIPPED_START),
+        STACK(1, F_MALLOC, F_C, F_TRUNCATED),
+        STACK(1, F_MALLOC, F_A, F_MAIN),
+    };
+    mt_callers_t c;
+    ck_assert_int_eq(mt_callers_build(&c, g_frames, s, 5, NULL), 0);
+    uint32_t n;
+    uint32_t *roots = mt_caller_children(&c.top_down, 0, &n);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(c.top_down.node[roots[0]].sym->function, "main");
+    ck_assert_uint_eq(c.top_down.node[roots[0]].fig.calls, 6);
+    ck_assert_str_eq(c.top_down.node[roots[1]].sym->function, "worker");
+    ck_assert_uint_eq(c.top_down.node[roots[1]].fig.calls, 2);
+    ck_assert_str_eq(c.top_down.node[roots[2]].sym->function, "[truncated]");
+    free(roots);
+    /* main's callees: a (4 + 1 calls) and c; worker's: b */
+    const mt_caller_node_t *m = root_named(&c.top_down, "main");
+    ck_assert_uint_eq(c.top_down.node[m->first_child].fig.calls +
+                          c.top_down.node[c.top_down.node[m->first_child].next_sibling].fig.calls,
+                      6);
+    ck_assert_uint_eq(c.entry_cut_stacks, 3);
+    static const char *const cut[] = { "_start", "__libc_start_main", "clone3", "start_thread" };
+    ck_assert_uint_eq(c.nentry_cut, 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_str_eq(c.entry_cut[i], cut[i]);
+    /* the bottom-up tree keeps every frame: a's callers go up to _start */
+    const mt_caller_node_t *a = root_named(&c.bottom_up, "a");
+    ck_assert(a && a->fig.calls == 5);
+    mt_callers_free(&c);
+}
+END_TEST
+
 static Suite *callers_suite(void)
 {
     Suite *s = suite_create("callers");
@@ -223,6 +304,7 @@ static Suite *callers_suite(void)
     tcase_add_test(tc, cut_inside_a_wrapper_keeps_it);
     tcase_add_test(tc, patterns_without_detection);
     tcase_add_test(tc, system_header_code_stands_aside);
+    tcase_add_test(tc, top_down_starts_at_main_and_thread_routines);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1366,6 +1366,149 @@ START_TEST(dlopen_stack_ids)
 }
 END_TEST
 
+/* ---- the stack table: many stacks, several threads ---------------------------------------------- */
+
+typedef struct frames_ref {
+    uint32_t n;
+    uint64_t *f; /* owned: the frames of one STACK event */
+} frames_ref_t;
+
+static int frames_cmp(const void *a, const void *b)
+{
+    const frames_ref_t *x = *(frames_ref_t *const *)a, *y = *(frames_ref_t *const *)b;
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return memcmp(x->f, y->f, x->n * sizeof *x->f);
+}
+
+/* Every decoded record of every thread of `trace`, one at a time, to `fn`. */
+static void for_each_record(const mt_trace_t *t, void (*fn)(const mt_record_t *, void *), void *arg)
+{
+    mt_error_t err = { "" };
+    for (size_t i = 0; i < mt_trace_thread_count(t); i++) {
+        mt_thread_cursor_t tc;
+        ck_assert_int_eq(mt_thread_cursor_init(&tc, t, i), 0);
+        mt_record_t r;
+        int rc;
+        while ((rc = mt_thread_cursor_next(&tc, &r, &err)) > 0)
+            fn(&r, arg);
+        mt_thread_cursor_fini(&tc);
+        ck_assert_msg(rc == 0, "thread %zu: record does not decode: %s", i, err.msg);
+    }
+}
+
+typedef struct stack_check {
+    frames_ref_t *def; /* by id */
+    size_t ndef, events;
+    frames_ref_t *canon[2][1u << 16]; /* by phase (few, many) and pattern: the first call's stack */
+    uint64_t calls[2];
+    uint8_t *few_ids; /* ids used by the few-stacks phase */
+    size_t few_distinct;
+} stack_check_t;
+
+static void collect_stack(const mt_record_t *r, void *arg)
+{
+    stack_check_t *c = arg;
+    if (r->op != MT_EV_STACK)
+        return;
+    mt_stack_def_t s;
+    ck_assert_int_eq(mt_decode_stack(r, &s), 0);
+    ck_assert_msg(s.id >= 1 && s.id <= MT_STACK_ID_MAX, "stack id %u", s.id);
+    if (s.id >= c->ndef) {
+        const size_t n = (size_t)s.id * 2;
+        c->def = realloc(c->def, n * sizeof *c->def);
+        memset(c->def + c->ndef, 0, (n - c->ndef) * sizeof *c->def);
+        c->ndef = n;
+    }
+    ck_assert_msg(c->def[s.id].f == NULL, "stack id %u defined twice", s.id);
+    c->def[s.id].n = s.nframes;
+    c->def[s.id].f = malloc(s.nframes * sizeof *s.frames + 1);
+    memcpy(c->def[s.id].f, s.frames, s.nframes * sizeof *s.frames);
+    c->events++;
+}
+
+/* A call of fp_stacks: its stack must be the one every other call of its pattern has. */
+static void check_call_stack(const mt_record_t *r, void *arg)
+{
+    stack_check_t *c = arg;
+    int phase;
+    uint64_t p;
+    if (r->op == MT_OP_MALLOC && r->size >= 1 && r->size <= 1u << 13)
+        phase = 0, p = r->size - 1;
+    else if (r->op == MT_OP_CALLOC && r->size == 0 && r->count >= 1 && r->count <= 1u << 16)
+        phase = 1, p = r->count - 1;
+    else
+        return;
+    char buf[512];
+    ck_assert_msg(r->flags & MT_FLAG_STACK, "call without a stack id: %s", record_str(r, buf, sizeof buf));
+    ck_assert_msg(r->stack < c->ndef && c->def[r->stack].f, "%s: stack id %u is defined nowhere",
+                  record_str(r, buf, sizeof buf), r->stack);
+    frames_ref_t *d = &c->def[r->stack];
+    frames_ref_t **canon = &c->canon[phase][p];
+    if (!*canon)
+        *canon = d;
+    else
+        ck_assert_msg(frames_cmp(canon, &d) == 0,
+                      "%s: stack id %u has other frames than pattern %" PRIu64 "'s first call",
+                      record_str(r, buf, sizeof buf), r->stack, p);
+    c->calls[phase]++;
+    if (phase == 0) {
+        c->few_distinct += !c->few_ids[r->stack];
+        c->few_ids[r->stack] = 1;
+    }
+}
+
+/* Patterns have stacks of their own: no two patterns' stacks are the same frames. */
+static void assert_patterns_apart(frames_ref_t **canon, size_t n, const char *what)
+{
+    frames_ref_t **v = malloc(n * sizeof *v);
+    memcpy(v, canon, n * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(v[i], "%s: pattern %zu was never called", what, i);
+    qsort(v, n, sizeof *v, frames_cmp);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_msg(frames_cmp(&v[i - 1], &v[i]) != 0, "%s: two patterns have the same stack", what);
+    free(v);
+}
+
+/* fp_stacks: 2^13 stacks met three times by each thread, then 2^16, more than the shim's stack table
+ * holds at once (libmtrace/shim_stack_table.c), twice. Every call has a stack id defined in the file,
+ * the calls of one pattern all have its frames, the patterns' stacks differ, and a stack met again
+ * while the table still holds it is not numbered again. */
+START_TEST(stack_table)
+{
+    char *prog = fp_path("fp_stacks");
+    char *trace = in_dir("stacks.mtr");
+    result_t r;
+    const unsigned threads = 3;
+    const job_t j = { .argv = { prog, "3" }, .env = { "MTRACE_STACKS=24" }, .preload = 1, .trace = trace };
+    run_pair(&j, 0, 0, &r);
+    ck_assert_str_eq(r.out, "stacks: 3 threads, 8192 and 65536 patterns\n");
+    trace_recs_t tr = { 0 };
+    mt_error_t err = { "" };
+    ck_assert_msg(mt_trace_open(&tr.t, trace, &err) == 0, "%s: %s", trace, err.msg);
+    stack_check_t *c = calloc(1, sizeof *c);
+    for_each_record(tr.t, collect_stack, c);
+    c->few_ids = calloc(c->ndef, 1);
+    for_each_record(tr.t, check_call_stack, c);
+    ck_assert_uint_eq(c->calls[0], threads * 3u << 13);
+    ck_assert_uint_eq(c->calls[1], threads * 2u << 16);
+    assert_patterns_apart(c->canon[0], 1u << 13, "2^13 patterns");
+    assert_patterns_apart(c->canon[1], 1u << 16, "2^16 patterns");
+    ck_assert_msg(c->few_distinct <= 2u << 13, "%zu stack ids for the 8192 stacks of the first phase",
+                  c->few_distinct);
+    for (size_t i = 0; i < c->ndef; i++)
+        free(c->def[i].f);
+    free(c->def);
+    free(c->few_ids);
+    free(c);
+    mt_trace_close(tr.t);
+    result_free(&r);
+    free(trace);
+    free(prog);
+}
+END_TEST
+
 /* ==== 6. programs linked against another allocator ============================================== */
 
 static void check_linked(const char *name, const char *lib)
@@ -1674,6 +1817,7 @@ int main(void)
     add_case(s, "signals", signal_handlers_allocate);
     add_case(s, "dlopen", dlopen_dlclose);
     add_case(s, "dlopen_stack_ids", dlopen_stack_ids);
+    add_case(s, "stack_table", stack_table);
     add_case(s, "linked_allocators", linked_allocators);
     add_case(s, "early", allocation_before_startup);
     if (!no_secure)

@@ -1635,6 +1635,16 @@ static void assert_leak(const mt_report_t *rep, size_t i, uint64_t blocks, uint6
         ck_assert_str_eq(rep->leaks.frames[l->frame[k]].sym.function, frames[k]);
 }
 
+/* The report's HTML page, read back. */
+static char *html_page(const mt_report_t *rep, const char *name)
+{
+    char *path = path_in(g_dir, name);
+    ck_assert_int_eq(mt_report_html(rep, path, NULL, 0, NULL), 0);
+    char *text = slurp(path);
+    free(path);
+    return text;
+}
+
 START_TEST(leaks_by_stack_growing_or_at_exit)
 {
     char *path = path_in(g_dir, "leaks.mtr");
@@ -1693,6 +1703,24 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
     mt_json_free(j);
     free(text);
     free(out);
+    /* The page lists the same stacks, largest first, each closed on its innermost frame and opening
+     * on every frame; and the kinds with what they mean. */
+    text = html_page(&rep, "leaks.html");
+    const char *sec = strstr(text, "<h2>Leaks by stack</h2>");
+    ck_assert_msg(sec, "no leaks section in the page");
+    ck_assert_msg(strstr(sec, "<tr><td>growing</td><td>50 B in 5 blocks</td><td>still made in the last quarter"),
+                  "the page's kinds: %.600s", sec);
+    const char *first = strstr(sec, "<details><summary>1000 B in 1 blocks, at exit: <code>site_two</code>");
+    const char *second = strstr(sec, "<details><summary>50 B in 5 blocks, growing: <code>site_one</code>");
+    const char *third = strstr(sec, "<details><summary>10 B in 2 blocks, at exit: <code>site_one</code>");
+    ck_assert_msg(first && second && third && first < second && second < third, "the page's leak stacks: %.2000s",
+                  sec);
+    /* the third opens on its two frames, innermost first, and closes */
+    const char *end = strstr(third, "</details>");
+    const char *f1 = strstr(third, "</summary>\n<div class=\"leaf\"><code>site_one</code>");
+    const char *f2 = strstr(third, "<div class=\"leaf\"><code>site_two</code>");
+    ck_assert_msg(end && f1 && f2 && f1 < f2 && f2 < end, "the frames of the third stack: %.800s", third);
+    free(text);
     mt_report_free(&rep);
 
     /* the same blocks in a trace that did not end: live when it stopped, no verdict */
@@ -1755,6 +1783,18 @@ START_TEST(leaks_suppressed_by_pattern)
     mt_json_free(j);
     free(text);
     free(out);
+    text = html_page(&rep, "supp.html");
+    ck_assert_int_ge(asprintf(&want, "<tr><td>suppressed</td><td>1010 B in 3 blocks from 2 stacks</td><td>by 2 "
+                                     "patterns of <code>%s</code></td></tr>",
+                              file),
+                     0);
+    const char *sec = strstr(text, "<h2>Leaks by stack</h2>");
+    ck_assert_msg(sec && strstr(sec, want), "no '%s' in the page's leaks", want);
+    ck_assert_msg(strstr(sec, "<details><summary>50 B in 5 blocks, growing: <code>site_one</code>") &&
+                      !strstr(sec, "<code>site_two</code>"),
+                  "the page's leak stacks, site_two's suppressed: %.2000s", sec);
+    free(want);
+    free(text);
     mt_report_free(&rep);
     free(file);
     free(path);

@@ -7,7 +7,8 @@
 # allocating functions are exactly those three callers and main, with their calls, bytes and leaks,
 # each with main as its caller (text and JSON), and the output names the wrappers skipped and why.
 # With --no-auto-skip alone the wrappers are the allocating functions (33 and 14 calls), with their
-# callers below them. --tree-depth bounds the trees; the HTML page holds them as <details>.
+# callers below them. --tree-depth bounds the trees; the HTML page holds them as <details>. The
+# top-down tree starts at main, and the text, JSON and page name the frames left out above it.
 # Not in sanitized builds (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
@@ -74,6 +75,12 @@ m = find(auto["top_down"], "main")
 got = m and {c["function"]: c["calls"] for c in m["callees"]}
 check(m and m["calls"] == 48 and got == {"build_index": 25, "parse_input": 12, "emit_output": 10},
       "top-down under main: %r" % got)
+# ... and main is its one root: the C runtime's frames above it are left out, and named
+roots = [n["function"] for n in auto["top_down"]]
+check(roots == ["main"], "top-down roots: %r, expected main alone" % roots)
+lo = auto["top_down_left_out"]
+check(lo["stacks"] >= 7 and "__libc_start_main" in lo["functions"] and "main" not in lo["functions"],
+      "top_down_left_out: %r" % lo)
 check(all("callers" not in n for n in d1["allocating_functions"]), "--tree-depth 1 printed callers")
 if bad:
     print("\n".join(bad))
@@ -96,4 +103,10 @@ grep -qE '^  my_xmalloc  33 calls from 3 or more functions: detected' auto.txt |
 grep -qE "^  my_xcalloc  14 calls from 3 or more functions: matches --skip-frames 'my_x\*'" pat.txt ||
     fail "pat.txt: my_xcalloc not said skipped by its pattern: $(grep -A3 '^wrappers' pat.txt)"
 grep -q '<details' page.html && grep -q 'build_index' page.html || fail "HTML page: no caller tree in <details>"
+sed -n '/^callers down to the allocating functions/,/^$/p' auto.txt >down.txt
+grep -qE '^  \(from main, .*left out above them in [0-9]+ stacks: .*__libc_start_main' down.txt ||
+    fail "auto.txt: the top-down tree does not say what it leaves out: $(head -3 down.txt)"
+grep -qE '^ +48 .*  main  .*prog_wrappers\.c:[0-9]+$' down.txt || fail "auto.txt: top-down does not start at main: $(cat down.txt)"
+grep -q 'left out above them in [0-9]* stacks: .*<code>__libc_start_main</code>' page.html ||
+    fail "HTML page: the top-down tree does not say what it leaves out"
 finish
