@@ -428,7 +428,7 @@ static void open_chunk(mt_thread_t *t, uint64_t now)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ch->magic = MT_CHUNK_MAGIC;
     t->pos = c + MT_CHUNK_HEADER_SIZE;
-    t->end = c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
+    t->end = mt_g.hot_path ? mt_records_end(c) : NULL;
     t->enc.prev_time = now;
     t->enc.prev_ptr = 0;
 }

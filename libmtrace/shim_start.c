@@ -10,7 +10,9 @@
 
 #include "shim.h"
 
-mt_global_t mt_g = { .fd = -1, .off = 1 };
+/* What heap_top() reads where glibc's __curbrk is not known: a top that never moves. */
+static void *const no_curbrk;
+mt_global_t mt_g = { .fd = -1, .off = 1, .curbrk = &no_curbrk };
 MT_TLS mt_thread_t mt_self;
 
 /* dlsym may allocate before the real allocator is known: those requests are served from here and
@@ -69,10 +71,13 @@ static void start_tracing(void)
     pthread_atfork(NULL, NULL, fork_child);
     if (mt_g.glibc) {
         sbrk(0); /* sets __curbrk if nothing did yet */
-        mt_g.curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");
+        void *const *curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");
+        if (curbrk)
+            mt_g.curbrk = curbrk;
     }
     if (mt_g.opt.stacks && mt_stacks_init() < 0)
         mt_g.opt.stacks = 0;
+    mt_g.hot_path = mt_g.glibc && mt_g.curbrk != &no_curbrk && !mt_g.opt.stacks;
     if (mt_g.opt.secure) {
         atomic_store(&mt_g.stopped, 1); /* calls pass through; no file is made */
     } else if (mt_file_open() == 0)
