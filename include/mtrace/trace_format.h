@@ -388,9 +388,11 @@ static inline __attribute__((always_inline)) uint8_t *mt_put_ptr(uint8_t *q, uin
     if (version < 2)
         return mt_put_svarint(q, (int64_t)(v - prev));
     const unsigned lo = (unsigned)(v & 15);
-    q = mt_put_uvarint(q, mt_zigzag((int64_t)((v >> 4) - (prev >> 4))) << 1 | (lo != 0));
-    if (lo)
-        *q++ = (uint8_t)lo;
+    const uint64_t u = mt_zigzag((int64_t)((v >> 4) - (prev >> 4))) << 1;
+    if (__builtin_expect(lo == 0, 1)) /* one test for the aligned block, not a flag bit to compute */
+        return mt_put_uvarint(q, u);
+    q = mt_put_uvarint(q, u | 1);
+    *q++ = (uint8_t)lo;
     return q;
 }
 
