@@ -207,6 +207,10 @@ static inline uint8_t *mt_records_end(uint8_t *c)
     return c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
 }
 
+/* shim_clock.c: the header's MT_STR_CLOCK statement into buf (its length): the time source and
+ * what one read of it costs here, measured now (tens of microseconds). */
+size_t mt_clock_statement(char *buf, size_t cap);
+
 /* shim_file.c */
 int mt_file_open(void);
 void mt_file_finish(void);

@@ -52,6 +52,7 @@ enum {
     MT_STR_HOST = 6,      /* uname nodename */
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
     MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
+    MT_STR_CLOCK = 9,     /* the recorder's time source and one read's cost, measured at start */
 };
 
 /* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
