@@ -153,6 +153,11 @@ extern MT_TLS mt_thread_t mt_self;
 /* shim_start.c: dlsym may allocate before the real allocator is known: those requests are served
  * from the boot pool and never freed. */
 #define MT_BOOT_POOL_SIZE (64u * 1024u)
+/* The word before every boot-pool block, where glibc keeps a chunk's header: it reads as a block of
+ * page-evidence size (mt_pages_wanted), so that free's hot path, which reads that word of every
+ * block it records, sends a boot block to free's general path and its boot test; every call saves
+ * the test. The block's size is the word before. */
+#define MT_BOOT_CHUNK_WORD (~(size_t)7)
 extern uint8_t mt_boot_pool[MT_BOOT_POOL_SIZE];
 void *mt_boot_alloc(size_t size, size_t align);
 size_t mt_boot_size(const void *p);

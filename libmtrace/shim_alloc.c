@@ -13,9 +13,12 @@
 
 #include "shim_record.h"
 
-/* free's general path: the page evidence of a large block, the record, then the real free. */
+/* free's general path: a boot-pool block (kept), the page evidence of a large block, the record,
+ * then the real free. */
 static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
 {
+    if (MT_UNLIKELY(mt_is_boot(ptr)))
+        return;
     pages_at_end(now, ptr);
     mt_rec_plain_slow(MT_OP_FREE, now, ptr, 0, 0, 0);
     mt_g.real.free(ptr);
@@ -25,7 +28,7 @@ static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
 static __attribute__((noinline)) void free_unrecorded(void *ptr)
 {
     mt_thread_t *t = &mt_self;
-    if (MT_UNLIKELY(!mt_init()))
+    if (MT_UNLIKELY(mt_is_boot(ptr) || !mt_init()))
         return;
     if (pass_through(t)) {
         count_lost(t);
@@ -59,8 +62,8 @@ MT_EXPORT void *malloc(size_t size)
 MT_EXPORT void free(void *ptr)
 {
     mt_thread_t *t = &mt_self;
-    if (MT_UNLIKELY(mt_is_boot(ptr)))
-        return;
+    /* A boot-pool block is not glibc's: every path out of here tests for one, the hot path by the
+     * word before it (MT_BOOT_CHUNK_WORD), which sends it to free_slow. */
     if (MT_UNLIKELY(pass_through(t))) {
         free_unrecorded(ptr);
         return;
