@@ -121,6 +121,8 @@ static const char help_info[] =
     "  process     the traced process's pid and its parent's\n"
     "  command     the traced command line; then exe, glibc, allocator, host and the settings\n"
     "              (MALLOC_*, GLIBC_TUNABLES, MTRACE_*) the program ran with\n"
+    "  clock       the recorder's time source, read once per call, and what one read of it and\n"
+    "              of CLOCK_MONOTONIC cost in ns, measured when tracing started\n"
     "  records     records: calls (malloc API) and events (threads, fork, exec, RSS samples, stacks)\n"
     "  size        bytes of trace per call\n"
     "  time span   seconds from the first record to the last\n"

@@ -501,6 +501,7 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
     cmd[n] = 0;
     static const struct { unsigned tag; const char *name; } tags[] = {
         { MT_STR_EXE, "exe" }, { MT_STR_GLIBC, "glibc" }, { MT_STR_ALLOCATOR, "allocator" }, { MT_STR_HOST, "host" },
+        { MT_STR_CLOCK, "clock" },
     };
     if (j) {
         mt_json_kv_str(j, "command", cmd, n);

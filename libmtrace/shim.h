@@ -85,7 +85,9 @@ enum { MT_BUSY_PROBE = 3, MT_BUSY_PROBED = 4 };
 /* Per-thread writer state. */
 typedef struct mt_thread {
     uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
-    uint8_t *end;       /* end of the space for call records (the tail reserve lies beyond) */
+    uint8_t *end;       /* the hot path's limit (shim_record.h): the end of the space for call records
+                         * (mt_records_end), or NULL when every call takes the general path
+                         * (mt_g.hot_path off); NULL before the first chunk */
     uint8_t *chunk;     /* start of the current chunk */
     mt_enc_t enc;       /* delta bases, reset at every chunk */
     uint32_t thread_no; /* sequential thread number, 0 until assigned */
@@ -116,9 +118,12 @@ typedef struct mt_global {
     uint64_t reserved_chunks;
     _Atomic uint64_t next_rss_time;
     uint64_t rss_period;    /* in recorded time units */
-    void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; or NULL */
+    void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; else a word
+                             * that stays 0 (never NULL: the hot path reads it unchecked) */
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
+    int hot_path;           /* calls may be recorded on the hot path: glibc's allocator, __curbrk found,
+                             * no stacks. Off, every thread's end is NULL (open_chunk) */
     const void *alloc_base; /* load address of the object that defines that malloc */
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
     atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
@@ -148,12 +153,18 @@ extern MT_TLS mt_thread_t mt_self;
 /* shim_start.c: dlsym may allocate before the real allocator is known: those requests are served
  * from the boot pool and never freed. */
 #define MT_BOOT_POOL_SIZE (64u * 1024u)
+/* The word before every boot-pool block, where glibc keeps a chunk's header: it reads as a block of
+ * page-evidence size (mt_pages_wanted), so that free's hot path, which reads that word of every
+ * block it records, sends a boot block to free's general path and its boot test; every call saves
+ * the test. The block's size is the word before. */
+#define MT_BOOT_CHUNK_WORD (~(size_t)7)
 extern uint8_t mt_boot_pool[MT_BOOT_POOL_SIZE];
 void *mt_boot_alloc(size_t size, size_t align);
 size_t mt_boot_size(const void *p);
 static inline int mt_is_boot(const void *p)
 {
-    return (const uint8_t *)p >= mt_boot_pool && (const uint8_t *)p < mt_boot_pool + MT_BOOT_POOL_SIZE;
+    /* One compare: below the pool, the difference wraps to a huge value. */
+    return (uintptr_t)p - (uintptr_t)mt_boot_pool < MT_BOOT_POOL_SIZE;
 }
 /* Nonzero once the real functions are known (resolving them, and starting tracing, the first time);
  * zero while this thread is inside dlsym, when its allocations come from the boot pool. */
@@ -194,7 +205,8 @@ static inline size_t mt_glibc_chunk_word(const void *p)
 /* The usable bytes of a glibc block from its chunk header word. */
 static inline size_t mt_glibc_usable(size_t h)
 {
-    return (h & ~(size_t)7) - ((h & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+    /* Less one header word, two for a mapped chunk: (h & 2) * 4 is the second, without a branch. */
+    return (h & ~(size_t)7) - sizeof(size_t) - (h & 2) * (sizeof(size_t) / 2);
 }
 
 /* Whether a glibc block with chunk header word h gets page evidence (MT_PAGES_MIN usable bytes). */
@@ -202,6 +214,17 @@ static inline int mt_pages_wanted(size_t h)
 {
     return h >= MT_PAGES_MIN + 2 * sizeof(size_t) && mt_glibc_usable(h) >= MT_PAGES_MIN;
 }
+
+/* The end of the space for call records in a chunk that starts at c: the tail reserve (final
+ * events) and room for one whole record lie beyond. */
+static inline uint8_t *mt_records_end(uint8_t *c)
+{
+    return c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
+}
+
+/* shim_clock.c: the header's MT_STR_CLOCK statement into buf (its length): the time source and
+ * what one read of it costs here, measured now (tens of microseconds). */
+size_t mt_clock_statement(char *buf, size_t cap);
 
 /* shim_file.c */
 int mt_file_open(void);

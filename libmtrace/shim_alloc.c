@@ -13,9 +13,13 @@
 
 #include "shim_record.h"
 
-/* free's general path: the record, then the real free. */
+/* free's general path: a boot-pool block (kept), the page evidence of a large block, the record,
+ * then the real free. */
 static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
 {
+    if (MT_UNLIKELY(mt_is_boot(ptr)))
+        return;
+    pages_at_end(now, ptr);
     mt_rec_plain_slow(MT_OP_FREE, now, ptr, 0, 0, 0);
     mt_g.real.free(ptr);
 }
@@ -24,7 +28,7 @@ static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
 static __attribute__((noinline)) void free_unrecorded(void *ptr)
 {
     mt_thread_t *t = &mt_self;
-    if (MT_UNLIKELY(!mt_init()))
+    if (MT_UNLIKELY(mt_is_boot(ptr) || !mt_init()))
         return;
     if (pass_through(t)) {
         count_lost(t);
@@ -58,20 +62,26 @@ MT_EXPORT void *malloc(size_t size)
 MT_EXPORT void free(void *ptr)
 {
     mt_thread_t *t = &mt_self;
-    if (MT_UNLIKELY(mt_is_boot(ptr)))
-        return;
+    /* A boot-pool block is not glibc's: every path out of here tests for one, the hot path by the
+     * word before it (MT_BOOT_CHUNK_WORD), which sends it to free_slow. */
     if (MT_UNLIKELY(pass_through(t))) {
         free_unrecorded(ptr);
         return;
     }
     const uint64_t now = mt_now();
-    pages_at_end(now, ptr);
     /* Recorded before the real free: once free returns, another thread may get the same address,
-     * and its record must not be able to precede ours in the file of this thread's events. */
-    if (MT_UNLIKELY(!rec_plain_fast(t, MT_OP_FREE, now, ptr, 0, 0, 0))) {
+     * and its record must not be able to precede ours in the file of this thread's events. A large
+     * block's page evidence (pages_at_end) comes first, on the general path: free's hot path then
+     * makes no call before its last jump and saves no register. A hot path implies glibc's malloc,
+     * whose chunk header ptr has. */
+    uint8_t *p = rec_begin_fast(t, now);
+    if (MT_UNLIKELY(!p || (ptr && mt_pages_wanted(mt_glibc_chunk_word(ptr))))) {
+        t->busy = 0; /* left as it was found: the general path enters again */
         free_slow(now, ptr);
         return;
     }
+    rec_end_fast(t, mt_enc_call(&t->enc, p, MT_TRACE_VERSION, MT_OP_FREE, 0, now, (uint64_t)(uintptr_t)ptr, 0,
+                                0, 0, 0, 0));
     mt_g.real.free(ptr);
 }
 

@@ -301,6 +301,8 @@ static void write_header(void)
     if (uname(&u) == 0)
         p = put_str(p, end, MT_STR_HOST, u.nodename, strlen(u.nodename));
     p = put_str(p, end, MT_STR_PATH, mt_g.path, strlen(mt_g.path));
+    char clock[128];
+    p = put_str(p, end, MT_STR_CLOCK, clock, mt_clock_statement(clock, sizeof clock));
     memset(p, 0, 4);
     /* The magic goes last so that a reader never sees a half-written header as valid. */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -428,7 +430,7 @@ static void open_chunk(mt_thread_t *t, uint64_t now)
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ch->magic = MT_CHUNK_MAGIC;
     t->pos = c + MT_CHUNK_HEADER_SIZE;
-    t->end = c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
+    t->end = mt_g.hot_path ? mt_records_end(c) : NULL;
     t->enc.prev_time = now;
     t->enc.prev_ptr = 0;
 }

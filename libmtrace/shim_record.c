@@ -14,7 +14,7 @@ static inline uint8_t *rec_begin(mt_thread_t *t, uint64_t now, uint32_t *stack)
     if (MT_UNLIKELY(mt_g.opt.stacks))
         *stack = mt_stack_id(t);
     uint8_t *p = t->pos;
-    if (MT_UNLIKELY(p >= t->end)) {
+    if (MT_UNLIKELY(!p || p >= mt_records_end(t->chunk))) {
         p = mt_thread_reserve(t, now);
         if (!p) {
             t->lost++;
@@ -35,10 +35,12 @@ static inline void rec_end(mt_thread_t *t, uint8_t *end, uint64_t now)
 }
 
 /* After the call that made glibc block r: its page evidence, when it is large. A chunk glibc mapped
- * for it is fresh (no whole page resident), which spares the syscall on the common large case. */
-void mt_pages_at_alloc(uint64_t now, const void *r, size_t h)
+ * for it is fresh (no whole page resident), which spares the syscall on the common large case.
+ * Returns r. */
+void *mt_pages_at_alloc(uint64_t now, void *r, size_t h)
 {
     mt_pages_event(now, r, mt_glibc_usable(h), MT_PAGES_AT_ALLOC, (h & 2) != 0);
+    return r;
 }
 
 /* The general writer of a call that returns a block. `op_flags` is the op, with MT_RF_NULL when the
@@ -53,11 +55,12 @@ void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg,
     const int err = r ? 0 : (int)result;
     uint32_t stack = 0;
     uint8_t *p = rec_begin(t, now, &stack);
+    const size_t h = r && mt_g.glibc ? mt_glibc_chunk_word(r) : 0;
     if (p)
-        rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, (op_flags & REC_MOVED) != 0),
+        rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, h, (op_flags & REC_MOVED) != 0),
                 now);
-    if (r && mt_g.glibc && mt_pages_wanted(mt_glibc_chunk_word(r)))
-        mt_pages_at_alloc(now, r, mt_glibc_chunk_word(r));
+    if (mt_pages_wanted(h))
+        mt_pages_at_alloc(now, r, h);
     return r;
 }
 

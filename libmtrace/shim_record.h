@@ -32,14 +32,15 @@ static inline void count_lost(mt_thread_t *t)
 
 /* Begins a record on the hot path: enters the shim and returns where the record goes, or NULL when
  * the general path has to write it (it enters again, harmlessly). The tests come after entering:
- * a signal handler's call recorded before that may have moved pos. */
+ * a signal handler's call recorded before that may have moved pos. One test covers a full chunk,
+ * no chunk yet, and a process whose every call takes the general path (stacks, an allocator other
+ * than glibc's): t->end is NULL then (open_chunk). */
 static inline uint8_t *rec_begin_fast(mt_thread_t *t, uint64_t now)
 {
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint8_t *p = t->pos;
-    if (MT_UNLIKELY(mt_g.opt.stacks || p >= t->end ||
-                    now >= atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed)))
+    if (MT_UNLIKELY(p >= t->end || now >= atomic_load_explicit(&mt_g.next_rss_time, memory_order_relaxed)))
         return NULL;
     if (!p) /* cannot be: pos and end are set together, and are NULL only together */
         __builtin_unreachable();
@@ -53,15 +54,14 @@ static inline void rec_end_fast(mt_thread_t *t, uint8_t *end)
     t->busy = 0;
 }
 
-/* glibc's heap top, what sbrk(0) returns, as one load of __curbrk (mt_g.curbrk, set only when
- * glibc's malloc answers; 0 otherwise): about 2 ns less than the call. Read before and after the real
- * call, it tells whether that call moved the top (MT_XF_HEAP_GREW). Nothing shared is written: a
- * top kept for the whole process, written by whichever thread saw it move, would be a cache line
- * that every call of every thread reads and some of them write. */
+/* glibc's heap top, what sbrk(0) returns, as one load of __curbrk (mt_g.curbrk, which points at a
+ * word that stays 0 unless glibc's malloc answers): about 2 ns less than the call. Read before and
+ * after the real call, it tells whether that call moved the top (MT_XF_HEAP_GREW). Nothing shared is
+ * written: a top kept for the whole process, written by whichever thread saw it move, would be a
+ * cache line that every call of every thread reads and some of them write. */
 static inline uintptr_t heap_top(void)
 {
-    void *const *curbrk = mt_g.curbrk;
-    return curbrk ? (uintptr_t)*curbrk : 0;
+    return (uintptr_t)*mt_g.curbrk;
 }
 
 /* The size a block call asked for (mt_requested), from the hooks' arguments: calloc's and
@@ -76,11 +76,13 @@ static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
 
 /* Encodes at p the record of a call that returned block r (NULL: failed; `err` is posix_memalign's
  * error) and returns its end; `moved`: the call moved the heap top. Always inlined with a constant
- * op, so that the encoder's per-op switch and tests fold away; `glibc` is constant 1 on the hot path. */
+ * op, so that the encoder's per-op switch and tests fold away; `glibc` is constant 1 on the hot path.
+ * With glibc, h is r's chunk header word (read once by the caller, which needs it for the page
+ * evidence too): it gives both the MMAPPED flag and the usable size. */
 static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, uint8_t *p, unsigned op,
                                                                 uint64_t now, const void *arg, uint64_t n1,
                                                                 uint64_t n2, void *r, int err, uint32_t stack,
-                                                                int glibc, int moved)
+                                                                int glibc, size_t h, int moved)
 {
     const uint64_t requested = requested_size(op, n1, n2);
     uint8_t ext = (stack ? MT_XF_STACK : 0) | (moved ? MT_XF_HEAP_GREW : 0);
@@ -88,8 +90,6 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
     int64_t slack = 0;
     if (glibc) {
         if (r) {
-            /* One load of the chunk header gives both the MMAPPED flag and the usable size. */
-            const size_t h = mt_glibc_chunk_word(r);
             b0 |= (h & 2) ? MT_RF_MMAPPED : 0;
             slack = (int64_t)(mt_glibc_usable(h) - requested);
         }
@@ -121,7 +121,7 @@ __attribute__((noinline)) void *mt_rec_block_slow(unsigned op_flags, uint64_t no
                                                   uint64_t n2, uint64_t result);
 __attribute__((noinline)) void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1,
                                                  uint64_t n2, uint64_t result);
-__attribute__((noinline)) void mt_pages_at_alloc(uint64_t now, const void *r, size_t h);
+__attribute__((noinline)) void *mt_pages_at_alloc(uint64_t now, void *r, size_t h);
 
 /* Records a call that returns a block, and returns r; `top` is the heap top read before the call. */
 static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, unsigned op, uint64_t now,
@@ -130,12 +130,13 @@ static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, uns
 {
     const int moved = heap_top() != top;
     uint8_t *p = rec_begin_fast(t, now);
-    if (MT_UNLIKELY(!p || !mt_g.curbrk)) /* curbrk: set only for glibc's malloc */
+    if (MT_UNLIKELY(!p)) /* p: only where glibc's malloc answers (mt_g.hot_path) */
         return mt_rec_block_slow((r ? op : op | MT_RF_NULL) | (moved ? REC_MOVED : 0), now, arg, n1, n2,
                               r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
-    rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, moved));
-    if (MT_UNLIKELY(r && mt_pages_wanted(mt_glibc_chunk_word(r))))
-        mt_pages_at_alloc(now, r, mt_glibc_chunk_word(r));
+    const size_t h = r ? mt_glibc_chunk_word(r) : 0;
+    rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, h, moved));
+    if (MT_UNLIKELY(mt_pages_wanted(h))) /* h 0: no block */
+        return mt_pages_at_alloc(now, r, h); /* returns r: a jump, so r needs no saved register */
     return r;
 }
 

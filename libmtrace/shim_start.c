@@ -10,11 +10,14 @@
 
 #include "shim.h"
 
-mt_global_t mt_g = { .fd = -1, .off = 1 };
+/* What heap_top() reads where glibc's __curbrk is not known: a top that never moves. */
+static void *const no_curbrk;
+mt_global_t mt_g = { .fd = -1, .off = 1, .curbrk = &no_curbrk };
 MT_TLS mt_thread_t mt_self;
 
 /* dlsym may allocate before the real allocator is known: those requests are served from here and
- * never freed. Each block carries its size so that realloc can move it out. */
+ * never freed. Each block carries its size so that realloc can move it out, and MT_BOOT_CHUNK_WORD
+ * (start leaves at least 16 bytes after the previous block for the two words). */
 _Alignas(64) uint8_t mt_boot_pool[MT_BOOT_POOL_SIZE];
 static _Atomic size_t boot_used;
 
@@ -28,7 +31,9 @@ void *mt_boot_alloc(size_t size, size_t align)
         if (start + size > sizeof mt_boot_pool || size > sizeof mt_boot_pool)
             return NULL;
         if (atomic_compare_exchange_weak(&boot_used, &used, start + size)) {
-            memcpy(mt_boot_pool + start - sizeof size, &size, sizeof size);
+            const size_t word = MT_BOOT_CHUNK_WORD;
+            memcpy(mt_boot_pool + start - 2 * sizeof size, &size, sizeof size);
+            memcpy(mt_boot_pool + start - sizeof word, &word, sizeof word);
             return mt_boot_pool + start; /* static storage: already zeroed */
         }
     }
@@ -37,7 +42,7 @@ void *mt_boot_alloc(size_t size, size_t align)
 size_t mt_boot_size(const void *p)
 {
     size_t n;
-    memcpy(&n, (const uint8_t *)p - sizeof n, sizeof n);
+    memcpy(&n, (const uint8_t *)p - 2 * sizeof n, sizeof n);
     return n;
 }
 
@@ -70,10 +75,13 @@ static void start_tracing(void)
     pthread_atfork(NULL, NULL, fork_child);
     if (mt_g.glibc) {
         sbrk(0); /* sets __curbrk if nothing did yet */
-        mt_g.curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");
+        void *const *curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");
+        if (curbrk)
+            mt_g.curbrk = curbrk;
     }
     if (mt_g.opt.stacks && mt_stacks_init() < 0)
         mt_g.opt.stacks = 0;
+    mt_g.hot_path = mt_g.glibc && mt_g.curbrk != &no_curbrk && !mt_g.opt.stacks;
     if (mt_g.opt.secure) {
         atomic_store(&mt_g.stopped, 1); /* calls pass through; no file is made */
     } else if (mt_file_open() == 0)

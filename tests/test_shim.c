@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mtrace/clock.h"
 #include "mtrace/trace_reader.h"
 #include "test_util.h"
 
@@ -246,6 +247,30 @@ static int string_is(const mt_trace_t *t, unsigned tag, const char *want)
     return s && len == strlen(want) && !memcmp(s, want, len);
 }
 
+/* The header states the recorder's clock and what one read of it cost at start (MT_STR_CLOCK):
+ * "source=tsc reads=per-call tsc_ns=N monotonic_ns=M" where there is a time-stamp counter, else
+ * "source=monotonic reads=per-call monotonic_ns=M", each cost a positive number of ns. */
+static void assert_clock_stated(const mt_trace_t *t)
+{
+    size_t len;
+    const char *s = mt_trace_string(t, MT_STR_CLOCK, 0, &len);
+    ck_assert_msg(s != NULL, "no CLOCK string in the header");
+    char buf[128];
+    ck_assert_uint_lt(len, sizeof buf);
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    double own = 0, mono = 0;
+    int used = 0;
+    if (MT_CLOCK_IS_TSC)
+        ck_assert_msg(sscanf(buf, "source=tsc reads=per-call tsc_ns=%lf monotonic_ns=%lf%n", &own, &mono, &used) == 2,
+                      "CLOCK string: %s", buf);
+    else
+        ck_assert_msg(sscanf(buf, "source=monotonic reads=per-call monotonic_ns=%lf%n", &mono, &used) == 1,
+                      "CLOCK string: %s", buf);
+    ck_assert_msg((size_t)used == len, "CLOCK string has more: %s", buf);
+    ck_assert_msg(mono > 0 && mono < 1e6 && (!MT_CLOCK_IS_TSC || (own > 0 && own < 1e6)), "CLOCK costs: %s", buf);
+}
+
 static int file_exists(const char *path)
 {
     struct stat st;
@@ -355,6 +380,7 @@ START_TEST(known_calls_recorded_exactly)
     ck_assert_msg(string_is(t, MT_STR_PATH, trace), "PATH string is not %s", trace);
     ck_assert_msg(string_is(t, MT_STR_EXE, prog), "EXE string is not %s", prog);
     ck_assert_msg(string_is(t, MT_STR_CMDLINE, prog), "CMDLINE string is not %s", prog);
+    assert_clock_stated(t);
     ck_assert_uint_eq(mt_trace_thread_count(t), 1);
     rec_list_t all = { 0 }, calls = { 0 };
     thread_records(t, 0, &all);

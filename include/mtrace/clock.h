@@ -16,9 +16,9 @@
 static inline uint64_t mt_clock(void)
 {
 #if MT_CLOCK_IS_TSC
-    uint32_t lo, hi;
+    uint64_t lo, hi; /* rdtsc clears the upper halves of rax and rdx: no zero extension needed */
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
+    return (hi << 32) | lo;
 #else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -52,6 +52,7 @@ enum {
     MT_STR_HOST = 6,      /* uname nodename */
     MT_STR_PATH = 7,      /* the trace file's own path as opened */
     MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
+    MT_STR_CLOCK = 9,     /* the recorder's time source and one read's cost, measured at start */
 };
 
 /* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
@@ -394,9 +395,11 @@ static inline __attribute__((always_inline)) uint8_t *mt_put_ptr(uint8_t *q, uin
     if (version < 2)
         return mt_put_svarint(q, (int64_t)(v - prev));
     const unsigned lo = (unsigned)(v & 15);
-    q = mt_put_uvarint(q, mt_zigzag((int64_t)((v >> 4) - (prev >> 4))) << 1 | (lo != 0));
-    if (lo)
-        *q++ = (uint8_t)lo;
+    const uint64_t u = mt_zigzag((int64_t)((v >> 4) - (prev >> 4))) << 1;
+    if (__builtin_expect(lo == 0, 1)) /* one test for the aligned block, not a flag bit to compute */
+        return mt_put_uvarint(q, u);
+    q = mt_put_uvarint(q, u | 1);
+    *q++ = (uint8_t)lo;
     return q;
 }
 

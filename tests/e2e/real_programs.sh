@@ -62,6 +62,8 @@ for path in sys.argv[4:]:
     calls = sum(j["calls"].values())
     if calls != j["call_records"]: problems.append("%s: calls{} sums to %d, call_records is %d" % (f, calls, j["call_records"]))
     if j["events"]["thread_start"] != j["threads"]: problems.append("%s: thread_start events != threads" % f)
+    # mtrace info states the recorder's clock and its cost from the header (MT_STR_CLOCK).
+    if not j.get("clock", "").startswith("source="): problems.append("%s: no clock statement" % f)
     # A process that exec'd ends without the finish of a normal exit: its latest record is the exec.
     if not j["complete"] and not j["ended_at_exec"]: problems.append("%s: not complete and not ended at an exec" % f)
     total += calls
