@@ -55,6 +55,9 @@ typedef struct sim_counts {
     uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
     uint64_t busy_cycles; /* its time from start to end less its waits and its pacing: replaying */
     uint64_t write_cycles; /* writing the blocks the allocator handed out (their page faults) */
+    /* voluntary context switches other than the replay's own sleeps (waits, pacing): calls that
+     * blocked, whose time is not CPU time */
+    uint64_t blocked_switches;
     sim_opstat_t stat[SIM_OPS];
 } sim_counts_t;
 

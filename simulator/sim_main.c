@@ -289,8 +289,14 @@ typedef struct op_costs {
  * too high in its own way: their clock time (busy_cycles, waits and pacing left out) also counts
  * the time they were descheduled, and on a loaded machine that is most of it (the same workload
  * gave 41.7 to 102.6 ns per op from one allocator to the next); their CPU time also counts their
- * spinning in waits. The lower of the two is reported. Calls that were descheduled (slow_cycles)
- * are left out of the CPU-time way: their time is mostly not CPU time. */
+ * spinning in waits. The lower of the two is reported, unless calls block (voluntary context
+ * switches beyond the replay's own sleeps, more than one per BLOCKED_PER_OPS ops: a lock, an
+ * allocator that sleeps), whose time is not CPU time: then the clock's; the clock's too when the CPU
+ * way comes out at 0 or less (calls that take far more than the replay's own work, whose clock rate
+ * estimate errs by more than that work). Calls that were descheduled (slow_cycles) are left out of the CPU-time
+ * way: their time is mostly not CPU time. */
+#define BLOCKED_PER_OPS 1000u /* more than one blocked switch in so many ops: calls block */
+
 static op_costs_t op_costs(const sim_opstat_t *total, const sim_counts_t *c, uint64_t ops, double tsc_per_ns)
 {
     op_costs_t r = { 0 };
@@ -306,7 +312,7 @@ static op_costs_t op_costs(const sim_opstat_t *total, const sim_counts_t *c, uin
     r.write_ns = (double)c->write_cycles / tsc_per_ns;
     const double by_clock = ((double)c->busy_cycles - (double)cycles - (double)c->write_cycles) / tsc_per_ns,
                  by_cpu = (double)c->cpu_ns - (double)(cycles - slow + c->write_cycles) / tsc_per_ns,
-                 own = by_clock < by_cpu ? by_clock : by_cpu;
+                 own = by_cpu <= 0 || by_clock < by_cpu || c->blocked_switches * BLOCKED_PER_OPS > ops ? by_clock : by_cpu;
     r.own_ns_per_op = own > 0 ? own / (double)ops : 0;
     return r;
 }
@@ -579,6 +585,7 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_kv_double(&j, "allocator_ns_per_call", r->costs.calls ? r->costs.alloc_ns / (double)r->costs.calls : 0);
     mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(r->costs.write_ns / 1000));
     mt_json_kv_double(&j, "replay_overhead_ns_per_op", r->costs.own_ns_per_op);
+    mt_json_kv_u64(&j, "blocked_switches", s->totals->blocked_switches);
     mt_json_kv_cstr(&j, "replay_overhead_rule", "the replay threads' time less allocator_us (every timed call) and "
                                               "block_writes_us (writing the blocks the calls returned), per op of "
                                               "the workload: the replay's own work; their time is the lower of "

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -256,6 +257,13 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's voluntary context switches so far: its sleeps, and its calls that blocked. */
+static uint64_t voluntary_switches(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_nvcsw : 0;
+}
+
 /* --timing recorded: the replay may run ahead of the program's time by at most PACE_SLACK_NS. An
  * allocator's purging on a timer works in milliseconds and more (jemalloc's decay: seconds), so a
  * millisecond is close enough; and a clock read and a spin or a sleep before every op cost more than
@@ -266,7 +274,7 @@ static uint64_t thread_cpu_ns(void)
 
 /* Sleeps until op_ns's time in the replay, if that is ahead; its CPU time (the sleep's system calls)
  * goes to *cpu_ns, which the thread's time leaves out. */
-static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns)
+static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns, uint64_t *sleeps)
 {
     const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
     uint64_t now = mt_mono_ns();
@@ -278,6 +286,7 @@ static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns)
         const uint64_t ns = due - now;
         const struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
         nanosleep(&ts, NULL);
+        ++*sleeps;
     }
     *cpu_ns += thread_cpu_ns() - cpu0;
 }
@@ -398,7 +407,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     mt_error_t err;
     int rc, stopped = 0, exited = 0;
     set_run_state(s, t, SIM_RUNNING);
-    const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles();
+    const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles(), switches0 = voluntary_switches();
+    uint64_t pace_sleeps = 0;
     uint64_t paced = 0, paced_cpu = 0; /* cycles, and CPU ns, spent waiting for an op's recorded time */
     uint64_t pace_from = 0;            /* the next op from this time on looks at the clock */
     t->work = sim_work_take(s, t);
@@ -422,7 +432,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT && r.time_ns >= pace_from) {
             pace_from = r.time_ns + PACE_SLACK_NS;
             const uint64_t p0 = sim_cycles();
-            pace(s, r.time_ns, &paced_cpu);
+            pace(s, r.time_ns, &paced_cpu, &pace_sleeps);
             paced += sim_cycles() - p0;
         }
         uint64_t c0, c1;
@@ -601,6 +611,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     t->work->c.cpu_ns += cpu > paced_cpu ? cpu - paced_cpu : 0;
     const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;
     t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
+    const uint64_t switched = voluntary_switches() - switches0, own = t->work->c.futex_sleeps + pace_sleeps;
+    t->work->c.blocked_switches += switched > own ? switched - own : 0;
     sim_work_give_back(s, t->work);
     t->work = NULL;
     if (exited)

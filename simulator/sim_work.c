@@ -88,7 +88,8 @@ void sim_work_give_back(sim_t *s, sim_work_t *w)
     to->cpu_ns += from->cpu_ns;
     to->busy_cycles += from->busy_cycles;
     to->write_cycles += from->write_cycles;
-    from->busy_cycles = from->write_cycles = 0;
+    to->blocked_switches += from->blocked_switches;
+    from->busy_cycles = from->write_cycles = from->blocked_switches = 0;
     from->waits = from->wait_cycles = from->futex_sleeps = from->far_slots = from->cpu_ns = 0;
     from->touched_in_part = 0;
     for (unsigned op = 0; op < SIM_OPS; op++)
