@@ -1030,7 +1030,7 @@ static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const
 {
     unsigned long n;
     switch (c) {
-    case 'j': *fmt = MT_TABLE_JSON; return 1;
+    case 'J': *fmt = MT_TABLE_JSON; return 1;
     case 'H': *html = optarg; return 1;
     case 't':
         if (mt_uint_option(cmd, "--top", optarg, 0, 1000000, &n) < 0)
@@ -1053,21 +1053,23 @@ static int cmd_report(int argc, char **argv)
     int nresults = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'j' },           { "csv", no_argument, 0, 'c' },
+        { "json", no_argument, 0, 'J' },           { "csv", no_argument, 0, 'c' },
         { "top", required_argument, 0, 't' },      { "folded", required_argument, 0, 'F' },
         { "flamegraph", required_argument, 0, 'g' }, { "flame-weight", required_argument, 0, 'w' },
         { "callsites-csv", required_argument, 0, 'C' }, { "skip-frames", required_argument, 0, 's' },
         { "no-auto-skip", no_argument, 0, 'n' },   { "tree-depth", required_argument, 0, 'd' },
         { "html", required_argument, 0, 'H' },     { "help", no_argument, 0, 'h' },
         { "suppress", required_argument, 0, 'S' }, { "temporary", required_argument, 0, 'T' },
+        { "jobs", required_argument, 0, 'j' },
         { 0, 0, 0, 0 },
     };
     static const char *const weights[] = { "bytes", "calls", "leaked", "peak", NULL };
     static const char *const temporary_rules[] = { "thread", "heaptrack", NULL }; /* MT_TEMP_* order */
     unsigned long n;
     int c;
+    o.jobs = mt_online_cpus();
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace report", argc, argv, "h", opts)) != -1) {
+    while ((c = mt_getopt("mtrace report", argc, argv, "hj:", opts)) != -1) {
         const int shared = report_diff_option("mtrace report", c, &fmt, &html, &top, &o, skip);
         if (shared < 0)
             return MT_EXIT_USAGE;
@@ -1089,6 +1091,11 @@ static int cmd_report(int argc, char **argv)
             o.tree_depth = (unsigned)n;
             break;
         case 'S': o.suppress = optarg; break;
+        case 'j':
+            if (mt_uint_option("mtrace report", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
+                return MT_EXIT_USAGE;
+            o.jobs = (unsigned)n;
+            break;
         case 'T':
             if (mt_choice_option("mtrace report", "--temporary", optarg, temporary_rules) < 0)
                 return MT_EXIT_USAGE;
@@ -1148,7 +1155,7 @@ static int cmd_diff(int argc, char **argv)
     unsigned top = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'j' },          { "html", required_argument, 0, 'H' },
+        { "json", no_argument, 0, 'J' },          { "html", required_argument, 0, 'H' },
         { "top", required_argument, 0, 't' },     { "skip-frames", required_argument, 0, 's' },
         { "no-auto-skip", no_argument, 0, 'n' },  { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
