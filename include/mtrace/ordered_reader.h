@@ -4,8 +4,9 @@
  * by thread index), and so are the errors: a damaged record ends the stream where the serial merge
  * would meet it, with the same message. With 2 jobs one worker decodes and merges while the caller
  * uses the records; with N > 2, N - 2 workers decode the threads' chunks (each with its own zstd
- * context and chunk buffers), one merges them, the caller makes N. Memory: a 64 KiB chunk buffer and
- * a few batches of records per trace thread, a few output batches, whatever the trace's length.
+ * context and chunk buffers), one merges them, the caller makes N. Memory, whatever the trace's
+ * length: a 64 KiB chunk buffer per trace thread (as a serial reader's), with decoders 128 KiB of
+ * decoded records per trace thread, and 4 MiB of merged records.
  */
 #ifndef MTRACE_ORDERED_READER_H
 #define MTRACE_ORDERED_READER_H
