@@ -20,15 +20,17 @@
 /* Records per batch and batches per queue. A thread waiting on a queue (its consumer for a batch,
  * its producer for room) is woken only once the queue is half full, or half empty: with a wake-up
  * per batch the two threads took turns, and on a loaded machine each turn waited for a CPU (21 K
- * context switches a second, 20 M records on 2 CPUs at a load of 4). The merged queue holds 32 K
- * records (4 MiB), about 3 ms of the caller's work, so that either side can be off its CPU for a
- * time slice without the other waiting; decoders' queues are small because there is one per trace
- * thread. */
+ * context switches a second, 20 M records on 2 CPUs at a load of 4). The merged queue holds 16 K
+ * records (2 MiB), about 1.5 ms of the caller's work, so that either side can be off its CPU a
+ * while without the other waiting; a larger one pushes the caller's live set out of its cache
+ * (per-thread CPU time sampled with perf on this loaded machine: 16 x 1024 records did no worse
+ * than 4, 8 or 32 x 1024, or 8 x 256; the differences were within the noise). Decoders' queues
+ * are small because there is one per trace thread. */
 #define DECODED_BATCH 256
 #define DECODED_RING 4
 #define MERGED_BATCH 1024
-#define MERGED_RING 32
-#define RING 32 /* the most of either */
+#define MERGED_RING 16
+#define RING 16 /* the most of either */
 /* The smallest payload arena; it grows to the largest event payload met (at most a chunk). */
 #define ARENA_MIN 4096
 

@@ -6,7 +6,7 @@
  * uses the records; with N > 2, N - 2 workers decode the threads' chunks (each with its own zstd
  * context and chunk buffers), one merges them, the caller makes N. Memory, whatever the trace's
  * length: a 64 KiB chunk buffer per trace thread (as a serial reader's), with decoders 128 KiB of
- * decoded records per trace thread, and 4 MiB of merged records.
+ * decoded records per trace thread, and 2 MiB of merged records.
  */
 #ifndef MTRACE_ORDERED_READER_H
 #define MTRACE_ORDERED_READER_H
