@@ -107,14 +107,16 @@ static const char help_record[] =
     "  mtrace record --stacks 8 -o app.mtr -- ./app --its-options\n";
 
 static const char help_info[] =
-    "usage: mtrace info [--json] FILE\n"
+    "usage: mtrace info [--json] [-j N] FILE\n"
     "\n"
     "Summarizes a trace (raw or packed) or a workload: its header, threads, records, calls per\n"
     "function, time span and state, without printing the records.\n"
     "\n"
     "Options:\n"
-    "  --json      one JSON object (keys as the text's lines, in bytes and seconds)\n"
-    "  -h, --help  this text\n"
+    "  --json        one JSON object (keys as the text's lines, in bytes and seconds)\n"
+    "  -j, --jobs N  threads reading a trace's chunks, 1 to 1024 (default: the CPUs online); the\n"
+    "                output is the same, byte for byte, with any N\n"
+    "  -h, --help    this text\n"
     "\n"
     "Output:\n"
     "  file        the file, raw or packed, its size in bytes and format version\n"

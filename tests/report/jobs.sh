@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# mtrace report -j N gives what -j 1 gives, byte for byte (text and --json, standard output, standard
-# error and exit status), on whole traces and damaged ones: a 7-thread trace of many chunks (raw and
+# mtrace report -j N and mtrace info -j N give what -j 1 gives, byte for byte (text and --json,
+# standard output, standard error and exit status), on whole traces and damaged ones: a 7-thread trace of many chunks (raw and
 # packed), the same with bytes overwritten inside chunks and frames (a record decoded wrong, an
 # opcode that is none, a frame zstd refuses), cut short, and a killed process's trace (a partial
 # result, "not finished"); with PROG (unsanitized builds) a recorded 4-thread program with stacks,
@@ -15,25 +15,32 @@ work=$(mktemp -d /tmp/mtrace-report-jobs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-# same TRACE [OPTIONS...]: report with -j 1, 2, 3 and 5, in text and JSON, agree in every output.
-same() {
-    local trace=$1
-    shift
+# same_as_j1 COMMAND TRACE [OPTIONS...]: mtrace COMMAND with -j 1, 2, 3 and 5, in text and JSON,
+# agrees in every output.
+same_as_j1() {
+    local cmd=$1 trace=$2
+    shift 2
     for fmt in text json; do
         local f=""
         [ $fmt = json ] && f=--json
-        t 120 "$mtrace" report $f "$@" -j 1 "$trace" >"1.out" 2>"1.err"
+        t 120 "$mtrace" "$cmd" $f "$@" -j 1 "$trace" >"1.out" 2>"1.err"
         echo $? >1.rc
         for j in 2 3 5; do
-            t 120 "$mtrace" report $f "$@" -j $j "$trace" >"$j.out" 2>"$j.err"
+            t 120 "$mtrace" "$cmd" $f "$@" -j $j "$trace" >"$j.out" 2>"$j.err"
             echo $? >$j.rc
             for part in out err rc; do
                 cmp -s 1.$part $j.$part ||
-                    fail "$trace $* ($fmt): -j $j's $part differs from -j 1's: $(diff 1.$part $j.$part | head -5)"
+                    fail "$cmd $trace $* ($fmt): -j $j's $part differs from -j 1's: $(diff 1.$part $j.$part | head -5)"
             done
         done
         checked=$((checked + 1))
     done
+}
+
+# same TRACE [OPTIONS...]: info and report (with OPTIONS) agree at every -j; report's outputs last.
+same() {
+    same_as_j1 info "$1"
+    same_as_j1 report "$@"
 }
 
 # patch FILE OFFSET HEX: overwrites bytes of FILE at OFFSET.
