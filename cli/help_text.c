@@ -161,7 +161,7 @@ static const char help_dump[] =
     "  mtrace dump app.mtr | grep -c ' malloc '\n";
 
 static const char help_pack[] =
-    "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force]\n"
+    "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force] [-j N]\n"
     "\n"
     "Compresses a trace. Every mtrace command reads packed traces as it reads raw ones. Chunks are\n"
     "modeled into streams, then compressed with zstd.\n"
@@ -171,6 +171,8 @@ static const char help_pack[] =
     "  -l, --level N     zstd's level, 1 to 22 (default 9)\n"
     "  --plain           zstd alone, without the model: a trace that older mtrace reads\n"
     "  -f, --force       replace OUT if it exists\n"
+    "  -j, --jobs N      threads compressing chunks, 1 to 1024 (default: the CPUs online); OUT is the\n"
+    "                    same bytes with any N\n"
     "  -h, --help        this text\n"
     "\n"
     "Output:\n"

@@ -932,16 +932,22 @@ static int cmd_pack(int argc, char **argv)
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "level", required_argument, 0, 'l' },
         { "plain", no_argument, 0, 'P' },        { "force", no_argument, 0, 'f' },
-        { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+        { "jobs", required_argument, 0, 'j' },   { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     const char *out = NULL;
-    unsigned long level = 9;
+    unsigned long level = 9, njobs;
     int force = 0, c;
-    unsigned flags = 0;
+    unsigned flags = 0, jobs = mt_online_cpus();
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fh", opts)) != -1) {
+    while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fhj:", opts)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
+        case 'j':
+            if (mt_uint_option("mtrace pack", "--jobs", optarg, 1, MT_JOBS_MAX, &njobs) < 0)
+                return MT_EXIT_USAGE;
+            jobs = (unsigned)njobs;
+            break;
         case 'l':
             if (mt_uint_option("mtrace pack", "--level", optarg, 1, 22, &level) < 0)
                 return MT_EXIT_USAGE;
@@ -969,7 +975,7 @@ static int cmd_pack(int argc, char **argv)
         return 2;
     }
     mt_error_t err;
-    if (mt_trace_pack_flags(in, out, (int)level, flags, &err) < 0)
+    if (mt_trace_pack_jobs(in, out, (int)level, flags, jobs, &err) < 0)
         return mt_fail(&err);
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)

@@ -177,6 +177,9 @@ enum {
 };
 /* mt_trace_pack with MT_PACK_* flags. */
 int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned flags, mt_error_t *err);
+/* mt_trace_pack_flags with `jobs` threads making frames (each with its model and zstd context): the
+ * same file, and the same error where one is met, as with one. */
+int mt_trace_pack_jobs(const char *in, const char *out, int level, unsigned flags, unsigned jobs, mt_error_t *err);
 
 #ifdef __cplusplus
 }

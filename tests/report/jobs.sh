@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# mtrace report -j N and mtrace info -j N give what -j 1 gives, byte for byte (text and --json,
-# standard output, standard error and exit status), on whole traces and damaged ones: a 7-thread trace of many chunks (raw and
+# mtrace report, info and pack with -j N give what they give with -j 1, byte for byte (text and
+# --json, standard output, standard error and exit status; pack's file), on whole traces and damaged
+# ones: a 7-thread trace of many chunks (raw and
 # packed), the same with bytes overwritten inside chunks and frames (a record decoded wrong, an
 # opcode that is none, a frame zstd refuses), cut short, and a killed process's trace (a partial
 # result, "not finished"); with PROG (unsanitized builds) a recorded 4-thread program with stacks,
@@ -37,9 +38,29 @@ same_as_j1() {
     done
 }
 
-# same TRACE [OPTIONS...]: info and report (with OPTIONS) agree at every -j; report's outputs last.
+# same_pack TRACE: mtrace pack -j 2, 3 and 5 write the bytes -j 1 writes (or fail alike, leaving
+# nothing).
+same_pack() {
+    local trace=$1
+    for j in 1 2 3 5; do
+        rm -f p$j.mtz
+        t 120 "$mtrace" pack -j $j "$trace" -o p$j.mtz 2>&1 | sed "s/p$j\.mtz/OUT/g" >p$j.err
+        echo "${PIPESTATUS[0]}" >>p$j.err
+        [ $j = 1 ] && continue
+        cmp -s p1.err p$j.err || fail "pack $trace: -j $j's message or status differs: $(diff p1.err p$j.err | head -4)"
+        if [ -e p1.mtz ] || [ -e p$j.mtz ]; then
+            cmp -s p1.mtz p$j.mtz || fail "pack $trace: -j $j's packed trace differs from -j 1's"
+        fi
+    done
+    ls ./*.partial.* >/dev/null 2>&1 && fail "pack $trace: a partial output was left behind"
+    checked=$((checked + 1))
+}
+
+# same TRACE [OPTIONS...]: info, pack and report (with OPTIONS) agree at every -j; report's outputs
+# last.
 same() {
     same_as_j1 info "$1"
+    same_pack "$1"
     same_as_j1 report "$@"
 }
 
