@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# mtrace report -j N (or info, -c info) against -j 1 on one large trace made here: bench/churn traced (THREADS workers,
+# mtrace report -j N (or info or pack: -c info, -c pack) against -j 1 on one large trace made here: bench/churn traced (THREADS workers,
 # CALLS calls each: 4 x 20 M = 80 M records by default), then report run REPS times with each -j
 # given, the runs paired (one of each -j in turn, so that a change in the machine's load falls on
 # all of them alike). Prints records/s (records / wall seconds; user+sys CPU seconds beside), the
 # medians over the runs, the speed-up as the median of the paired ratios against -j 1, the peak RSS,
 # the load average before and after, the CPU seconds of the busiest thread (one more run per -j,
 # under perf, where it can sample), and checks that every run's report is the same bytes as -j 1's.
-#   usage: bench/jobs.sh [-c report|info] [-t THREADS] [-n CALLS] [-r REPS] [-j "1 2 ..."] [-s STACKS] [-z] BUILD
+#   usage: bench/jobs.sh [-c report|info|pack] [-t THREADS] [-n CALLS] [-r REPS] [-j "1 2 ..."] [-s STACKS] [-z] BUILD
 # -s records STACKS frames per call (the report then makes its second pass to the peak); -z packs
 # the trace first and reports on the packed file. BUILD is a build directory (cli/mtrace,
 # bench/churn, libmtrace/libmtrace.so in it). The trace goes to $TMPDIR (or /tmp) and is removed.
@@ -25,11 +25,19 @@ while getopts c:t:n:r:j:s:z o; do
     esac
 done
 shift $((OPTIND - 1))
-[ $# = 1 ] || { echo "usage: $0 [-c report|info] [-t THREADS] [-n CALLS] [-r REPS] [-j \"1 2 ...\"] [-s STACKS] [-z] BUILD" >&2; exit 2; }
+[ $# = 1 ] || { echo "usage: $0 [-c report|info|pack] [-t THREADS] [-n CALLS] [-r REPS] [-j \"1 2 ...\"] [-s STACKS] [-z] BUILD" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 mtrace=$build/cli/mtrace
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mtrace-bench-jobs.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# run J OUT: the command with -j J, its output (report, info) or packed trace (pack) in OUT.
+run() {
+    if [ "$cmd" = pack ]; then
+        "$mtrace" pack -f -j "$1" "$trace" -o "$2" 2>/dev/null
+    else
+        "$mtrace" "$cmd" --json -j "$1" "$trace" >"$2"
+    fi
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 trace=$tmp/churn.mtr
@@ -46,7 +54,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for r in $(seq "$reps"); do
     for j in $jobs; do
-        /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$mtrace" "$cmd" --json -j "$j" "$trace" >"$tmp/out.$j"
+        /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" bash -c "$(declare -f run); $(declare -p cmd mtrace trace); run $j $tmp/out.$j"
         read -r wall user sys rss <"$tmp/time"
         echo "$j $r $wall $user $sys $rss" >>"$tmp/runs"
         if ! cmp -s "$tmp/out.$j" "$tmp/out.$(set -- $jobs; echo "$1")"; then
@@ -61,7 +69,7 @@ echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 # thread, from task-clock samples per thread. On a loaded machine the wall times say how much CPU
 # the threads got; CPU(-j base) / busiest thread's CPU says what the split of the work allows.
 busiest() {
-    perf record -q -F 997 -e task-clock -o "$tmp/perf.data" "$mtrace" "$cmd" --json -j "$1" "$trace" \
+    perf record -q -F 997 -e task-clock -o "$tmp/perf.data" -- bash -c "$(declare -f run); $(declare -p cmd mtrace trace); run $1 $tmp/perf.out" \
         >/dev/null 2>&1 || return 1
     perf script -i "$tmp/perf.data" -F tid 2>/dev/null | sort | uniq -c | sort -rn |
         awk 'NR == 1 { printf "%.2f\n", $1 / 997 }'
