@@ -11,6 +11,7 @@
 #include "mtrace/flamegraph.h"
 #include "mtrace/json_writer.h"
 #include "mtrace/merge_heap.h"
+#include "mtrace/ordered_reader.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
 #include "mtrace/suppress.h"
@@ -44,12 +45,17 @@ typedef struct pass {
     mt_trace_t *trace;
     rthread_t *t;
     uint32_t n;
+    mt_ordered_t *ordered; /* with jobs > 1: the records in order from worker threads, t[].cur unused */
+    const mt_record_t *batch; /* the ordered reader's records being used, batch_thread[k] the thread of batch[k] */
+    const uint32_t *batch_thread;
+    size_t batch_n, batch_pos;
     mt_merge_heap_t heap; /* threads by the time of their next record */
     uint64_t *key;
     mt_live_set_t live;
     uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
-    uint8_t *payload; /* a copy of the latest STACK or MODULE payload (see pass_next) */
+    mt_record_t rec;  /* the record pass_next hands out (jobs 1) */
+    uint8_t *payload; /* a copy of the latest event's payload (see pass_next_serial) */
     size_t cap_payload;
 } pass_t;
 
@@ -79,10 +85,12 @@ static void pass_fini(pass_t *p)
     free(p->heap.v);
     free(p->key);
     free(p->payload);
+    mt_ordered_close(p->ordered);
     mt_live_fini(&p->live);
 }
 
-static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
+/* jobs: threads reading the trace, the caller's included (1: the caller alone). */
+static int pass_init(pass_t *p, mt_trace_t *t, unsigned jobs, mt_error_t *err)
 {
     memset(p, 0, sizeof *p);
     p->trace = t;
@@ -93,6 +101,8 @@ static int pass_init(pass_t *p, mt_trace_t *t, mt_error_t *err)
     p->heap.key = p->key;
     if (!p->t || !p->heap.v || !p->key || mt_live_init(&p->live) < 0)
         goto oom;
+    if (jobs > 1)
+        return mt_ordered_open(&p->ordered, t, jobs, err);
     for (uint32_t i = 0; i < p->n; i++) {
         if (mt_thread_cursor_init(&p->t[i].cur, t, i) < 0)
             goto oom;
@@ -110,27 +120,29 @@ oom:
     return -ENOMEM;
 }
 
-/* The next record in time order: 1, 0 at the end, negative on damage. */
-static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *err)
+/* pass_next with the caller's thread alone: the threads' cursors merged here. */
+static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, mt_error_t *err)
 {
     if (!p->heap.n)
         return 0;
-    const uint32_t i = mt_merge_pop(&p->heap);
+    const uint32_t i = p->heap.v[0];
     *thread = i;
-    *r = p->t[i].head;
-    /* The payload of r points into the cursor's buffer, which the read below replaces when the
-     * thread's next record is in another chunk: the payloads that matter (STACK, MODULE) are copied
-     * first, and live until the next call. */
-    if ((r->op == MT_EV_STACK || r->op == MT_EV_MODULE) && r->len) {
-        if (r->len > p->cap_payload) {
-            uint8_t *n = realloc(p->payload, r->len);
+    mt_record_t *x = &p->rec;
+    *x = p->t[i].head;
+    *r = x;
+    /* The payload of x points into the cursor's buffer, which the read below replaces when the
+     * thread's next record is in another chunk: it is copied first (every event's: a VM event's
+     * fifth field is read from it), and lives until the next call. */
+    if (x->data && x->len) {
+        if (x->len > p->cap_payload) {
+            uint8_t *n = realloc(p->payload, x->len);
             if (!n)
                 return -ENOMEM;
             p->payload = n;
-            p->cap_payload = r->len;
+            p->cap_payload = x->len;
         }
-        memcpy(p->payload, r->data, r->len);
-        r->data = p->payload;
+        memcpy(p->payload, x->data, x->len);
+        x->data = p->payload;
     }
     const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
     if (rc < 0)
@@ -138,7 +150,26 @@ static int pass_next(pass_t *p, uint32_t *thread, mt_record_t *r, mt_error_t *er
     p->t[i].has_head = rc;
     p->key[i] = p->t[i].head.time;
     if (rc)
-        mt_merge_push(&p->heap, i);
+        mt_merge_top_changed(&p->heap);
+    else
+        mt_merge_pop(&p->heap);
+    p->steps++;
+    return 1;
+}
+
+/* The next record in time order, in *r until the next call: 1, 0 at the end, negative on damage. */
+static inline int pass_next(pass_t *p, uint32_t *thread, const mt_record_t **r, mt_error_t *err)
+{
+    if (!p->ordered)
+        return pass_next_serial(p, thread, r, err);
+    if (p->batch_pos == p->batch_n) {
+        const int rc = mt_ordered_batch(p->ordered, &p->batch, &p->batch_thread, &p->batch_n, err);
+        if (rc <= 0)
+            return rc;
+        p->batch_pos = 0;
+    }
+    *thread = p->batch_thread[p->batch_pos];
+    *r = &p->batch[p->batch_pos++];
     p->steps++;
     return 1;
 }
@@ -589,15 +620,27 @@ static void note_anon_sample(struct mt_report_own *own, const mt_vmap_t *v, cons
     own->live_at_anon_peak = live_bytes;
 }
 
-static uint64_t lifetime_ns(const mt_trace_t *t, uint64_t from, uint64_t to)
+/* The trace's time unit as the pass knows it so far: the rate changes only when an RSS sample is
+ * noted (clock_update after each), and finding it once per record cost 4 % of the pass. */
+typedef struct trace_clock {
+    uint64_t t0;
+    double rate; /* mt_trace_ticks_per_sec */
+} trace_clock_t;
+
+static void clock_update(trace_clock_t *c, const mt_trace_t *t)
 {
-    return to > from ? mt_ticks_ns(to - from, mt_trace_ticks_per_sec(t)) : 0;
+    c->t0 = mt_trace_header(t)->start_time;
+    c->rate = mt_trace_ticks_per_sec(t);
 }
 
-static double seconds(const mt_trace_t *t, uint64_t time)
+static uint64_t lifetime_ns(const trace_clock_t *c, uint64_t from, uint64_t to)
 {
-    const uint64_t t0 = mt_trace_header(t)->start_time;
-    return time > t0 ? mt_ticks_seconds(time - t0, mt_trace_ticks_per_sec(t)) : 0;
+    return to > from ? mt_ticks_ns(to - from, c->rate) : 0;
+}
+
+static double seconds(const trace_clock_t *c, uint64_t time)
+{
+    return time > c->t0 ? mt_ticks_seconds(time - c->t0, c->rate) : 0;
 }
 
 int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)
@@ -625,6 +668,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
     rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
     rep->temporary_rule = o ? o->temporary_rule : MT_TEMP_THREAD;
+    const unsigned jobs = o && o->jobs ? o->jobs : 1;
     /* The suppressions are read first: a file that cannot be used fails before the long pass. */
     if (o && o->suppress && (rc = mt_suppressions_load(&pv->supp, o->suppress, err)) < 0) {
         mt_trace_close(t);
@@ -642,7 +686,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->threads = (uint32_t)mt_trace_thread_count(t);
     rep->thread = calloc(rep->threads + 1, sizeof *rep->thread);
     pass_t p;
-    if (!rep->thread || (rc = pass_init(&p, t, err)) < 0) {
+    if (!rep->thread || (rc = pass_init(&p, t, jobs, err)) < 0) {
         if (!rep->thread)
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
         else
@@ -660,47 +704,50 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     call_points_t cpoints = { 0 };
     const uint64_t page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4;
     uint32_t ti;
-    mt_record_t r;
+    const mt_record_t *r;
+    trace_clock_t clk;
+    clock_update(&clk, t);
     mt_vmap_t own = { 0 }; /* the program's own mappings */
     mt_vmap_cut_t *own_cuts = NULL;
     size_t own_cap = 0;
     while ((rc = pass_next(&p, &ti, &r, err)) > 0) {
         struct mt_report_thread *th = &rep->thread[ti];
-        if (r.op == MT_EV_RSS && r.nargs >= 2) {
-            mt_trace_note_rss(t, &r);
-            if ((rc = add_point(rep, &series_cap, seconds(t, r.time), p.live.bytes, (uint64_t)r.arg[1] * page_kb,
-                                (uint64_t)r.arg[0] * page_kb)) < 0)
+        if (r->op == MT_EV_RSS && r->nargs >= 2) {
+            mt_trace_note_rss(t, r);
+            clock_update(&clk, t);
+            if ((rc = add_point(rep, &series_cap, seconds(&clk, r->time), p.live.bytes, (uint64_t)r->arg[1] * page_kb,
+                                (uint64_t)r->arg[0] * page_kb)) < 0)
                 break;
-            note_anon_sample(&rep->own, &own, &r, page_kb, p.live.bytes);
+            note_anon_sample(&rep->own, &own, r, page_kb, p.live.bytes);
         }
-        if (r.op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, &r)) < 0)
+        if (r->op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, r)) < 0)
             break;
-        if (r.op <= MT_OP_LAST_CALL && (rc = call_point(&cpoints, seconds(t, r.time), p.live.bytes)) < 0)
+        if (r->op <= MT_OP_LAST_CALL && (rc = call_point(&cpoints, seconds(&clk, r->time), p.live.bytes)) < 0)
             break;
-        if (r.op == MT_EV_STACK && (rc = note_stack_event(pv, &r)) < 0)
+        if (r->op == MT_EV_STACK && (rc = note_stack_event(pv, r)) < 0)
             break;
-        if (r.op == MT_EV_MODULE && (rc = note_module_event(pv, &r)) < 0)
+        if (r->op == MT_EV_MODULE && (rc = note_module_event(pv, r)) < 0)
             break;
-        if (r.op > MT_OP_LAST_CALL)
+        if (r->op > MT_OP_LAST_CALL)
             continue;
-        if (r.time < first_time)
-            first_time = r.time;
-        if (r.time > last_time)
-            last_time = r.time;
+        if (r->time < first_time)
+            first_time = r->time;
+        if (r->time > last_time)
+            last_time = r->time;
         th->calls++;
         if (th->start_s < 0)
-            th->start_s = seconds(t, r.time);
-        th->end_s = seconds(t, r.time);
-        rep->calls[r.op]++;
-        stack_stat_t *st = (r.flags & MT_FLAG_STACK) ? stack_at(pv, r.stack) : NULL;
-        if (st && r.op == MT_OP_FREE)
+            th->start_s = seconds(&clk, r->time);
+        th->end_s = seconds(&clk, r->time);
+        rep->calls[r->op]++;
+        stack_stat_t *st = (r->flags & MT_FLAG_STACK) ? stack_at(pv, r->stack) : NULL;
+        if (st && r->op == MT_OP_FREE)
             st->others++;
-        const int nul = (r.flags & MT_FLAG_NULL) != 0;
+        const int nul = (r->flags & MT_FLAG_NULL) != 0;
         uint64_t freed_ptr = 0;
-        if (r.op == MT_OP_FREE)
-            freed_ptr = r.ptr;
-        else if ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr && (!nul || requested(&r) == 0))
-            freed_ptr = r.ptr;
+        if (r->op == MT_OP_FREE)
+            freed_ptr = r->ptr;
+        else if ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0))
+            freed_ptr = r->ptr;
         uint64_t old_size = 0; /* of the block a realloc resized */
         if (freed_ptr) {
             block_t b;
@@ -713,12 +760,12 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
                 rep->unknown_frees++;
             } else {
                 old_size = b.size;
-                rep->life_hist[log2_bucket(lifetime_ns(t, b.time, r.time))]++;
-                if (r.op == MT_OP_FREE)
+                rep->life_hist[log2_bucket(lifetime_ns(&clk, b.time, r->time))]++;
+                if (r->op == MT_OP_FREE)
                     th->frees++;
                 const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
                                      ? p.last_any == freed_ptr
-                                     : r.op == MT_OP_FREE && p.t[ti].last_alloc == freed_ptr && p.t[ti].last_time == b.time;
+                                     : r->op == MT_OP_FREE && p.t[ti].last_alloc == freed_ptr && p.t[ti].last_time == b.time;
                 if (temp) {
                     rep->temporary++;
                     rep->temporary_bytes += b.size;
@@ -729,23 +776,23 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             if (p.t[ti].last_alloc == freed_ptr)
                 p.t[ti].last_alloc = 0;
         }
-        if (!is_alloc_op(r.op))
+        if (!is_alloc_op(r->op))
             continue;
-        const uint64_t req = requested(&r);
+        const uint64_t req = requested(r);
         if (nul) {
-            if (!(r.op == MT_OP_REALLOC && req == 0))
-                rep->failures[r.op]++;
+            if (!(r->op == MT_OP_REALLOC && req == 0))
+                rep->failures[r->op]++;
             continue;
         }
         /* Bytes requested: by the calls that returned a block. A failed call got nothing, and its size
          * (malloc(SIZE_MAX), calloc(SIZE_MAX / 2, 4)) would swamp, or wrap, the total. */
-        rep->bytes[r.op] = add_bytes(rep->bytes[r.op], req);
+        rep->bytes[r->op] = add_bytes(rep->bytes[r->op], req);
         th->bytes = add_bytes(th->bytes, req);
         rep->allocations++;
         th->allocations++;
         rep->size_hist[log2_bucket(req)]++;
         uint64_t grown = req, shrunk = 0;
-        if (r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) {
+        if (r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) {
             grown = req > old_size ? req - old_size : 0;
             shrunk = old_size > req ? old_size - req : 0;
             rep->realloc_growth = add_bytes(rep->realloc_growth, grown);
@@ -758,22 +805,22 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
             st->shrunk = add_bytes(st->shrunk, shrunk);
         }
         block_t stale;
-        if (block_remove(&p, r.result, &stale) < 0) { /* an address given again while we think it live */
+        if (block_remove(&p, r->result, &stale) < 0) { /* an address given again while we think it live */
             rc = -ENOMEM;
             break;
         }
-        const block_t b = { .size = req, .time = r.time, .stack = st ? r.stack : 0 };
-        if (block_add(&p, r.result, &b) < 0) {
+        const block_t b = { .size = req, .time = r->time, .stack = st ? r->stack : 0 };
+        if (block_add(&p, r->result, &b) < 0) {
             rc = -ENOMEM;
             break;
         }
-        p.t[ti].last_alloc = r.result;
-        p.t[ti].last_time = r.time;
-        p.last_any = r.result;
+        p.t[ti].last_alloc = r->result;
+        p.t[ti].last_time = r->time;
+        p.last_any = r->result;
         if (p.live.bytes > rep->peak_live_bytes) {
             rep->peak_live_bytes = p.live.bytes;
             rep->peak_live_blocks = p.live.n;
-            rep->peak_time_s = seconds(t, r.time);
+            rep->peak_time_s = seconds(&clk, r->time);
             peak_step = p.steps;
         }
     }
@@ -782,7 +829,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     /* Fewer than two RSS samples draw no curve: the live bytes at the records' times instead, up to
      * the last call's. */
     if (rc >= 0 && rep->nseries < 2 && cpoints.n) {
-        cpoints.v[cpoints.n++] = (struct mt_report_point){ seconds(t, last_time), p.live.bytes, 0, 0 };
+        cpoints.v[cpoints.n++] = (struct mt_report_point){ seconds(&clk, last_time), p.live.bytes, 0, 0 };
         free(rep->series);
         rep->series = cpoints.v;
         rep->nseries = cpoints.n;
@@ -815,19 +862,19 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     }
     pass_fini(&p);
     /* The callsites' shares of the peak: walk again up to the peak and add up the live blocks. */
-    if (rep->has_stacks && peak_step && (rc = pass_init(&p, t, err)) == 0) {
+    if (rep->has_stacks && peak_step && (rc = pass_init(&p, t, jobs, err)) == 0) {
         while (p.steps < peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
-            if (r.op > MT_OP_LAST_CALL)
+            if (r->op > MT_OP_LAST_CALL)
                 continue;
-            const int nul = (r.flags & MT_FLAG_NULL) != 0;
+            const int nul = (r->flags & MT_FLAG_NULL) != 0;
             block_t b;
-            if (r.op == MT_OP_FREE || ((r.op == MT_OP_REALLOC || r.op == MT_OP_REALLOCARRAY) && r.ptr &&
-                                       (!nul || requested(&r) == 0)))
-                block_remove(&p, r.ptr, &b);
-            if (is_alloc_op(r.op) && !nul) {
-                block_remove(&p, r.result, &b);
-                const block_t nb = { .size = requested(&r), .stack = (r.flags & MT_FLAG_STACK) ? r.stack : 0 };
-                if (block_add(&p, r.result, &nb) < 0) {
+            if (r->op == MT_OP_FREE || ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr &&
+                                       (!nul || requested(r) == 0)))
+                block_remove(&p, r->ptr, &b);
+            if (is_alloc_op(r->op) && !nul) {
+                block_remove(&p, r->result, &b);
+                const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
+                if (block_add(&p, r->result, &nb) < 0) {
                     rc = -ENOMEM;
                     break;
                 }
@@ -847,7 +894,7 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         mt_trace_close(t);
         return rc;
     }
-    rep->duration_s = last_time > first_time ? seconds(t, last_time) - seconds(t, first_time) : 0;
+    rep->duration_s = last_time > first_time ? seconds(&clk, last_time) - seconds(&clk, first_time) : 0;
     mt_trace_close(t);
     if (rep->has_stacks && pv->nstacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
         return rc;

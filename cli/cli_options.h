@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The exit status of a usage error, everywhere. */
 #define MT_EXIT_USAGE 2
@@ -21,6 +22,16 @@
  * that a bad one is their usage error, not the simulator's. */
 #define MT_TIMING_CHOICES { "asap", "recorded", NULL }
 #define MT_TOUCH_CHOICES { "auto", "pages", "ends", "none", NULL }
+
+/* -j, --jobs: threads a reader may use, at most; the default is mt_online_cpus(). */
+#define MT_JOBS_MAX 1024
+
+/* The CPUs online (1 when the system does not say): the threads a command uses unless -j says. */
+static inline unsigned mt_online_cpus(void)
+{
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MT_JOBS_MAX ? MT_JOBS_MAX : (unsigned)n;
+}
 
 /* A decimal option value from min to max into *out (when out is not NULL), else a message naming the
  * command, the option and the value, and -1. strtoull alone would take " 7", "+7" and "-1" (as

@@ -107,14 +107,16 @@ static const char help_record[] =
     "  mtrace record --stacks 8 -o app.mtr -- ./app --its-options\n";
 
 static const char help_info[] =
-    "usage: mtrace info [--json] FILE\n"
+    "usage: mtrace info [--json] [-j N] FILE\n"
     "\n"
     "Summarizes a trace (raw or packed) or a workload: its header, threads, records, calls per\n"
     "function, time span and state, without printing the records.\n"
     "\n"
     "Options:\n"
-    "  --json      one JSON object (keys as the text's lines, in bytes and seconds)\n"
-    "  -h, --help  this text\n"
+    "  --json        one JSON object (keys as the text's lines, in bytes and seconds)\n"
+    "  -j, --jobs N  threads reading a trace's chunks, 1 to 1024 (default: the CPUs online); the\n"
+    "                output is the same, byte for byte, with any N\n"
+    "  -h, --help    this text\n"
     "\n"
     "Output:\n"
     "  file        the file, raw or packed, its size in bytes and format version\n"
@@ -161,7 +163,7 @@ static const char help_dump[] =
     "  mtrace dump app.mtr | grep -c ' malloc '\n";
 
 static const char help_pack[] =
-    "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force]\n"
+    "usage: mtrace pack TRACE [-o OUT] [--level N] [--plain] [--force] [-j N]\n"
     "\n"
     "Compresses a trace. Every mtrace command reads packed traces as it reads raw ones. Chunks are\n"
     "modeled into streams, then compressed with zstd.\n"
@@ -171,6 +173,8 @@ static const char help_pack[] =
     "  -l, --level N     zstd's level, 1 to 22 (default 9)\n"
     "  --plain           zstd alone, without the model: a trace that older mtrace reads\n"
     "  -f, --force       replace OUT if it exists\n"
+    "  -j, --jobs N      threads compressing chunks, 1 to 1024 (default: the CPUs online); OUT is the\n"
+    "                    same bytes with any N\n"
     "  -h, --help        this text\n"
     "\n"
     "Output:\n"
@@ -184,7 +188,7 @@ static const char help_report[] =
     "usage: mtrace report [--json|--csv] [--top N] [--folded FILE] [--flamegraph FILE.svg]\n"
     "                     [--flame-weight bytes|calls|leaked|peak] [--callsites-csv FILE]\n"
     "                     [--skip-frames PATTERN,...] [--no-auto-skip] [--tree-depth N]\n"
-    "                     [--suppress FILE] [--temporary thread|heaptrack]\n"
+    "                     [--suppress FILE] [--temporary thread|heaptrack] [-j N]\n"
     "                     [--html OUT.html] TRACE [RESULT.json...]\n"
     "\n"
     "Calls per function (like strace -c), peak live bytes and when, leaks, temporary allocations,\n"
@@ -216,6 +220,9 @@ static const char help_report[] =
     "  --temporary RULE      thread (default): freed by its thread before that thread allocates again;\n"
     "                        heaptrack: freed right after it was made, no free in between (heaptrack's)\n"
     "  --html OUT.html       one page with the report, its figures and the replay results given\n"
+    "  -j, --jobs N          threads reading the trace, 1 to 1024 (default: the CPUs online): one\n"
+    "                        decodes and merges the threads' records while this one computes, N - 2\n"
+    "                        more decode; the report is the same, byte for byte, with any N\n"
     "  -h, --help            this text\n"
     "\n"
     "Definitions:\n"

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,25 +440,38 @@ typedef struct trace_stats {
     uint64_t failed;
 } trace_stats_t;
 
-static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
+/* A run of the threads' chunk list, scanned by one thread: its figures, and its latest RSS sample
+ * for the trace's rate estimate (fed to mt_trace_note_rss run by run, in order, it leaves the
+ * estimate that feeding every record in order leaves: the first sample at the latest time). */
+typedef struct scan_part {
+    mt_trace_t *t;
+    const uint32_t *order;
+    size_t from, to;
+    mt_chunk_codec_t *codec; /* NULL: the trace's own (one thread scanning) */
+    trace_stats_t s;
+    mt_record_t rss;
+    int rc;
+    mt_error_t err;
+    pthread_t th;
+} scan_part_t;
+
+static void *scan_part(void *arg)
 {
-    memset(s, 0, sizeof *s);
+    scan_part_t *p = arg;
+    trace_stats_t *s = &p->s;
     s->first_time = UINT64_MAX;
     mt_cursor_t c;
-    if (mt_cursor_init(&c, t) < 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
-        return -ENOMEM;
+    if (mt_cursor_init(&c, p->t) < 0) {
+        snprintf(p->err.msg, sizeof p->err.msg, "%s: out of memory", mt_trace_path(p->t));
+        p->rc = -ENOMEM;
+        return NULL;
     }
+    c.codec = p->codec;
     int rc = 0;
-    /* Through the threads' chunk lists: a chunk present twice in the file is counted once. */
-    const uint32_t *order = mt_trace_thread_chunks(t);
-    size_t nkept = 0;
-    for (size_t i = 0; i < mt_trace_thread_count(t); i++)
-        nkept += mt_trace_thread(t, i)->nchunks;
-    for (size_t i = 0; i < nkept && rc >= 0; i++) {
-        rc = mt_cursor_load(&c, order[i], err);
+    for (size_t i = p->from; i < p->to && rc >= 0; i++) {
+        rc = mt_cursor_load(&c, p->order[i], &p->err);
         mt_record_t r;
-        while (rc >= 0 && (rc = mt_cursor_next(&c, &r, err)) > 0) {
+        while (rc >= 0 && (rc = mt_cursor_next(&c, &r, &p->err)) > 0) {
             s->records++;
             s->per_op[r.op]++;
             if (r.op <= MT_OP_LAST_CALL) {
@@ -474,7 +488,8 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
                     s->bytes_requested = UINT64_MAX;
             } else {
                 s->events++;
-                mt_trace_note_rss(t, &r);
+                if (r.op == MT_EV_RSS && r.nargs >= 4 && r.time > p->rss.time)
+                    p->rss = r; /* as mt_trace_note_rss takes it (data not kept: it is not read) */
             }
             if (r.time < s->first_time)
                 s->first_time = r.time;
@@ -485,9 +500,86 @@ static int scan_trace(mt_trace_t *t, trace_stats_t *s, mt_error_t *err)
         }
     }
     mt_cursor_fini(&c);
+    p->rc = rc < 0 ? rc : 0;
+    return NULL;
+}
+
+/* Adds part b, which follows a in the chunk list, to a: the same figures as one scan of both. */
+static void scan_add(trace_stats_t *a, const trace_stats_t *b)
+{
+    a->records += b->records;
+    a->calls += b->calls;
+    a->events += b->events;
+    for (unsigned k = 0; k <= MT_OP_MAX; k++)
+        a->per_op[k] += b->per_op[k];
+    if (__builtin_add_overflow(a->bytes_requested, b->bytes_requested, &a->bytes_requested))
+        a->bytes_requested = UINT64_MAX;
+    a->failed += b->failed;
+    if (!b->records)
+        return;
+    if (b->first_time < a->first_time)
+        a->first_time = b->first_time;
+    if (b->last_time >= a->last_time) { /* the last record at the latest time, as one scan finds it */
+        a->last_time = b->last_time;
+        a->last_op = b->last_op;
+    }
+}
+
+/* The trace's figures, its threads' chunks split into `jobs` runs scanned by as many threads. */
+static int scan_trace(mt_trace_t *t, trace_stats_t *s, unsigned jobs, mt_error_t *err)
+{
+    memset(s, 0, sizeof *s);
+    s->first_time = UINT64_MAX;
+    /* Through the threads' chunk lists: a chunk present twice in the file is counted once. */
+    const uint32_t *order = mt_trace_thread_chunks(t);
+    size_t nkept = 0;
+    for (size_t i = 0; i < mt_trace_thread_count(t); i++)
+        nkept += mt_trace_thread(t, i)->nchunks;
+    if (jobs > nkept)
+        jobs = nkept ? (unsigned)nkept : 1;
+    scan_part_t *part = calloc(jobs, sizeof *part);
+    if (!part) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
+        return -ENOMEM;
+    }
+    int rc = 0;
+    unsigned started = 0;
+    for (unsigned k = 0; k < jobs; k++) {
+        scan_part_t *p = &part[k];
+        *p = (scan_part_t){ .t = t, .order = order, .from = nkept * k / jobs, .to = nkept * (k + 1) / jobs };
+        if (jobs == 1)
+            break;
+        if (mt_trace_is_packed(t) && !(p->codec = mt_chunk_codec_new())) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
+            rc = -ENOMEM;
+            break;
+        }
+        const int e = pthread_create(&p->th, NULL, scan_part, p);
+        if (e) {
+            snprintf(err->msg, sizeof err->msg, "%s: cannot start a thread: %s", mt_trace_path(t), strerror(e));
+            rc = -e;
+            break;
+        }
+        started++;
+    }
+    if (jobs == 1)
+        scan_part(&part[0]);
+    for (unsigned k = 0; k < started; k++)
+        pthread_join(part[k].th, NULL);
+    for (unsigned k = 0; k < jobs && rc == 0; k++) {
+        if ((rc = part[k].rc) < 0) {
+            *err = part[k].err; /* the first damage in the list's order, where one scan stops */
+            break;
+        }
+        scan_add(s, &part[k].s);
+        mt_trace_note_rss(t, &part[k].rss);
+    }
+    for (unsigned k = 0; k < jobs; k++)
+        mt_chunk_codec_free(part[k].codec);
+    free(part);
     if (s->first_time == UINT64_MAX)
         s->first_time = s->last_time = 0;
-    return rc < 0 ? rc : 0;
+    return rc;
 }
 
 static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
@@ -538,13 +630,21 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
 static int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+        { "json", no_argument, 0, 'J' }, { "jobs", required_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     int json = 0, c;
+    unsigned jobs = mt_online_cpus();
+    unsigned long n;
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace info", argc, argv, "h", opts)) != -1) {
+    while ((c = mt_getopt("mtrace info", argc, argv, "hj:", opts)) != -1) {
         switch (c) {
-        case 'j': json = 1; break;
+        case 'J': json = 1; break;
+        case 'j':
+            if (mt_uint_option("mtrace info", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
+                return MT_EXIT_USAGE;
+            jobs = (unsigned)n;
+            break;
         case 'h': return mt_help_print("info");
         default: return mt_help_usage_error("info");
         }
@@ -559,7 +659,7 @@ static int cmd_info(int argc, char **argv)
     if (mt_trace_open(&t, path, &err) < 0)
         return mt_fail(&err);
     trace_stats_t s;
-    if (scan_trace(t, &s, &err) < 0) {
+    if (scan_trace(t, &s, jobs, &err) < 0) {
         mt_trace_close(t);
         return mt_fail(&err);
     }
@@ -833,16 +933,22 @@ static int cmd_pack(int argc, char **argv)
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "level", required_argument, 0, 'l' },
         { "plain", no_argument, 0, 'P' },        { "force", no_argument, 0, 'f' },
-        { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+        { "jobs", required_argument, 0, 'j' },   { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     const char *out = NULL;
-    unsigned long level = 9;
+    unsigned long level = 9, njobs;
     int force = 0, c;
-    unsigned flags = 0;
+    unsigned flags = 0, jobs = mt_online_cpus();
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fh", opts)) != -1) {
+    while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fhj:", opts)) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
+        case 'j':
+            if (mt_uint_option("mtrace pack", "--jobs", optarg, 1, MT_JOBS_MAX, &njobs) < 0)
+                return MT_EXIT_USAGE;
+            jobs = (unsigned)njobs;
+            break;
         case 'l':
             if (mt_uint_option("mtrace pack", "--level", optarg, 1, 22, &level) < 0)
                 return MT_EXIT_USAGE;
@@ -870,7 +976,7 @@ static int cmd_pack(int argc, char **argv)
         return 2;
     }
     mt_error_t err;
-    if (mt_trace_pack_flags(in, out, (int)level, flags, &err) < 0)
+    if (mt_trace_pack_jobs(in, out, (int)level, flags, jobs, &err) < 0)
         return mt_fail(&err);
     struct stat a, b;
     if (stat(in, &a) == 0 && stat(out, &b) == 0)
@@ -1031,7 +1137,7 @@ static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const
 {
     unsigned long n;
     switch (c) {
-    case 'j': *fmt = MT_TABLE_JSON; return 1;
+    case 'J': *fmt = MT_TABLE_JSON; return 1;
     case 'H': *html = optarg; return 1;
     case 't':
         if (mt_uint_option(cmd, "--top", optarg, 0, 1000000, &n) < 0)
@@ -1054,21 +1160,23 @@ static int cmd_report(int argc, char **argv)
     int nresults = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'j' },           { "csv", no_argument, 0, 'c' },
+        { "json", no_argument, 0, 'J' },           { "csv", no_argument, 0, 'c' },
         { "top", required_argument, 0, 't' },      { "folded", required_argument, 0, 'F' },
         { "flamegraph", required_argument, 0, 'g' }, { "flame-weight", required_argument, 0, 'w' },
         { "callsites-csv", required_argument, 0, 'C' }, { "skip-frames", required_argument, 0, 's' },
         { "no-auto-skip", no_argument, 0, 'n' },   { "tree-depth", required_argument, 0, 'd' },
         { "html", required_argument, 0, 'H' },     { "help", no_argument, 0, 'h' },
         { "suppress", required_argument, 0, 'S' }, { "temporary", required_argument, 0, 'T' },
+        { "jobs", required_argument, 0, 'j' },
         { 0, 0, 0, 0 },
     };
     static const char *const weights[] = { "bytes", "calls", "leaked", "peak", NULL };
     static const char *const temporary_rules[] = { "thread", "heaptrack", NULL }; /* MT_TEMP_* order */
     unsigned long n;
     int c;
+    o.jobs = mt_online_cpus();
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace report", argc, argv, "h", opts)) != -1) {
+    while ((c = mt_getopt("mtrace report", argc, argv, "hj:", opts)) != -1) {
         const int shared = report_diff_option("mtrace report", c, &fmt, &html, &top, &o, skip);
         if (shared < 0)
             return MT_EXIT_USAGE;
@@ -1090,6 +1198,11 @@ static int cmd_report(int argc, char **argv)
             o.tree_depth = (unsigned)n;
             break;
         case 'S': o.suppress = optarg; break;
+        case 'j':
+            if (mt_uint_option("mtrace report", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
+                return MT_EXIT_USAGE;
+            o.jobs = (unsigned)n;
+            break;
         case 'T':
             if (mt_choice_option("mtrace report", "--temporary", optarg, temporary_rules) < 0)
                 return MT_EXIT_USAGE;
@@ -1149,7 +1262,7 @@ static int cmd_diff(int argc, char **argv)
     unsigned top = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'j' },          { "html", required_argument, 0, 'H' },
+        { "json", no_argument, 0, 'J' },          { "html", required_argument, 0, 'H' },
         { "top", required_argument, 0, 't' },     { "skip-frames", required_argument, 0, 's' },
         { "no-auto-skip", no_argument, 0, 'n' },  { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },

@@ -13,10 +13,8 @@ void mt_merge_push(mt_merge_heap_t *h, uint32_t x)
     }
 }
 
-uint32_t mt_merge_pop(mt_merge_heap_t *h)
+static void sift_down(mt_merge_heap_t *h)
 {
-    const uint32_t top = h->v[0];
-    h->v[0] = h->v[--h->n];
     for (uint32_t i = 0;;) {
         const uint32_t l = 2 * i + 1, r = l + 1;
         uint32_t m = i;
@@ -31,5 +29,17 @@ uint32_t mt_merge_pop(mt_merge_heap_t *h)
         h->v[i] = tmp;
         i = m;
     }
+}
+
+uint32_t mt_merge_pop(mt_merge_heap_t *h)
+{
+    const uint32_t top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    sift_down(h);
     return top;
+}
+
+void mt_merge_top_changed(mt_merge_heap_t *h)
+{
+    sift_down(h);
 }

@@ -28,12 +28,41 @@ struct mt_trace {
     mt_thread_info_t *threads;
     size_t nthreads;
     uint32_t *thread_chunks;
-    ZSTD_DCtx *dctx;
-    uint8_t *zbuf; /* compressed frame staging (packed traces) */
-    mt_pack_model_t *model; /* decoder of modeled frames, made at the first one */
+    mt_chunk_codec_t *codec; /* packed traces: the cursors' codec unless they bring their own */
     /* rate estimate from RSS samples */
     uint64_t est_time, est_mono;
 };
+
+/* What decoding a packed frame needs: one per thread that loads chunks. */
+struct mt_chunk_codec {
+    ZSTD_DCtx *dctx;
+    uint8_t *zbuf; /* compressed frame staging */
+    mt_pack_model_t *model; /* decoder of modeled frames, made at the first one (about 2.5 MiB) */
+};
+
+mt_chunk_codec_t *mt_chunk_codec_new(void)
+{
+    mt_chunk_codec_t *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    k->dctx = ZSTD_createDCtx();
+    k->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
+    if (!k->dctx || !k->zbuf) {
+        mt_chunk_codec_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+void mt_chunk_codec_free(mt_chunk_codec_t *k)
+{
+    if (!k)
+        return;
+    ZSTD_freeDCtx(k->dctx);
+    mt_pack_model_free(k->model);
+    free(k->zbuf);
+    free(k);
+}
 
 static int check_header(mt_trace_t *t, size_t got, mt_error_t *err)
 {
@@ -234,9 +263,8 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
             if (t->head_len > t->hdr.data_offset)
                 t->head_len = t->hdr.data_offset;
         }
-        t->dctx = ZSTD_createDCtx();
-        t->zbuf = malloc(ZSTD_compressBound(MT_CHUNK_SIZE));
-        if (!t->dctx || !t->zbuf) {
+        t->codec = mt_chunk_codec_new();
+        if (!t->codec) {
             rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
             goto out;
         }
@@ -262,9 +290,7 @@ void mt_trace_close(mt_trace_t *t)
         return;
     if (t->fd >= 0)
         close(t->fd);
-    ZSTD_freeDCtx(t->dctx);
-    mt_pack_model_free(t->model);
-    free(t->zbuf);
+    mt_chunk_codec_free(t->codec);
     free(t->path);
     free(t->head);
     free(t->chunks);
@@ -338,22 +364,23 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
     size_t have;
     if (t->packed) {
         size_t got;
+        mt_chunk_codec_t *k = c->codec ? c->codec : t->codec;
         const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
-        int rc = mt_pread_some(t->fd, t->zbuf, ref->stored, zoff, &got);
+        int rc = mt_pread_some(t->fd, k->zbuf, ref->stored, zoff, &got);
         if (rc < 0 || got < ref->stored)
             return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
         size_t n, at;
         const char *why;
         if (ref->modeled) { /* a modeled frame (pack_model.c) */
-            if (!t->model && !(t->model = mt_pack_model_new(t->hdr.version)))
+            if (!k->model && !(k->model = mt_pack_model_new(t->hdr.version)))
                 return mt_errorf(err, -ENOMEM, t->path, zoff, "out of memory");
-            rc = mt_pack_model_decode(t->model, t->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,
+            rc = mt_pack_model_decode(k->model, k->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,
                                       MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, &n, &at, &why);
             if (rc < 0)
                 return mt_errorf(err, rc, t->path, zoff + at, "bad modeled frame: %s", rc == -ENOMEM ? "out of memory" : why);
         } else {
-            n = ZSTD_decompressDCtx(t->dctx, c->buf + MT_CHUNK_HEADER_SIZE, MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE,
-                                    t->zbuf, ref->stored);
+            n = ZSTD_decompressDCtx(k->dctx, c->buf + MT_CHUNK_HEADER_SIZE, MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE,
+                                    k->zbuf, ref->stored);
         }
         if (ZSTD_isError(n))
             return mt_errorf(err, -EINVAL, t->path, zoff, "expected a zstd frame: %s", ZSTD_getErrorName(n));

@@ -19,5 +19,8 @@ static inline int mt_merge_less(const mt_merge_heap_t *h, uint32_t a, uint32_t b
 
 void mt_merge_push(mt_merge_heap_t *h, uint32_t thread);
 uint32_t mt_merge_pop(mt_merge_heap_t *h);
+/* The top thread's key changed (its next record read): moves it to its place, as a pop and a push
+ * of it would, at half their cost. */
+void mt_merge_top_changed(mt_merge_heap_t *h);
 
 #endif

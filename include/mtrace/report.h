@@ -90,6 +90,7 @@ typedef struct mt_report_opts {
     unsigned tree_depth;     /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
     const char *suppress;    /* --suppress: a file of leak suppressions (mtrace/suppress.h) */
     int temporary_rule;      /* --temporary: MT_TEMP_THREAD (default) or MT_TEMP_HEAPTRACK */
+    unsigned jobs;           /* -j: threads reading the trace (0 or 1: the calling thread alone) */
 } mt_report_opts_t;
 
 /* Which allocations are temporary (doc/report.md, "Temporary allocations"):

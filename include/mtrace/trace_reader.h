@@ -93,9 +93,18 @@ size_t mt_trace_thread_count(const mt_trace_t *t);
 const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i);
 const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t);
 
+/* What a cursor needs to decode a packed trace's frames. Cursors share their trace's, so they load
+ * chunks one thread at a time; a cursor given a codec of its own (mt_cursor_t.codec, after init)
+ * loads chunks while others of the trace load theirs in other threads. One codec serves any number
+ * of cursors used by one thread. Reading the records of a loaded chunk needs no codec. */
+typedef struct mt_chunk_codec mt_chunk_codec_t;
+mt_chunk_codec_t *mt_chunk_codec_new(void);
+void mt_chunk_codec_free(mt_chunk_codec_t *k);
+
 /* Chunk cursor: decodes the records of one chunk. */
 typedef struct mt_cursor {
     const mt_trace_t *trace;
+    mt_chunk_codec_t *codec; /* NULL: the trace's (not owned) */
     size_t chunk;
     uint8_t *buf;          /* MT_CHUNK_SIZE bytes, owned by the cursor */
     const uint8_t *p;
@@ -168,6 +177,9 @@ enum {
 };
 /* mt_trace_pack with MT_PACK_* flags. */
 int mt_trace_pack_flags(const char *in, const char *out, int level, unsigned flags, mt_error_t *err);
+/* mt_trace_pack_flags with `jobs` threads making frames (each with its model and zstd context): the
+ * same file, and the same error where one is met, as with one. */
+int mt_trace_pack_jobs(const char *in, const char *out, int level, unsigned flags, unsigned jobs, mt_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,9 @@
-/* report_mktrace OUT [RSS_EVERY]: writes a trace record by record (mt_writer), for the shell tests that need a
- * trace in every build, sanitized ones included (recording needs the LD_PRELOAD shim, which cannot
- * run there). Two threads, 8000 calls of sizes from 0 to 64 KiB, a live set that grows and then
- * shrinks, an RSS sample every RSS_EVERY calls (default 250; 8000 or more: one, at the first call),
- * the command line "report_mktrace demo". The chunks are
- * sealed, the header complete. Exit 0, or 1 with a message. */
+/* report_mktrace OUT [RSS_EVERY [CALLS [THREADS]]]: writes a trace record by record (mt_writer), for
+ * the shell tests that need a trace in every build, sanitized ones included (recording needs the
+ * LD_PRELOAD shim, which cannot run there). THREADS threads (default 2), CALLS calls (default 8000)
+ * of sizes from 0 to 64 KiB, a live set that grows and then shrinks, an RSS sample every RSS_EVERY
+ * calls (default 250; CALLS or more: one, at the first call), the command line "report_mktrace demo".
+ * The chunks are sealed, the header complete. Exit 0, or 1 with a message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "mtrace/trace_format.h"
 #include "mtrace/trace_writer.h"
 
-enum { CALLS = 8000, SLOTS = 300 };
+enum { SLOTS = 300 };
 
 static int put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
 {
@@ -24,13 +24,15 @@ static int put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: report_mktrace OUT [RSS_EVERY]\n");
+    if (argc < 2 || argc > 5) {
+        fprintf(stderr, "usage: report_mktrace OUT [RSS_EVERY [CALLS [THREADS]]]\n");
         return 2;
     }
-    const unsigned rss_every = argc == 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 250;
-    if (!rss_every) {
-        fprintf(stderr, "report_mktrace: RSS_EVERY must be 1 or more\n");
+    const unsigned rss_every = argc >= 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 250;
+    const unsigned calls = argc >= 4 ? (unsigned)strtoul(argv[3], NULL, 10) : 8000;
+    const unsigned nthreads = argc >= 5 ? (unsigned)strtoul(argv[4], NULL, 10) : 2;
+    if (!rss_every || !calls || !nthreads || nthreads > 1000) {
+        fprintf(stderr, "report_mktrace: RSS_EVERY and CALLS must be 1 or more, THREADS 1 to 1000\n");
         return 2;
     }
     mt_writer_t *w;
@@ -44,11 +46,12 @@ int main(int argc, char **argv)
     uint64_t slot[SLOTS] = { 0 }, size[SLOTS] = { 0 };
     uint64_t t = 1000000, live = 0, next = 0x7f0000100000ull;
     unsigned x = 12345;
-    for (unsigned i = 0; i < CALLS; i++) {
+    for (unsigned i = 0; i < calls; i++) {
         x = x * 1103515245u + 12345u;
-        const uint32_t th = 1 + (x >> 30) % 2;
+        /* (x >> 30) % 2: the threads of the 2-thread trace the tests' expected figures were made from */
+        const uint32_t th = 1 + (nthreads == 2 ? (x >> 30) % 2 : (x >> 20) % nthreads);
         const unsigned k = (x >> 8) % SLOTS;
-        const int grow = i < CALLS / 2 ? (x >> 4) % 4 != 0 : (x >> 4) % 4 == 0;
+        const int grow = i < calls / 2 ? (x >> 4) % 4 != 0 : (x >> 4) % 4 == 0;
         t += 1000 + (x >> 16) % 2000;
         mt_record_t r = { .time = t };
         if (slot[k] && !grow) {

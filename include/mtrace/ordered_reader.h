@@ -1,0 +1,38 @@
+/* mtrace ordered reader: a trace's records in time order, its threads merged, read by worker threads.
+ *
+ * The order is the one every serial reader of the project gives (mtrace/merge_heap.h: by time, ties
+ * by thread index), and so are the errors: a damaged record ends the stream where the serial merge
+ * would meet it, with the same message. With 2 jobs one worker decodes and merges while the caller
+ * uses the records; with N > 2, N - 2 workers decode the threads' chunks (each with its own zstd
+ * context and chunk buffers), one merges them, the caller makes N. Memory, whatever the trace's
+ * length: a 64 KiB chunk buffer per trace thread (as a serial reader's), with decoders 128 KiB of
+ * decoded records per trace thread, and 2 MiB of merged records.
+ */
+#ifndef MTRACE_ORDERED_READER_H
+#define MTRACE_ORDERED_READER_H
+
+#include <stdint.h>
+
+#include "mtrace/trace_reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_ordered mt_ordered_t;
+
+/* Starts reading t with `jobs` threads in all (2 or more, the caller's included). t must stay open
+ * and no other cursor of it may load chunks in the meantime. 0, or -ENOMEM / -EAGAIN with the
+ * message in err. */
+int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t *err);
+/* The next records in time order: *n of them in rec[], thread[k] the index of rec[k]'s thread (as
+ * mt_trace_thread): 1; 0 at the end; negative on damage, with the message in err (the records
+ * before the damage come first). They and their payloads stay valid until the next call. */
+int mt_ordered_batch(mt_ordered_t *m, const mt_record_t **rec, const uint32_t **thread, size_t *n, mt_error_t *err);
+/* Stops the workers (also before the end) and frees everything. */
+void mt_ordered_close(mt_ordered_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
