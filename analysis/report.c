@@ -643,16 +643,27 @@ static double seconds(const trace_clock_t *c, uint64_t time)
     return time > c->t0 ? mt_ticks_seconds(time - c->t0, c->rate) : 0;
 }
 
-int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)
+/* What the first pass keeps beside the report: the times, the step of the peak, the call points
+ * (for a trace too short for an RSS curve) and the program's own mappings. */
+typedef struct build {
+    mt_report_t *rep;
+    priv_t *pv;
+    pass_t p;
+    trace_clock_t clk;
+    uint64_t peak_step, first_time, last_time;
+    size_t series_cap;
+    call_points_t cpoints;
+    uint64_t page_kb;
+    mt_vmap_t own; /* the program's own mappings */
+    mt_vmap_cut_t *own_cuts;
+    size_t own_cap;
+} build_t;
+
+/* Opens the trace and fills what its header says: the state, the command, the threads, the
+ * suppressions (read first: a file that cannot be used fails before the long pass). */
+static int report_open(mt_report_t *rep, priv_t *pv, const char *path, const mt_report_opts_t *o, mt_trace_t **tp,
+                       mt_error_t *err)
 {
-    memset(rep, 0, sizeof *rep);
-    rep->path = path;
-    priv_t *pv = calloc(1, sizeof *pv);
-    if (!pv) {
-        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
-        return -ENOMEM;
-    }
-    rep->priv = pv;
     mt_trace_t *t;
     int rc = mt_trace_open(&t, path, err);
     if (rc < 0)
@@ -668,8 +679,6 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
     rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
     rep->temporary_rule = o ? o->temporary_rule : MT_TEMP_THREAD;
-    const unsigned jobs = o && o->jobs ? o->jobs : 1;
-    /* The suppressions are read first: a file that cannot be used fails before the long pass. */
     if (o && o->suppress && (rc = mt_suppressions_load(&pv->supp, o->suppress, err)) < 0) {
         mt_trace_close(t);
         return rc;
@@ -685,216 +694,260 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         snprintf(pv->exe, sizeof pv->exe, "%.*s", (int)len, s);
     rep->threads = (uint32_t)mt_trace_thread_count(t);
     rep->thread = calloc(rep->threads + 1, sizeof *rep->thread);
-    pass_t p;
-    if (!rep->thread || (rc = pass_init(&p, t, jobs, err)) < 0) {
-        if (!rep->thread)
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
-        else
-            pass_fini(&p);
+    if (!rep->thread) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
         mt_trace_close(t);
-        return rc < 0 ? rc : -ENOMEM;
+        return -ENOMEM;
     }
     for (uint32_t i = 0; i < rep->threads; i++) {
         rep->thread[i].thread = mt_trace_thread(t, i)->thread;
         rep->thread[i].tid = mt_trace_thread(t, i)->tid;
         rep->thread[i].start_s = -1;
     }
-    uint64_t peak_step = 0, first_time = UINT64_MAX, last_time = 0;
-    size_t series_cap = 0;
-    call_points_t cpoints = { 0 };
-    const uint64_t page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4;
+    *tp = t;
+    return 0;
+}
+
+/* A call of thread ti in the first pass: the counts, the block it ended, the block it made, the
+ * live peak. 0, or -ENOMEM. */
+static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
+{
+    mt_report_t *rep = bs->rep;
+    pass_t *p = &bs->p;
+    struct mt_report_thread *th = &rep->thread[ti];
+    if (r->time < bs->first_time)
+        bs->first_time = r->time;
+    if (r->time > bs->last_time)
+        bs->last_time = r->time;
+    th->calls++;
+    if (th->start_s < 0)
+        th->start_s = seconds(&bs->clk, r->time);
+    th->end_s = seconds(&bs->clk, r->time);
+    rep->calls[r->op]++;
+    stack_stat_t *st = (r->flags & MT_FLAG_STACK) ? stack_at(bs->pv, r->stack) : NULL;
+    if (st && r->op == MT_OP_FREE)
+        st->others++;
+    const int nul = (r->flags & MT_FLAG_NULL) != 0;
+    uint64_t freed_ptr = 0;
+    if (r->op == MT_OP_FREE)
+        freed_ptr = r->ptr;
+    else if ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0))
+        freed_ptr = r->ptr;
+    uint64_t old_size = 0; /* of the block a realloc resized */
+    if (freed_ptr) {
+        block_t b;
+        const int had = block_remove(p, freed_ptr, &b);
+        if (had < 0)
+            return -ENOMEM;
+        if (!had) {
+            rep->unknown_frees++;
+        } else {
+            old_size = b.size;
+            rep->life_hist[log2_bucket(lifetime_ns(&bs->clk, b.time, r->time))]++;
+            if (r->op == MT_OP_FREE)
+                th->frees++;
+            const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
+                                 ? p->last_any == freed_ptr
+                                 : r->op == MT_OP_FREE && p->t[ti].last_alloc == freed_ptr && p->t[ti].last_time == b.time;
+            if (temp) {
+                rep->temporary++;
+                rep->temporary_bytes += b.size;
+                th->temporary++;
+            }
+            p->last_any = 0;
+        }
+        if (p->t[ti].last_alloc == freed_ptr)
+            p->t[ti].last_alloc = 0;
+    }
+    if (!is_alloc_op(r->op))
+        return 0;
+    const uint64_t req = requested(r);
+    if (nul) {
+        if (!(r->op == MT_OP_REALLOC && req == 0))
+            rep->failures[r->op]++;
+        return 0;
+    }
+    /* Bytes requested: by the calls that returned a block. A failed call got nothing, and its size
+     * (malloc(SIZE_MAX), calloc(SIZE_MAX / 2, 4)) would swamp, or wrap, the total. */
+    rep->bytes[r->op] = add_bytes(rep->bytes[r->op], req);
+    th->bytes = add_bytes(th->bytes, req);
+    rep->allocations++;
+    th->allocations++;
+    rep->size_hist[log2_bucket(req)]++;
+    uint64_t grown = req, shrunk = 0;
+    if (r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) {
+        grown = req > old_size ? req - old_size : 0;
+        shrunk = old_size > req ? old_size - req : 0;
+        rep->realloc_growth = add_bytes(rep->realloc_growth, grown);
+        rep->realloc_shrink = add_bytes(rep->realloc_shrink, shrunk);
+    }
+    if (st) {
+        st->calls++;
+        st->bytes += req;
+        st->added = add_bytes(st->added, grown);
+        st->shrunk = add_bytes(st->shrunk, shrunk);
+    }
+    block_t stale;
+    if (block_remove(p, r->result, &stale) < 0) /* an address given again while we think it live */
+        return -ENOMEM;
+    const block_t b = { .size = req, .time = r->time, .stack = st ? r->stack : 0 };
+    if (block_add(p, r->result, &b) < 0)
+        return -ENOMEM;
+    p->t[ti].last_alloc = r->result;
+    p->t[ti].last_time = r->time;
+    p->last_any = r->result;
+    if (p->live.bytes > rep->peak_live_bytes) {
+        rep->peak_live_bytes = p->live.bytes;
+        rep->peak_live_blocks = p->live.n;
+        rep->peak_time_s = seconds(&bs->clk, r->time);
+        bs->peak_step = p->steps;
+    }
+    return 0;
+}
+
+/* The first pass over every record: the events (RSS samples, the program's mappings, stacks,
+ * modules) and the calls. rc of the pass. */
+static int first_pass(build_t *bs, mt_trace_t *t, mt_error_t *err)
+{
+    mt_report_t *rep = bs->rep;
     uint32_t ti;
     const mt_record_t *r;
-    trace_clock_t clk;
-    clock_update(&clk, t);
-    mt_vmap_t own = { 0 }; /* the program's own mappings */
-    mt_vmap_cut_t *own_cuts = NULL;
-    size_t own_cap = 0;
-    while ((rc = pass_next(&p, &ti, &r, err)) > 0) {
-        struct mt_report_thread *th = &rep->thread[ti];
+    int rc;
+    while ((rc = pass_next(&bs->p, &ti, &r, err)) > 0) {
         if (r->op == MT_EV_RSS && r->nargs >= 2) {
             mt_trace_note_rss(t, r);
-            clock_update(&clk, t);
-            if ((rc = add_point(rep, &series_cap, seconds(&clk, r->time), p.live.bytes, (uint64_t)r->arg[1] * page_kb,
-                                (uint64_t)r->arg[0] * page_kb)) < 0)
+            clock_update(&bs->clk, t);
+            if ((rc = add_point(rep, &bs->series_cap, seconds(&bs->clk, r->time), bs->p.live.bytes,
+                                (uint64_t)r->arg[1] * bs->page_kb, (uint64_t)r->arg[0] * bs->page_kb)) < 0)
                 break;
-            note_anon_sample(&rep->own, &own, r, page_kb, p.live.bytes);
+            note_anon_sample(&rep->own, &bs->own, r, bs->page_kb, bs->p.live.bytes);
         }
-        if (r->op == MT_EV_VM && (rc = note_vm_event(&rep->own, &own, &own_cuts, &own_cap, r)) < 0)
+        if (r->op == MT_EV_VM && (rc = note_vm_event(&rep->own, &bs->own, &bs->own_cuts, &bs->own_cap, r)) < 0)
             break;
-        if (r->op <= MT_OP_LAST_CALL && (rc = call_point(&cpoints, seconds(&clk, r->time), p.live.bytes)) < 0)
+        if (r->op <= MT_OP_LAST_CALL &&
+            (rc = call_point(&bs->cpoints, seconds(&bs->clk, r->time), bs->p.live.bytes)) < 0)
             break;
-        if (r->op == MT_EV_STACK && (rc = note_stack_event(pv, r)) < 0)
+        if (r->op == MT_EV_STACK && (rc = note_stack_event(bs->pv, r)) < 0)
             break;
-        if (r->op == MT_EV_MODULE && (rc = note_module_event(pv, r)) < 0)
+        if (r->op == MT_EV_MODULE && (rc = note_module_event(bs->pv, r)) < 0)
             break;
+        if (r->op <= MT_OP_LAST_CALL && (rc = count_call(bs, ti, r)) < 0)
+            break;
+    }
+    /* Fewer than two RSS samples draw no curve: the live bytes at the records' times instead, up to
+     * the last call's. */
+    if (rc >= 0 && rep->nseries < 2 && bs->cpoints.n) {
+        bs->cpoints.v[bs->cpoints.n++] =
+            (struct mt_report_point){ seconds(&bs->clk, bs->last_time), bs->p.live.bytes, 0, 0 };
+        free(rep->series);
+        rep->series = bs->cpoints.v;
+        rep->nseries = bs->cpoints.n;
+        bs->cpoints.v = NULL;
+    }
+    return rc;
+}
+
+/* Leaks: what is live at the end of the trace, in total and per stack. */
+static void count_leaks(build_t *bs)
+{
+    mt_report_t *rep = bs->rep;
+    for (uint64_t i = 0; i < bs->p.live.nslots; i++) {
+        block_t b;
+        if (!mt_live_slot(&bs->p.live, i, &b))
+            continue;
+        rep->leaked_blocks++;
+        rep->leaked_bytes += b.size;
+        if (b.stack) {
+            stack_stat_t *st = stack_at(bs->pv, b.stack);
+            if (st) {
+                st->leaked_blocks++;
+                st->leaked_bytes += b.size;
+                st->leak_quarters |= (uint8_t)(1u << mt_leak_quarter(b.time, bs->first_time, bs->last_time));
+            }
+        }
+    }
+}
+
+/* The callsites' shares of the peak: walk again up to the peak and add up the live blocks. */
+static int peak_shares(build_t *bs, mt_trace_t *t, unsigned jobs, mt_error_t *err)
+{
+    pass_t p;
+    int rc = pass_init(&p, t, jobs, err);
+    if (rc < 0)
+        return rc;
+    uint32_t ti;
+    const mt_record_t *r;
+    while (p.steps < bs->peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
         if (r->op > MT_OP_LAST_CALL)
             continue;
-        if (r->time < first_time)
-            first_time = r->time;
-        if (r->time > last_time)
-            last_time = r->time;
-        th->calls++;
-        if (th->start_s < 0)
-            th->start_s = seconds(&clk, r->time);
-        th->end_s = seconds(&clk, r->time);
-        rep->calls[r->op]++;
-        stack_stat_t *st = (r->flags & MT_FLAG_STACK) ? stack_at(pv, r->stack) : NULL;
-        if (st && r->op == MT_OP_FREE)
-            st->others++;
         const int nul = (r->flags & MT_FLAG_NULL) != 0;
-        uint64_t freed_ptr = 0;
-        if (r->op == MT_OP_FREE)
-            freed_ptr = r->ptr;
-        else if ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0))
-            freed_ptr = r->ptr;
-        uint64_t old_size = 0; /* of the block a realloc resized */
-        if (freed_ptr) {
-            block_t b;
-            const int had = block_remove(&p, freed_ptr, &b);
-            if (had < 0) {
+        block_t b;
+        if (r->op == MT_OP_FREE ||
+            ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0)))
+            block_remove(&p, r->ptr, &b);
+        if (is_alloc_op(r->op) && !nul) {
+            block_remove(&p, r->result, &b);
+            const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
+            if (block_add(&p, r->result, &nb) < 0) {
                 rc = -ENOMEM;
                 break;
             }
-            if (!had) {
-                rep->unknown_frees++;
-            } else {
-                old_size = b.size;
-                rep->life_hist[log2_bucket(lifetime_ns(&clk, b.time, r->time))]++;
-                if (r->op == MT_OP_FREE)
-                    th->frees++;
-                const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
-                                     ? p.last_any == freed_ptr
-                                     : r->op == MT_OP_FREE && p.t[ti].last_alloc == freed_ptr && p.t[ti].last_time == b.time;
-                if (temp) {
-                    rep->temporary++;
-                    rep->temporary_bytes += b.size;
-                    th->temporary++;
-                }
-                p.last_any = 0;
-            }
-            if (p.t[ti].last_alloc == freed_ptr)
-                p.t[ti].last_alloc = 0;
-        }
-        if (!is_alloc_op(r->op))
-            continue;
-        const uint64_t req = requested(r);
-        if (nul) {
-            if (!(r->op == MT_OP_REALLOC && req == 0))
-                rep->failures[r->op]++;
-            continue;
-        }
-        /* Bytes requested: by the calls that returned a block. A failed call got nothing, and its size
-         * (malloc(SIZE_MAX), calloc(SIZE_MAX / 2, 4)) would swamp, or wrap, the total. */
-        rep->bytes[r->op] = add_bytes(rep->bytes[r->op], req);
-        th->bytes = add_bytes(th->bytes, req);
-        rep->allocations++;
-        th->allocations++;
-        rep->size_hist[log2_bucket(req)]++;
-        uint64_t grown = req, shrunk = 0;
-        if (r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) {
-            grown = req > old_size ? req - old_size : 0;
-            shrunk = old_size > req ? old_size - req : 0;
-            rep->realloc_growth = add_bytes(rep->realloc_growth, grown);
-            rep->realloc_shrink = add_bytes(rep->realloc_shrink, shrunk);
-        }
-        if (st) {
-            st->calls++;
-            st->bytes += req;
-            st->added = add_bytes(st->added, grown);
-            st->shrunk = add_bytes(st->shrunk, shrunk);
-        }
-        block_t stale;
-        if (block_remove(&p, r->result, &stale) < 0) { /* an address given again while we think it live */
-            rc = -ENOMEM;
-            break;
-        }
-        const block_t b = { .size = req, .time = r->time, .stack = st ? r->stack : 0 };
-        if (block_add(&p, r->result, &b) < 0) {
-            rc = -ENOMEM;
-            break;
-        }
-        p.t[ti].last_alloc = r->result;
-        p.t[ti].last_time = r->time;
-        p.last_any = r->result;
-        if (p.live.bytes > rep->peak_live_bytes) {
-            rep->peak_live_bytes = p.live.bytes;
-            rep->peak_live_blocks = p.live.n;
-            rep->peak_time_s = seconds(&clk, r->time);
-            peak_step = p.steps;
         }
     }
-    mt_vmap_fini(&own);
-    free(own_cuts);
-    /* Fewer than two RSS samples draw no curve: the live bytes at the records' times instead, up to
-     * the last call's. */
-    if (rc >= 0 && rep->nseries < 2 && cpoints.n) {
-        cpoints.v[cpoints.n++] = (struct mt_report_point){ seconds(&clk, last_time), p.live.bytes, 0, 0 };
-        free(rep->series);
-        rep->series = cpoints.v;
-        rep->nseries = cpoints.n;
-        cpoints.v = NULL;
+    for (uint64_t i = 0; rc >= 0 && i < p.live.nslots; i++) {
+        block_t b;
+        if (!mt_live_slot(&p.live, i, &b))
+            continue;
+        stack_stat_t *st = b.stack ? stack_at(bs->pv, b.stack) : NULL;
+        if (st)
+            st->peak_bytes += b.size;
     }
-    free(cpoints.v);
+    pass_fini(&p);
+    return rc;
+}
+
+int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *o, mt_error_t *err)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->path = path;
+    priv_t *pv = calloc(1, sizeof *pv);
+    if (!pv) {
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    rep->priv = pv;
+    mt_trace_t *t;
+    int rc = report_open(rep, pv, path, o, &t, err);
+    if (rc < 0)
+        return rc;
+    const unsigned jobs = o && o->jobs ? o->jobs : 1;
+    const mt_file_header_t *h = mt_trace_header(t);
+    build_t bs = { .rep = rep, .pv = pv, .first_time = UINT64_MAX,
+                   .page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4 };
+    if ((rc = pass_init(&bs.p, t, jobs, err)) < 0) {
+        pass_fini(&bs.p);
+        mt_trace_close(t);
+        return rc;
+    }
+    clock_update(&bs.clk, t);
+    rc = first_pass(&bs, t, err);
+    mt_vmap_fini(&bs.own);
+    free(bs.own_cuts);
+    free(bs.cpoints.v);
     if (rc < 0) {
         if (rc == -ENOMEM)
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
-        pass_fini(&p);
+        pass_fini(&bs.p);
         mt_trace_close(t);
         return rc;
     }
-    /* Leaks: what is live at the end of the trace. */
-    for (uint64_t i = 0; i < p.live.nslots; i++) {
-        block_t lb;
-        if (!mt_live_slot(&p.live, i, &lb))
-            continue;
-        const block_t *b = &lb;
-        rep->leaked_blocks++;
-        rep->leaked_bytes += b->size;
-        if (b->stack) {
-            stack_stat_t *st = stack_at(pv, b->stack);
-            if (st) {
-                st->leaked_blocks++;
-                st->leaked_bytes += b->size;
-                st->leak_quarters |= (uint8_t)(1u << mt_leak_quarter(b->time, first_time, last_time));
-            }
-        }
-    }
-    pass_fini(&p);
-    /* The callsites' shares of the peak: walk again up to the peak and add up the live blocks. */
-    if (rep->has_stacks && peak_step && (rc = pass_init(&p, t, jobs, err)) == 0) {
-        while (p.steps < peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
-            if (r->op > MT_OP_LAST_CALL)
-                continue;
-            const int nul = (r->flags & MT_FLAG_NULL) != 0;
-            block_t b;
-            if (r->op == MT_OP_FREE || ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr &&
-                                       (!nul || requested(r) == 0)))
-                block_remove(&p, r->ptr, &b);
-            if (is_alloc_op(r->op) && !nul) {
-                block_remove(&p, r->result, &b);
-                const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
-                if (block_add(&p, r->result, &nb) < 0) {
-                    rc = -ENOMEM;
-                    break;
-                }
-            }
-        }
-        for (uint64_t i = 0; rc >= 0 && i < p.live.nslots; i++) {
-            block_t b;
-            if (!mt_live_slot(&p.live, i, &b))
-                continue;
-            stack_stat_t *st = b.stack ? stack_at(pv, b.stack) : NULL;
-            if (st)
-                st->peak_bytes += b.size;
-        }
-        pass_fini(&p);
-    }
-    if (rc < 0) {
+    count_leaks(&bs);
+    pass_fini(&bs.p);
+    if (rep->has_stacks && bs.peak_step && (rc = peak_shares(&bs, t, jobs, err)) < 0) {
         mt_trace_close(t);
         return rc;
     }
-    rep->duration_s = last_time > first_time ? seconds(&clk, last_time) - seconds(&clk, first_time) : 0;
+    rep->duration_s = bs.last_time > bs.first_time ? seconds(&bs.clk, bs.last_time) - seconds(&bs.clk, bs.first_time) : 0;
     mt_trace_close(t);
     if (rep->has_stacks && pv->nstacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
         return rc;
