@@ -1134,106 +1134,99 @@ static const char *temporary_rule_name(int rule)
     return rule == MT_TEMP_HEAPTRACK ? "heaptrack" : "thread";
 }
 
-void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
+/* The report as one JSON object. */
+static void print_json(const mt_report_t *r, FILE *f, unsigned top)
 {
-    uint64_t total = 0;
-    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-        total += r->calls[op];
-    if (fmt == MT_TABLE_CSV) {
-        fprintf(f, "function,calls,share_pct,bytes_requested,failures\n");
-        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-            fprintf(f, "%s,%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 "\n", mt_op_name(op), r->calls[op],
-                    total ? 100.0 * (double)r->calls[op] / (double)total : 0, r->bytes[op], r->failures[op]);
-        return;
-    }
-    if (fmt == MT_TABLE_JSON) {
-        mt_json_t j;
-        mt_json_init(&j, f);
+    mt_json_t j;
+    mt_json_init(&j, f);
+    mt_json_begin_object(&j);
+    mt_json_kv_cstr(&j, "kind", "report");
+    mt_json_kv_cstr(&j, "file", r->path);
+    mt_json_kv_cstr(&j, "command", r->command);
+    mt_json_kv_u64(&j, "threads", r->threads);
+    mt_json_kv_double(&j, "duration_s", r->duration_s);
+    mt_json_kv_bool(&j, "complete", r->complete);
+    mt_json_kv_bool(&j, "truncated", r->truncated);
+    static const char *const tables[] = { "calls", "bytes", "failures" };
+    for (int k = 0; k < 3; k++) {
+        const uint64_t *v = k == 0 ? r->calls : k == 1 ? r->bytes : r->failures;
+        mt_json_key(&j, tables[k]);
         mt_json_begin_object(&j);
-        mt_json_kv_cstr(&j, "kind", "report");
-        mt_json_kv_cstr(&j, "file", r->path);
-        mt_json_kv_cstr(&j, "command", r->command);
-        mt_json_kv_u64(&j, "threads", r->threads);
-        mt_json_kv_double(&j, "duration_s", r->duration_s);
-        mt_json_kv_bool(&j, "complete", r->complete);
-        mt_json_kv_bool(&j, "truncated", r->truncated);
-        static const char *const tables[] = { "calls", "bytes", "failures" };
-        for (int k = 0; k < 3; k++) {
-            const uint64_t *v = k == 0 ? r->calls : k == 1 ? r->bytes : r->failures;
-            mt_json_key(&j, tables[k]);
-            mt_json_begin_object(&j);
-            for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-                mt_json_kv_u64(&j, mt_op_name(op), v[op]);
-            mt_json_end_object(&j);
-        }
-        mt_json_kv_u64(&j, "allocations", r->allocations);
-        mt_json_kv_u64(&j, "peak_live_bytes", r->peak_live_bytes);
-        mt_json_kv_u64(&j, "peak_live_blocks", r->peak_live_blocks);
-        mt_json_kv_double(&j, "peak_time_s", r->peak_time_s);
-        mt_json_kv_u64(&j, "leaked_blocks", r->leaked_blocks);
-        mt_json_kv_u64(&j, "leaked_bytes", r->leaked_bytes);
-        mt_json_kv_u64(&j, "temporary", r->temporary);
-        mt_json_kv_u64(&j, "temporary_bytes", r->temporary_bytes);
-        mt_json_kv_cstr(&j, "temporary_rule", temporary_rule_name(r->temporary_rule));
-        mt_json_kv_u64(&j, "realloc_growth", r->realloc_growth);
-        mt_json_kv_u64(&j, "realloc_shrink", r->realloc_shrink);
-        mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
-        json_own_memory(&j, r);
-        json_hist(&j, "size_histogram", r->size_hist);
-        json_hist(&j, "lifetime_histogram_ns", r->life_hist);
-        mt_json_key(&j, "thread_list");
-        mt_json_begin_array(&j);
-        for (uint32_t i = 0; i < r->threads; i++) {
-            const struct mt_report_thread *t = &r->thread[i];
-            mt_json_begin_object(&j);
-            mt_json_kv_u64(&j, "thread", t->thread);
-            mt_json_kv_u64(&j, "tid", t->tid);
-            mt_json_kv_u64(&j, "calls", t->calls);
-            mt_json_kv_u64(&j, "allocations", t->allocations);
-            mt_json_kv_u64(&j, "bytes", t->bytes);
-            mt_json_kv_u64(&j, "frees", t->frees);
-            mt_json_kv_u64(&j, "temporary", t->temporary);
-            mt_json_end_object(&j);
-        }
-        mt_json_end_array(&j);
-        mt_json_key(&j, "callsites");
-        mt_json_begin_array(&j);
-        for (size_t i = 0; i < r->ncallsites && (!top || i < top); i++) {
-            const mt_callsite_t *c = &r->callsites[i];
-            mt_json_begin_object(&j);
-            mt_json_kv_cstr(&j, "function", c->function);
-            if (c->file)
-                mt_json_kv_cstr(&j, "file", c->file);
-            else {
-                mt_json_key(&j, "file");
-                mt_json_null(&j);
-            }
-            mt_json_kv_u64(&j, "line", c->line);
-            mt_json_kv_cstr(&j, "module", c->module);
-            if (!strcmp(c->function, "??"))
-                mt_json_kv_u64(&j, "offset", c->offset);
-            mt_json_kv_u64(&j, "calls", c->calls);
-            mt_json_kv_u64(&j, "bytes", c->bytes);
-            mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
-            mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
-            mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
-            mt_json_kv_u64(&j, "bytes_added", c->added);
-            mt_json_kv_u64(&j, "bytes_shrunk", c->shrunk);
-            mt_json_end_object(&j);
-        }
-        mt_json_end_array(&j);
-        if (r->has_stacks)
-            mt_leaks_json(&r->leaks, &j, top);
-        if (r->has_stacks && r->callers.leaf) {
-            mt_callers_json_skipped(&r->callers, &j);
-            mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
-            mt_callers_json_entry_cut(&r->callers, &j);
-            mt_caller_tree_json(&r->callers.top_down, &j, "top_down", "callees", top, r->tree_depth);
-        }
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            mt_json_kv_u64(&j, mt_op_name(op), v[op]);
         mt_json_end_object(&j);
-        mt_json_finish(&j);
-        return;
     }
+    mt_json_kv_u64(&j, "allocations", r->allocations);
+    mt_json_kv_u64(&j, "peak_live_bytes", r->peak_live_bytes);
+    mt_json_kv_u64(&j, "peak_live_blocks", r->peak_live_blocks);
+    mt_json_kv_double(&j, "peak_time_s", r->peak_time_s);
+    mt_json_kv_u64(&j, "leaked_blocks", r->leaked_blocks);
+    mt_json_kv_u64(&j, "leaked_bytes", r->leaked_bytes);
+    mt_json_kv_u64(&j, "temporary", r->temporary);
+    mt_json_kv_u64(&j, "temporary_bytes", r->temporary_bytes);
+    mt_json_kv_cstr(&j, "temporary_rule", temporary_rule_name(r->temporary_rule));
+    mt_json_kv_u64(&j, "realloc_growth", r->realloc_growth);
+    mt_json_kv_u64(&j, "realloc_shrink", r->realloc_shrink);
+    mt_json_kv_u64(&j, "unknown_frees", r->unknown_frees);
+    json_own_memory(&j, r);
+    json_hist(&j, "size_histogram", r->size_hist);
+    json_hist(&j, "lifetime_histogram_ns", r->life_hist);
+    mt_json_key(&j, "thread_list");
+    mt_json_begin_array(&j);
+    for (uint32_t i = 0; i < r->threads; i++) {
+        const struct mt_report_thread *t = &r->thread[i];
+        mt_json_begin_object(&j);
+        mt_json_kv_u64(&j, "thread", t->thread);
+        mt_json_kv_u64(&j, "tid", t->tid);
+        mt_json_kv_u64(&j, "calls", t->calls);
+        mt_json_kv_u64(&j, "allocations", t->allocations);
+        mt_json_kv_u64(&j, "bytes", t->bytes);
+        mt_json_kv_u64(&j, "frees", t->frees);
+        mt_json_kv_u64(&j, "temporary", t->temporary);
+        mt_json_end_object(&j);
+    }
+    mt_json_end_array(&j);
+    mt_json_key(&j, "callsites");
+    mt_json_begin_array(&j);
+    for (size_t i = 0; i < r->ncallsites && (!top || i < top); i++) {
+        const mt_callsite_t *c = &r->callsites[i];
+        mt_json_begin_object(&j);
+        mt_json_kv_cstr(&j, "function", c->function);
+        if (c->file)
+            mt_json_kv_cstr(&j, "file", c->file);
+        else {
+            mt_json_key(&j, "file");
+            mt_json_null(&j);
+        }
+        mt_json_kv_u64(&j, "line", c->line);
+        mt_json_kv_cstr(&j, "module", c->module);
+        if (!strcmp(c->function, "??"))
+            mt_json_kv_u64(&j, "offset", c->offset);
+        mt_json_kv_u64(&j, "calls", c->calls);
+        mt_json_kv_u64(&j, "bytes", c->bytes);
+        mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
+        mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
+        mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
+        mt_json_kv_u64(&j, "bytes_added", c->added);
+        mt_json_kv_u64(&j, "bytes_shrunk", c->shrunk);
+        mt_json_end_object(&j);
+    }
+    mt_json_end_array(&j);
+    if (r->has_stacks)
+        mt_leaks_json(&r->leaks, &j, top);
+    if (r->has_stacks && r->callers.leaf) {
+        mt_callers_json_skipped(&r->callers, &j);
+        mt_caller_tree_json(&r->callers.bottom_up, &j, "allocating_functions", "callers", top, r->tree_depth);
+        mt_callers_json_entry_cut(&r->callers, &j);
+        mt_caller_tree_json(&r->callers.top_down, &j, "top_down", "callees", top, r->tree_depth);
+    }
+    mt_json_end_object(&j);
+    mt_json_finish(&j);
+}
+
+/* The text report's summary: the calls, the peak, leaks, temporaries, histograms, threads. */
+static void print_text_summary(const mt_report_t *r, FILE *f, uint64_t total)
+{
     char a[32], b[32];
     /* Every string from the trace or the object files is escaped (\xNN): never raw to a terminal. */
     fputs("mtrace report: ", f);
@@ -1281,10 +1274,12 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         fprintf(f, "%6u %8u %12" PRIu64 " %12" PRIu64 " %11s %11" PRIu64 "\n", t->thread, t->tid, t->calls,
                 t->allocations, human(a, sizeof a, (double)t->bytes), t->temporary);
     }
-    if (!r->has_stacks) {
-        fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
-        return;
-    }
+}
+
+/* The text report's callsite tables, leaks by stack and caller trees. */
+static void print_text_callsites(const mt_report_t *r, FILE *f, unsigned top)
+{
+    char a[32];
     static const char *const by[] = { "calls", "bytes requested", "bytes added (allocations and realloc growth)",
                                        "peak", "leaks" };
     const int reallocs = r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY];
@@ -1324,4 +1319,28 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
     fprintf(f, "\ncallers down to the allocating functions (top-down)\n");
     mt_callers_print_entry_cut(&r->callers, f);
     mt_caller_tree_print(&r->callers.top_down, f, "->", top ? top : 10, top ? top : 5, r->tree_depth);
+}
+
+void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top)
+{
+    uint64_t total = 0;
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        total += r->calls[op];
+    if (fmt == MT_TABLE_CSV) {
+        fprintf(f, "function,calls,share_pct,bytes_requested,failures\n");
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            fprintf(f, "%s,%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 "\n", mt_op_name(op), r->calls[op],
+                    total ? 100.0 * (double)r->calls[op] / (double)total : 0, r->bytes[op], r->failures[op]);
+        return;
+    }
+    if (fmt == MT_TABLE_JSON) {
+        print_json(r, f, top);
+        return;
+    }
+    print_text_summary(r, f, total);
+    if (!r->has_stacks) {
+        fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
+        return;
+    }
+    print_text_callsites(r, f, top);
 }
