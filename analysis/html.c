@@ -203,11 +203,21 @@ static void html_tree(FILE *f, const mt_caller_tree_t *t, const char *title, uns
     fprintf(f, "</div>\n");
 }
 
-int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
-                   const char *flame_svg)
+/* A figure: its heading (none: NULL) and the SVG file inlined (own: inline_svg's own_ids). */
+static void html_figure(FILE *f, const char *title, const char *svg, int own)
 {
-    /* The results are checked before anything is drawn: a bad one fails the page, once. */
-    int all_series = 1;
+    if (title)
+        fprintf(f, "<h2>%s</h2>\n", title);
+    fprintf(f, "<div class=\"figure\">");
+    inline_svg(f, svg, own);
+    fprintf(f, "</div>\n");
+}
+
+/* Checks the replay results before anything is drawn: a bad one fails the page, once. 0, or -1
+ * (said); *all_series: every result names an RSS series. */
+static int check_results(const char *const *results, int nresults, int *all_series)
+{
+    *all_series = 1;
     for (int i = 0; i < nresults; i++) {
         mt_jval_t *j;
         mt_error_t err;
@@ -222,47 +232,17 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         char where[4096];
         const int ok = mt_replay_result_check(results[i], j) == 0 &&
                        (!series || mt_result_series(results[i], series, where, sizeof where));
-        all_series &= series != NULL;
+        *all_series &= series != NULL;
         mt_json_free(j);
         if (!ok)
             return -1;
     }
-    char tmp[PATH_MAX];
-    mt_tmp_template(tmp, sizeof tmp, "html", "");
-    if (!mkdtemp(tmp)) {
-        fprintf(stderr, "mtrace: cannot create a temporary directory %s: %s\n", tmp, strerror(errno));
-        return -1;
-    }
-    char live_svg[PATH_MAX + 16], sizes_svg[PATH_MAX + 16], rss_svg[PATH_MAX + 16], bars_svg[PATH_MAX + 16];
-    snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
-    snprintf(sizes_svg, sizeof sizes_svg, "%s/sizes.svg", tmp);
-    snprintf(rss_svg, sizeof rss_svg, "%s/rss.svg", tmp);
-    snprintf(bars_svg, sizeof bars_svg, "%s/bars.svg", tmp);
-    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
-    char dats[4][80];
-    /* What the plots leave in the directory: removed at the end, or by a stop signal (newest first:
-     * the files, then the directory). */
-    mt_cleanup_add(tmp, 1);
-    for (size_t i = 0; i < 4; i++) {
-        snprintf(dats[i], sizeof dats[i], "%.*s.dat", (int)(strlen(files[i]) - 4), files[i]);
-        mt_cleanup_add(files[i], 0);
-        mt_cleanup_add(dats[i], 0);
-    }
-    const int have_live = mt_plot_trace(r, live_svg) == 0;
-    const int have_sizes = mt_plot_sizes(r, sizes_svg) == 0;
-    int have_rss = 0, have_bars = 0;
-    if (nresults) {
-        have_bars = mt_plot_compare(results, nresults, bars_svg) == 0;
-        if (all_series)
-            have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
-    }
-    /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
-    mt_out_t page;
-    mt_error_t err;
-    int rc = mt_out_open(&page, out, &err);
-    FILE *const f = page.f;
-    if (rc < 0)
-        goto cleanup;
+    return 0;
+}
+
+/* The page's head, the trace's figures and the table of calls. */
+static void html_summary(FILE *f, const mt_report_t *r)
+{
     char a[32], b[32];
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtrace: ");
     esc(f, r->command);
@@ -298,36 +278,14 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     }
     fprintf(f, "</table>\n");
 
-    if (have_live) {
-        fprintf(f, "<h2>Live bytes and RSS over time</h2>\n<div class=\"figure\">");
-        inline_svg(f, live_svg, 1);
-        fprintf(f, "</div>\n");
-    }
-    if (have_sizes) {
-        fprintf(f, "<h2>Allocation sizes</h2>\n<div class=\"figure\">");
-        inline_svg(f, sizes_svg, 1);
-        fprintf(f, "</div>\n");
-    }
-    if (nresults) {
-        fprintf(f, "<h2>Replays</h2>\n");
-        mt_compare_print(f, results, nresults, MT_TABLE_HTML);
-        if (have_bars) {
-            fprintf(f, "<div class=\"figure\">");
-            inline_svg(f, bars_svg, 1);
-            fprintf(f, "</div>\n");
-        }
-        if (have_rss) {
-            fprintf(f, "<div class=\"figure\">");
-            inline_svg(f, rss_svg, 1);
-            fprintf(f, "</div>\n");
-        }
-    }
+}
+
+/* What the stacks give: the flame graph, the top callsites, the caller trees, the leaks by stack. */
+static void html_stacks(FILE *f, const mt_report_t *r, const char *flame_svg)
+{
     if (r->has_stacks) {
-        if (flame_svg) {
-            fprintf(f, "<h2>Flame graph (bytes allocated)</h2>\n<div class=\"figure\">");
-            inline_svg(f, flame_svg, 0);
-            fprintf(f, "</div>\n");
-        }
+        if (flame_svg)
+            html_figure(f, "Flame graph (bytes allocated)", flame_svg, 0);
         fprintf(f, "<h2>Top callsites</h2>\n<table><tr><th class=\"l\">function</th><th class=\"l\">where</th>"
                    "<th>calls</th><th>bytes</th><th>at peak</th><th>leaked</th></tr>\n");
         for (size_t i = 0; i < r->ncallsites && i < 50; i++) {
@@ -376,6 +334,65 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     } else {
         fprintf(f, "<p class=\"note\">No callsites: record with <code>--stacks N</code> to get them.</p>\n");
     }
+}
+
+int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
+                   const char *flame_svg)
+{
+    int all_series;
+    if (check_results(results, nresults, &all_series) < 0)
+        return -1;
+    char tmp[PATH_MAX];
+    mt_tmp_template(tmp, sizeof tmp, "html", "");
+    if (!mkdtemp(tmp)) {
+        fprintf(stderr, "mtrace: cannot create a temporary directory %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    char live_svg[PATH_MAX + 16], sizes_svg[PATH_MAX + 16], rss_svg[PATH_MAX + 16], bars_svg[PATH_MAX + 16];
+    snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
+    snprintf(sizes_svg, sizeof sizes_svg, "%s/sizes.svg", tmp);
+    snprintf(rss_svg, sizeof rss_svg, "%s/rss.svg", tmp);
+    snprintf(bars_svg, sizeof bars_svg, "%s/bars.svg", tmp);
+    const char *files[] = { live_svg, sizes_svg, rss_svg, bars_svg };
+    char dats[4][80];
+    /* What the plots leave in the directory: removed at the end, or by a stop signal (newest first:
+     * the files, then the directory). */
+    mt_cleanup_add(tmp, 1);
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(dats[i], sizeof dats[i], "%.*s.dat", (int)(strlen(files[i]) - 4), files[i]);
+        mt_cleanup_add(files[i], 0);
+        mt_cleanup_add(dats[i], 0);
+    }
+    const int have_live = mt_plot_trace(r, live_svg) == 0;
+    const int have_sizes = mt_plot_sizes(r, sizes_svg) == 0;
+    int have_rss = 0, have_bars = 0;
+    if (nresults) {
+        have_bars = mt_plot_compare(results, nresults, bars_svg) == 0;
+        if (all_series)
+            have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
+    }
+    /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
+    mt_out_t page;
+    mt_error_t err;
+    int rc = mt_out_open(&page, out, &err);
+    FILE *const f = page.f;
+    if (rc < 0)
+        goto cleanup;
+    html_summary(f, r);
+
+    if (have_live)
+        html_figure(f, "Live bytes and RSS over time", live_svg, 1);
+    if (have_sizes)
+        html_figure(f, "Allocation sizes", sizes_svg, 1);
+    if (nresults) {
+        fprintf(f, "<h2>Replays</h2>\n");
+        mt_compare_print(f, results, nresults, MT_TABLE_HTML);
+        if (have_bars)
+            html_figure(f, NULL, bars_svg, 1);
+        if (have_rss)
+            html_figure(f, NULL, rss_svg, 1);
+    }
+    html_stacks(f, r, flame_svg);
     fprintf(f, "<p class=\"note\">Written by mtrace.</p>\n</body></html>\n");
     rc = mt_out_commit(&page, &err);
 cleanup:
