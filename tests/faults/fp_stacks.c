@@ -8,7 +8,9 @@
  *     - many stacks: 2 rounds over the 2^16 patterns p, each ending in calloc(p + 1, 0) (more
  *       stacks than the table holds at once: it starts over while the threads run);
  *   each block is freed at once, from one place. Rounds and threads take the patterns in different
- *   orders.
+ *   orders. No thread starts the many stacks before every thread is done with the few (a barrier):
+ *   a thread that ran ahead would fill the table and have the others' few stacks numbered again, as
+ *   one run in a dozen did under load.
  *
  * stdout: a summary that does not depend on the run. */
 #define _GNU_SOURCE
@@ -22,6 +24,7 @@
 #define MANY_BITS 16
 
 static volatile unsigned sink;
+static pthread_barrier_t phase;
 
 static __attribute__((noinline)) void *leaf(unsigned p, int many)
 {
@@ -61,6 +64,7 @@ static void *worker(void *arg)
     const uint32_t k = (uint32_t)(uintptr_t)arg;
     for (uint32_t r = 0; r < 3; r++)
         round_over(FEW_BITS, k * 3 + r, 0);
+    pthread_barrier_wait(&phase);
     for (uint32_t r = 0; r < 2; r++)
         round_over(MANY_BITS, k * 2 + r + 100, 1);
     return NULL;
@@ -72,6 +76,8 @@ int main(int argc, char **argv)
     if (n < 1 || n > 16)
         return 2;
     pthread_t t[16];
+    if (pthread_barrier_init(&phase, NULL, n) != 0)
+        return 1;
     for (unsigned k = 0; k < n; k++)
         if (pthread_create(&t[k], NULL, worker, (void *)(uintptr_t)k) != 0)
             return 1;
