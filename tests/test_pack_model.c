@@ -13,6 +13,7 @@
 
 #include "mtrace/trace_format.h"
 #include "pack_model.h"
+#include "test_util.h"
 
 #define RECORDS_MAX (MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
 
@@ -429,9 +430,5 @@ static Suite *pack_model_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pack_model_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(pack_model_suite());
 }

@@ -1463,9 +1463,5 @@ int main(void)
         fprintf(stderr, "%s: %s; skipping\n", MT_SHIM_PATH, strerror(errno));
         return 77;
     }
-    SRunner *sr = srunner_create(shim_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(shim_suite());
 }

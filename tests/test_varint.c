@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "mtrace/trace_format.h"
+#include "test_util.h"
 
 static const uint64_t unsigned_cases[] = {
     0, 1, 127, 128, 255, 16383, 16384, (1ull << 21) - 1, 1ull << 21, (1ull << 56) - 1, 1ull << 56,
@@ -227,9 +228,5 @@ static Suite *varint_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(varint_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(varint_suite());
 }

@@ -265,9 +265,5 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "child") == 0)
         return child(argv[2]);
-    SRunner *sr = srunner_create(tsan_shim_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(tsan_shim_suite());
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mtrace/callers.h"
+#include "test_util.h"
 
 /* Frames by name: one interned string per name, as the report interns them. */
 enum {
@@ -311,9 +312,5 @@ static Suite *callers_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(callers_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(callers_suite());
 }

@@ -7,6 +7,7 @@
 
 #include "plot_internal.h"
 #include "mtrace/plot.h"
+#include "test_util.h"
 
 START_TEST(short_command_kept)
 {
@@ -53,9 +54,5 @@ int main(void)
     tcase_add_test(tc, long_command_elided_in_the_middle);
     tcase_add_test(tc, title_stays_one_gnuplot_string);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mtrace/spread.h"
+#include "test_util.h"
 
 #define SPREAD(s, ...)                                                                                        \
     do {                                                                                                     \
@@ -177,9 +178,5 @@ static Suite *spread_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(spread_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(spread_suite());
 }

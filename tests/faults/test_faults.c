@@ -1822,9 +1822,5 @@ int main(void)
     add_case(s, "early", allocation_before_startup);
     if (!no_secure)
         add_case(s, "secure", secure_execution);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

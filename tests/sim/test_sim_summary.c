@@ -582,9 +582,5 @@ static Suite *summary_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(summary_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(summary_suite());
 }

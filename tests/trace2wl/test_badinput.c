@@ -460,9 +460,5 @@ static Suite *badinput_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(badinput_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(badinput_suite());
 }

@@ -1151,9 +1151,5 @@ static Suite *convert_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(convert_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return run_suite(convert_suite());
 }
