@@ -627,6 +627,114 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
     }
 }
 
+/* What `mtrace info` says of a trace beside its scan: the state and the file. */
+typedef struct info_facts {
+    const char *path;
+    uint64_t size;
+    double rate, span;
+    int truncated, complete, ended_at_exec, whole;
+    const char *bound; /* the object whose malloc went past the recorder, if any */
+    size_t bound_len;
+} info_facts_t;
+
+static void info_json(mt_trace_t *t, const trace_stats_t *s, const info_facts_t *x)
+{
+    const mt_file_header_t *h = mt_trace_header(t);
+    mt_json_t j;
+    mt_json_init(&j, stdout);
+    mt_json_begin_object(&j);
+    mt_json_kv_cstr(&j, "kind", "trace");
+    mt_json_kv_cstr(&j, "file", x->path);
+    mt_json_kv_u64(&j, "version", h->version);
+    mt_json_kv_bool(&j, "packed", mt_trace_is_packed(t));
+    mt_json_kv_u64(&j, "pid", h->pid);
+    mt_json_kv_u64(&j, "ppid", h->ppid);
+    mt_json_kv_u64(&j, "start_realtime_ns", h->start_realtime_ns);
+    print_header_strings(t, &j);
+    mt_json_kv_u64(&j, "threads", mt_trace_thread_count(t));
+    mt_json_kv_u64(&j, "chunks", mt_trace_chunk_count(t));
+    mt_json_kv_u64(&j, "records", s->records);
+    mt_json_kv_u64(&j, "call_records", s->calls);
+    mt_json_kv_u64(&j, "event_records", s->events);
+    mt_json_kv_u64(&j, "file_bytes", x->size);
+    mt_json_kv_double(&j, "bytes_per_call", s->calls ? (double)x->size / (double)s->calls : 0);
+    mt_json_kv_double(&j, "ticks_per_sec", x->rate);
+    mt_json_kv_double(&j, "span_s", x->span);
+    mt_json_kv_bool(&j, "complete", x->complete && x->whole);
+    mt_json_kv_bool(&j, "file_truncated", !x->whole);
+    mt_json_kv_bool(&j, "ended_at_exec", x->ended_at_exec);
+    mt_json_kv_bool(&j, "truncated", x->truncated);
+    mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
+    if (x->bound)
+        mt_json_kv_str(&j, "bypassed_by", x->bound, x->bound_len);
+    if (x->truncated)
+        mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
+    mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
+    mt_json_kv_u64(&j, "failed_calls", s->failed);
+    mt_json_kv_u64(&j, "bytes_requested", s->bytes_requested);
+    mt_json_key(&j, "calls");
+    mt_json_begin_object(&j);
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        mt_json_kv_u64(&j, mt_op_name(op), s->per_op[op]);
+    mt_json_end_object(&j);
+    mt_json_key(&j, "events");
+    mt_json_begin_object(&j);
+    for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
+        if (mt_op_name(op))
+            mt_json_kv_u64(&j, mt_op_name(op), s->per_op[op]);
+    mt_json_end_object(&j);
+    mt_json_key(&j, "thread_list");
+    mt_json_begin_array(&j);
+    for (size_t i = 0; i < mt_trace_thread_count(t); i++) {
+        const mt_thread_info_t *ti = mt_trace_thread(t, i);
+        mt_json_begin_object(&j);
+        mt_json_kv_u64(&j, "thread", ti->thread);
+        mt_json_kv_u64(&j, "tid", ti->tid);
+        mt_json_kv_u64(&j, "chunks", ti->nchunks);
+        mt_json_end_object(&j);
+    }
+    mt_json_end_array(&j);
+    mt_json_end_object(&j);
+    mt_json_finish(&j);
+}
+
+static void info_text(mt_trace_t *t, const trace_stats_t *s, const info_facts_t *x)
+{
+    const mt_file_header_t *h = mt_trace_header(t);
+    printf("file          %s (%s, %" PRIu64 " bytes, format version %u)\n", x->path,
+           mt_trace_is_packed(t) ? "packed" : "raw", x->size, h->version);
+    printf("process       pid %u, parent %u\n", h->pid, h->ppid);
+    print_header_strings(t, NULL);
+    printf("threads       %zu\n", mt_trace_thread_count(t));
+    printf("records       %" PRIu64 " (%" PRIu64 " calls, %" PRIu64 " events) in %zu chunks\n", s->records, s->calls,
+           s->events, mt_trace_chunk_count(t));
+    if (s->calls)
+        printf("size          %.2f bytes per call\n", (double)x->size / (double)s->calls);
+    printf("time span     %.6f s\n", x->span);
+    printf("state         %s%s%s\n",
+           !x->whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
+           : x->complete      ? "complete"
+           : x->ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
+                           : "not finished (the process was killed or crashed)",
+           x->truncated ? ", truncated: " : "", x->truncated ? strerror(h->truncated_errno) : "");
+    if (h->lost_calls)
+        printf("lost calls    %" PRIu64 "\n", h->lost_calls);
+    if (h->flags & MT_HDR_BYPASSED) {
+        printf("bypassed      the program's malloc was ");
+        mt_put_safe(stdout, x->bound ? x->bound : "another object", x->bound ? x->bound_len : strlen("another object"));
+        printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+    }
+    printf("calls        ");
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        if (s->per_op[op])
+            printf(" %s %" PRIu64, mt_op_name(op), s->per_op[op]);
+    printf("\nevents       ");
+    for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
+        if (s->per_op[op])
+            printf(" %s %" PRIu64, mt_op_name(op), s->per_op[op]);
+    printf("\n");
+}
+
 static int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -679,97 +787,13 @@ static int cmd_info(int argc, char **argv)
     /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
     size_t bound_len = 0;
     const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
-    if (json) {
-        mt_json_t j;
-        mt_json_init(&j, stdout);
-        mt_json_begin_object(&j);
-        mt_json_kv_cstr(&j, "kind", "trace");
-        mt_json_kv_cstr(&j, "file", path);
-        mt_json_kv_u64(&j, "version", h->version);
-        mt_json_kv_bool(&j, "packed", mt_trace_is_packed(t));
-        mt_json_kv_u64(&j, "pid", h->pid);
-        mt_json_kv_u64(&j, "ppid", h->ppid);
-        mt_json_kv_u64(&j, "start_realtime_ns", h->start_realtime_ns);
-        print_header_strings(t, &j);
-        mt_json_kv_u64(&j, "threads", mt_trace_thread_count(t));
-        mt_json_kv_u64(&j, "chunks", mt_trace_chunk_count(t));
-        mt_json_kv_u64(&j, "records", s.records);
-        mt_json_kv_u64(&j, "call_records", s.calls);
-        mt_json_kv_u64(&j, "event_records", s.events);
-        mt_json_kv_u64(&j, "file_bytes", size);
-        mt_json_kv_double(&j, "bytes_per_call", s.calls ? (double)size / (double)s.calls : 0);
-        mt_json_kv_double(&j, "ticks_per_sec", rate);
-        mt_json_kv_double(&j, "span_s", span);
-        mt_json_kv_bool(&j, "complete", complete && whole);
-        mt_json_kv_bool(&j, "file_truncated", !whole);
-        mt_json_kv_bool(&j, "ended_at_exec", ended_at_exec);
-        mt_json_kv_bool(&j, "truncated", truncated);
-        mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
-        if (bound)
-            mt_json_kv_str(&j, "bypassed_by", bound, bound_len);
-        if (truncated)
-            mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
-        mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
-        mt_json_kv_u64(&j, "failed_calls", s.failed);
-        mt_json_kv_u64(&j, "bytes_requested", s.bytes_requested);
-        mt_json_key(&j, "calls");
-        mt_json_begin_object(&j);
-        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-            mt_json_kv_u64(&j, mt_op_name(op), s.per_op[op]);
-        mt_json_end_object(&j);
-        mt_json_key(&j, "events");
-        mt_json_begin_object(&j);
-        for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
-            if (mt_op_name(op))
-                mt_json_kv_u64(&j, mt_op_name(op), s.per_op[op]);
-        mt_json_end_object(&j);
-        mt_json_key(&j, "thread_list");
-        mt_json_begin_array(&j);
-        for (size_t i = 0; i < mt_trace_thread_count(t); i++) {
-            const mt_thread_info_t *ti = mt_trace_thread(t, i);
-            mt_json_begin_object(&j);
-            mt_json_kv_u64(&j, "thread", ti->thread);
-            mt_json_kv_u64(&j, "tid", ti->tid);
-            mt_json_kv_u64(&j, "chunks", ti->nchunks);
-            mt_json_end_object(&j);
-        }
-        mt_json_end_array(&j);
-        mt_json_end_object(&j);
-        mt_json_finish(&j);
-    } else {
-        printf("file          %s (%s, %" PRIu64 " bytes, format version %u)\n", path,
-               mt_trace_is_packed(t) ? "packed" : "raw", size, h->version);
-        printf("process       pid %u, parent %u\n", h->pid, h->ppid);
-        print_header_strings(t, NULL);
-        printf("threads       %zu\n", mt_trace_thread_count(t));
-        printf("records       %" PRIu64 " (%" PRIu64 " calls, %" PRIu64 " events) in %zu chunks\n", s.records, s.calls,
-               s.events, mt_trace_chunk_count(t));
-        if (s.calls)
-            printf("size          %.2f bytes per call\n", (double)size / (double)s.calls);
-        printf("time span     %.6f s\n", span);
-        printf("state         %s%s%s\n",
-               !whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
-               : complete      ? "complete"
-               : ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
-                               : "not finished (the process was killed or crashed)",
-               truncated ? ", truncated: " : "", truncated ? strerror(h->truncated_errno) : "");
-        if (h->lost_calls)
-            printf("lost calls    %" PRIu64 "\n", h->lost_calls);
-        if (h->flags & MT_HDR_BYPASSED) {
-            printf("bypassed      the program's malloc was ");
-            mt_put_safe(stdout, bound ? bound : "another object", bound ? bound_len : strlen("another object"));
-            printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
-        }
-        printf("calls        ");
-        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-            if (s.per_op[op])
-                printf(" %s %" PRIu64, mt_op_name(op), s.per_op[op]);
-        printf("\nevents       ");
-        for (unsigned op = MT_FIRST_EVENT; op <= MT_OP_MAX; op++)
-            if (s.per_op[op])
-                printf(" %s %" PRIu64, mt_op_name(op), s.per_op[op]);
-        printf("\n");
-    }
+    const info_facts_t facts = { .path = path, .size = size, .rate = rate, .span = span, .truncated = truncated,
+                                 .complete = complete, .ended_at_exec = ended_at_exec, .whole = whole,
+                                 .bound = bound, .bound_len = bound_len };
+    if (json)
+        info_json(t, &s, &facts);
+    else
+        info_text(t, &s, &facts);
     mt_trace_close(t);
     if (!whole) {
         fprintf(stderr, "mtrace: %s\n", cut.msg);
