@@ -235,7 +235,7 @@ static int export_call(exporter_t *x, uint32_t ti, const mt_record_t *r)
     xthread_t *th = &x->th[ti];
     const int failed = (r->flags & MT_FLAG_NULL) != 0;
     const uint64_t req = bytes_requested(r);
-    const int allocates = r->op != MT_OP_FREE && r->op != MT_OP_USABLE_SIZE && r->op != MT_OP_MALLOPT;
+    const int allocates = mt_op_allocates(r->op); /* export_call sees calls only */
     const int resizes = r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY;
     uint32_t stack = (r->flags & MT_FLAG_STACK) && r->stack < MAX_STACK_ID ? r->stack : 0;
     if (stack) {

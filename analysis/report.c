@@ -208,10 +208,6 @@ static uint64_t add_bytes(uint64_t a, uint64_t b)
     return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
 
-static int is_alloc_op(unsigned op)
-{
-    return op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT && op <= MT_OP_LAST_CALL;
-}
 
 static stack_stat_t *stack_at(priv_t *pv, uint32_t id)
 {
@@ -759,12 +755,11 @@ static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
         if (p->t[ti].last_alloc == freed_ptr)
             p->t[ti].last_alloc = 0;
     }
-    if (!is_alloc_op(r->op))
+    if (!mt_op_allocates(r->op))
         return 0;
     const uint64_t req = requested(r);
     if (nul) {
-        if (!(r->op == MT_OP_REALLOC && req == 0))
-            rep->failures[r->op]++;
+        rep->failures[r->op] += mt_call_failed(r->op, r->flags, req);
         return 0;
     }
     /* Bytes requested: by the calls that returned a block. A failed call got nothing, and its size
@@ -885,7 +880,7 @@ static int peak_shares(build_t *bs, mt_trace_t *t, unsigned jobs, mt_error_t *er
         if (r->op == MT_OP_FREE ||
             ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0)))
             block_remove(&p, r->ptr, &b);
-        if (is_alloc_op(r->op) && !nul) {
+        if (mt_op_allocates(r->op) && !nul) {
             block_remove(&p, r->result, &b);
             const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
             if (block_add(&p, r->result, &nb) < 0) {

@@ -476,14 +476,10 @@ static void *scan_part(void *arg)
             s->per_op[r.op]++;
             if (r.op <= MT_OP_LAST_CALL) {
                 s->calls++;
-                if (r.flags & MT_FLAG_NULL && r.op != MT_OP_REALLOC)
-                    s->failed++;
-                else if (r.flags & MT_FLAG_NULL && r.size)
-                    s->failed++;
-                /* by the calls that returned a block, as mtrace report counts them; never wrapped */
-                const int block = r.op != MT_OP_FREE && r.op != MT_OP_USABLE_SIZE && r.op != MT_OP_MALLOPT &&
-                                  !(r.flags & MT_FLAG_NULL);
                 const uint64_t req = mt_requested(r.op, r.count, r.size);
+                s->failed += mt_call_failed(r.op, r.flags, req);
+                /* by the calls that returned a block, as mtrace report counts them; never wrapped */
+                const int block = mt_op_allocates(r.op) && !(r.flags & MT_FLAG_NULL);
                 if (block && __builtin_add_overflow(s->bytes_requested, req, &s->bytes_requested))
                     s->bytes_requested = UINT64_MAX;
             } else {

@@ -254,6 +254,20 @@ enum {
     MT_FLAG_STACK = 1u << 3,
 };
 
+/* Whether call `op` is one that hands out a block (malloc, calloc, realloc, the aligned ones). */
+static inline int mt_op_allocates(unsigned op)
+{
+    return op <= MT_OP_LAST_CALL && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT;
+}
+
+/* Whether a call failed, as `mtrace info` and `mtrace report` count failures: flagged NULL (no
+ * block, or a mallopt refused), except realloc(p, 0), which freed p and returns NULL by design.
+ * `requested` as mt_requested() gives it. */
+static inline int mt_call_failed(unsigned op, unsigned flags, uint64_t requested)
+{
+    return (flags & MT_FLAG_NULL) && !(op == MT_OP_REALLOC && requested == 0);
+}
+
 /* The highest event opcode a trace of format `version` may hold. */
 static inline unsigned mt_last_event(unsigned version)
 {
