@@ -1142,15 +1142,7 @@ static void print_json(const mt_report_t *r, FILE *f, unsigned top)
     mt_json_kv_double(&j, "duration_s", r->duration_s);
     mt_json_kv_bool(&j, "complete", r->complete);
     mt_json_kv_bool(&j, "truncated", r->truncated);
-    static const char *const tables[] = { "calls", "bytes", "failures" };
-    for (int k = 0; k < 3; k++) {
-        const uint64_t *v = k == 0 ? r->calls : k == 1 ? r->bytes : r->failures;
-        mt_json_key(&j, tables[k]);
-        mt_json_begin_object(&j);
-        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
-            mt_json_kv_u64(&j, mt_op_name(op), v[op]);
-        mt_json_end_object(&j);
-    }
+    mt_report_json_calls(&j, r->calls, r->bytes, r->failures);
     mt_json_kv_u64(&j, "allocations", r->allocations);
     mt_json_kv_u64(&j, "peak_live_bytes", r->peak_live_bytes);
     mt_json_kv_u64(&j, "peak_live_blocks", r->peak_live_blocks);
@@ -1219,8 +1211,39 @@ static void print_json(const mt_report_t *r, FILE *f, unsigned top)
     mt_json_finish(&j);
 }
 
+void mt_report_json_calls(mt_json_t *j, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures)
+{
+    static const char *const tables[] = { "calls", "bytes", "failures" };
+    for (int k = 0; k < 3; k++) {
+        const uint64_t *v = k == 0 ? calls : k == 1 ? bytes : failures;
+        mt_json_key(j, tables[k]);
+        mt_json_begin_object(j);
+        for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+            mt_json_kv_u64(j, mt_op_name(op), v[op]);
+        mt_json_end_object(j);
+    }
+}
+
+void mt_report_calls_table(FILE *f, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures)
+{
+    char a[32];
+    uint64_t total = 0;
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        total += calls[op];
+    fprintf(f, "%% calls        calls   bytes requested  failures  function\n");
+    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
+        if (!calls[op])
+            continue;
+        fprintf(f, "%7.2f %12" PRIu64 " %17s %9" PRIu64 "  %s\n", total ? 100.0 * (double)calls[op] / (double)total : 0,
+                calls[op], human(a, sizeof a, (double)bytes[op]), failures[op], mt_op_name(op));
+    }
+    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
+    fprintf(f, "100.00 %13" PRIu64 "                                    total\n", total);
+}
+
 /* The text report's summary: the calls, the peak, leaks, temporaries, histograms, threads. */
-static void print_text_summary(const mt_report_t *r, FILE *f, uint64_t total)
+static void print_text_summary(const mt_report_t *r, FILE *f)
 {
     char a[32], b[32];
     /* Every string from the trace or the object files is escaped (\xNN): never raw to a terminal. */
@@ -1231,16 +1254,8 @@ static void print_text_summary(const mt_report_t *r, FILE *f, uint64_t total)
     fputc('\n', f);
     fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
             r->complete ? "" : " (the trace did not finish: the process was killed or crashed)", r->truncated ? " (truncated)" : "");
-    fprintf(f, "%% calls        calls   bytes requested  failures  function\n");
-    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
-    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
-        if (!r->calls[op])
-            continue;
-        fprintf(f, "%7.2f %12" PRIu64 " %17s %9" PRIu64 "  %s\n", total ? 100.0 * (double)r->calls[op] / (double)total : 0,
-                r->calls[op], human(a, sizeof a, (double)r->bytes[op]), r->failures[op], mt_op_name(op));
-    }
-    fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
-    fprintf(f, "100.00 %13" PRIu64 "                                    total\n\n", total);
+    mt_report_calls_table(f, r->calls, r->bytes, r->failures);
+    fputc('\n', f);
     fprintf(f, "peak live      %s in %" PRIu64 " blocks at %.3f s\n", human(a, sizeof a, (double)r->peak_live_bytes),
             r->peak_live_blocks, r->peak_time_s);
     fprintf(f, "leaked         %s in %" PRIu64 " blocks (live when the trace ended)\n",
@@ -1332,7 +1347,7 @@ void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned
         print_json(r, f, top);
         return;
     }
-    print_text_summary(r, f, total);
+    print_text_summary(r, f);
     if (!r->has_stacks) {
         fprintf(f, "\n(no callsites: record with --stacks N to get them)\n");
         return;

@@ -111,6 +111,25 @@ enum { MT_TEMP_THREAD, MT_TEMP_HEAPTRACK };
 int mt_report_build(mt_report_t *r, const char *path, const mt_report_opts_t *o, mt_error_t *err);
 void mt_report_print(const mt_report_t *r, FILE *f, mt_table_fmt_t fmt, unsigned top);
 void mt_report_free(mt_report_t *r);
+
+/* The text report's table of calls: per function its share of the calls, calls, bytes requested
+ * and failures, then the total (arrays indexed by op, MT_OP_LAST_CALL + 1 long). */
+void mt_report_calls_table(FILE *f, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
+/* The same three tables as JSON members "calls", "bytes", "failures", each an object by function. */
+void mt_report_json_calls(struct mt_json *j, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
+
+/* Several traces as one (analysis/report_many.c): what adds up across processes. */
+typedef struct mt_report_total {
+    uint64_t traces, threads;
+    uint64_t calls[MT_OP_LAST_CALL + 1], bytes[MT_OP_LAST_CALL + 1], failures[MT_OP_LAST_CALL + 1];
+    uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
+    uint64_t peak_sum, peak_max; /* the processes' live peaks summed (not at one time), and the largest */
+    uint64_t incomplete, truncated; /* traces not finished, traces truncated */
+} mt_report_total_t;
+/* Adds a trace's report to the totals (zeroed first by the caller). */
+void mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
+/* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table). */
+void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt);
 /* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
