@@ -132,6 +132,7 @@ typedef struct exporter {
     size_t nmodules, capmodules;
     uint64_t seq;         /* records merged so far, events included */
     mt_out_t out[MT_EXPORT_NTABLES];
+    char path[MT_EXPORT_NTABLES][4096]; /* each table's target: out[k].path points here */
     mt_export_stats_t st;
 } exporter_t;
 
@@ -694,31 +695,18 @@ static int export_pass(exporter_t *x, mt_error_t *err)
 static int open_outputs(exporter_t *x, const char *dir, mt_error_t *err)
 {
     for (int k = 0; k < MT_EXPORT_NTABLES; k++) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s.rowbinary", dir, mt_export_table_names[k]) >= (int)sizeof path) {
+        char *path = x->path[k]; /* mt_out_t keeps the target's path as given */
+        if (snprintf(path, sizeof x->path[k], "%s/%s.rowbinary", dir, mt_export_table_names[k]) >=
+            (int)sizeof x->path[k]) {
             snprintf(err->msg, sizeof err->msg, "%s: path too long", dir);
             return -ENAMETOOLONG;
         }
-        /* mt_out_t keeps the target's path as given: it must outlive the export. */
-        char *keep = strdup(path);
-        if (!keep)
-            return -ENOMEM;
-        const int rc = mt_out_open(&x->out[k], keep, err);
-        if (rc < 0) {
-            free(keep);
+        const int rc = mt_out_open(&x->out[k], path, err);
+        if (rc < 0)
             return rc;
-        }
         setvbuf(x->out[k].f, NULL, _IOFBF, 1 << 20);
     }
     return 0;
-}
-
-static void free_output_paths(exporter_t *x)
-{
-    for (int k = 0; k < MT_EXPORT_NTABLES; k++) {
-        free((void *)x->out[k].path);
-        x->out[k].path = NULL;
-    }
 }
 
 int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats_t *st, mt_error_t *err)
@@ -768,7 +756,6 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
     *st = x.st;
     exporter_fini(&x);
-    free_output_paths(&x);
     if (rc < 0) {
         if (made_dir)
             rmdir(o->dir);
