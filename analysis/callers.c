@@ -1,6 +1,7 @@
 /* Caller trees: stacks folded into bottom-up and top-down trees past allocation wrappers (the rule
  * is in mtrace/callers.h). */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -231,6 +232,7 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
     for (uint64_t i = 0; rc == 0 && i < idx.cap; i++) {
         if (!idx.v[i].key)
             continue;
+        assert(idx.v[i].value < nst); /* every function in idx has its statistics in st */
         const fn_stat_t *x = &st[idx.v[i].value];
         const char *fn = (const char *)(uintptr_t)idx.v[i].key;
         if (x->not_leaf || x->others || x->callers.n < MT_WRAPPER_MIN_CALLERS || !x->calls ||

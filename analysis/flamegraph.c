@@ -15,6 +15,7 @@
  * allowed in XML and invalid UTF-8 bytes become '?'.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,6 +329,7 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
         tree_free(&t);
         return -ENOMEM;
     }
+    assert(t.n >= 1); /* tree_build: the root, "all", is always there */
     const uint64_t total = t.nodes[0].weight;
     const double usable = IMAGE_WIDTH - 2 * XPAD;
     const double scale = total ? usable / (double)total : 0;

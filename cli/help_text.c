@@ -516,10 +516,10 @@ int mt_help_print(const char *name)
     return 0;
 }
 
-int mt_help_usage_error(const char *name)
+void mt_help_usage_write(const char *name)
 {
     const mt_help_t *h = mt_help_find(name);
     char prog[64];
     snprintf(prog, sizeof prog, "mtrace%s%s", strcmp(name, "mtrace") ? " " : "", strcmp(name, "mtrace") ? name : "");
-    return mt_usage_error(prog, h ? h->text : "");
+    mt_usage_error(prog, h ? h->text : "");
 }

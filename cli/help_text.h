@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli_options.h"
+
 typedef struct mt_help {
     const char *name;    /* "mtrace", or a command: "record" */
     const char *summary; /* one line: the command list of mtrace --help, and the man page's NAME */
@@ -24,7 +26,15 @@ void mt_help_write(FILE *f, const char *name);
 /* --help: the text, whole, on stdout; 0, the exit status. */
 int mt_help_print(const char *name);
 
-/* A usage error: the usage lines of the command's help on stderr; MT_EXIT_USAGE. */
-int mt_help_usage_error(const char *name);
+/* The usage lines of the command's help on stderr, and where the rest is. */
+void mt_help_usage_write(const char *name);
+
+/* A usage error: mt_help_usage_write; MT_EXIT_USAGE. Inline, so that its callers' callers see the
+ * status (clang's analyzer did not, and followed a failed parse as a good one: scripts/scan.sh). */
+static inline int mt_help_usage_error(const char *name)
+{
+    mt_help_usage_write(name);
+    return MT_EXIT_USAGE;
+}
 
 #endif

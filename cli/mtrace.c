@@ -1,5 +1,6 @@
 /* mtrace: the front end. One command per pipeline step, each a function in the table at the end. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -174,6 +175,7 @@ static int cmd_record(int argc, char **argv)
     /* Absolute: a process of the command that changes directory must still write next to the
      * others (a shell script that cds, then runs a program, would otherwise leave its trace there). */
     char abs_out[PATH_MAX];
+    assert(out); /* -o takes a required argument: getopt_long never gives it NULL */
     if (out[0] != '/') {
         char cwd[PATH_MAX];
         if (!getcwd(cwd, sizeof cwd)) {

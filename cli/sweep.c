@@ -2,6 +2,7 @@
  * first as the baseline, prints a table of medians, spreads and changes against the baseline,
  * writes CSV and a plot, and names the setting with the lowest peak RSS and the fastest one. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -333,6 +334,7 @@ static void print_header(FILE *fc, const sweep_t *s)
 static int put_plot_data(FILE *fd, const sweep_t *s, char (*names)[256], const char **name_ptrs)
 {
     const int per_group = s->nval[0];
+    assert(per_group >= 1); /* add_param refuses a parameter without values */
     const int ngroups = (s->total - s->nalloc) / per_group;
     for (int g = 0; g < ngroups; g++) {
         size_t n = 0;
@@ -366,6 +368,7 @@ static void say_best(const sweep_t *s, const char *label, int cpu)
 {
     int best = 0;
     const mt_spread_t *of[MAX_POINTS];
+    assert(s->total >= 1); /* every allocator's baseline at least, and parse_args gives one allocator */
     for (int k = 0; k < s->total; k++) {
         of[k] = cpu ? &s->pts[k].cpu_ms : &s->pts[k].rss_mib;
         if (of[k]->median < of[best]->median)

@@ -74,6 +74,7 @@ int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
+            *got = n;
             return -errno;
         }
         if (r == 0)

@@ -31,8 +31,8 @@ int mt_tmp_template(char *buf, size_t cap, const char *stem, const char *suffix)
  * input is refused by the tools that write one from the other. */
 int mt_same_file(const char *a, const char *b);
 
-/* Reads up to len bytes at off, retrying short reads and EINTR; *got is what the file held.
- * 0 (also at the end of the file) or a negative errno. */
+/* Reads up to len bytes at off, retrying short reads and EINTR; *got is what the file held (on an
+ * error, what was read before it). 0 (also at the end of the file) or a negative errno. */
 int mt_pread_some(int fd, void *buf, size_t len, uint64_t off, size_t *got);
 /* All len bytes at off, or -EIO if the file ends first. */
 int mt_pread_full(int fd, void *buf, size_t len, uint64_t off);

@@ -7,6 +7,7 @@
  * a record outlives the chunk buffer it was decoded from. A stream's last batch says how it ended
  * (the end, or the damage met and its message). */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -154,6 +155,7 @@ static inline mt_record_t *batch_add(batch_t *b, const mt_record_t *r)
 
 static void batch_end(batch_t *b, int status, const mt_error_t *err)
 {
+    assert(status <= 0);
     b->end = 1;
     b->status = status;
     if (status < 0)
@@ -323,6 +325,7 @@ static inline __attribute__((always_inline)) int source_next(struct mt_ordered *
             return 1;
         }
         if (s->b && s->b->end) {
+            assert(s->b->status <= 0); /* batch_end's: never 1, "a record" */
             if (s->b->status < 0)
                 *err = s->b->err;
             return s->b->status;
@@ -402,6 +405,7 @@ out:
 /* Trace threads to decoders, the most chunks first to the least loaded (by chunks). */
 static int assign_threads(struct mt_ordered *m)
 {
+    assert(m->ndec >= 1 && m->ndec <= m->n); /* mt_ordered_open: a decoder per trace thread at most */
     uint64_t *load = calloc(m->ndec, sizeof *load);
     uint32_t *order = malloc((m->n + 1) * sizeof *order);
     int rc = load && order ? 0 : -ENOMEM;

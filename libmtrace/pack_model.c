@@ -13,6 +13,7 @@
  * (model_note) from the same values, so each can resolve the other's references. The encoder
  * checks its work by running the decoder over the streams it made: a chunk it cannot code exactly
  * (a varint not in its shortest form, say) is reported as such and goes into a plain "MTCZ" frame. */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,13 @@ static const call_shape_t shapes[MT_OP_LAST_CALL + 1] = {
     [MT_OP_USABLE_SIZE] = { 1, 1, { S_MISC }, 0, 0 },
     [MT_OP_MALLOPT] = { 0, 3, { S_MISC, S_MISC, S_MISC }, 0, 0 },
 };
+
+/* The bytes a block-returning call asks for: count * size, or its last number (the size). */
+static uint64_t shape_requested(const call_shape_t *sh, const uint64_t num[3])
+{
+    assert(sh->nnum >= 1); /* every block-returning shape in shapes[] has its size */
+    return sh->product ? num[0] * num[1] : num[sh->nnum - 1];
+}
 
 static void model_reset(model_t *st)
 {
@@ -332,7 +340,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
         uint64_t result = 0, requested = 0;
         int64_t slack = 0;
         if (has_result) {
-            requested = sh->product ? num[0] * num[1] : num[sh->nnum - 1];
+            requested = shape_requested(sh, num);
             GET(S_SLACK, v);
             slack =
                 (int64_t)((uint64_t)slack_predict(st, requested) + (uint64_t)mt_unzigzag(v)); /* mod 2^64 */
@@ -644,7 +652,7 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
         uint64_t result = 0, requested = 0;
         int64_t slack = 0;
         if (has_result) {
-            requested = sh->product ? num[0] * num[1] : num[sh->nnum - 1];
+            requested = shape_requested(sh, num);
             if (get_ptr(&p, end, &prev_ptr, m->version) < 0)
                 return -1;
             result = prev_ptr;

@@ -578,13 +578,19 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
                    (unsigned long long)listed, (unsigned long long)h->frames);
         goto fail;
     }
-    uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
-    rc = fill ? 0 : mt_errorf(err, -ENOMEM, path, 0, "out of memory");
-    for (uint32_t i = 0; i < h->threads && rc == 0; i++) {
-        w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t));
-        if (!w->thread_frames[i])
+    /* Out of memory leaves by goto: on a path that went on with rc = mt_errorf(...), clang's
+     * analyzer cannot see rc < 0 (scripts/scan.sh). */
+    for (uint32_t i = 0; i < h->threads; i++)
+        if (!(w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t)))) {
             rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
+            goto fail;
+        }
+    uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
+    if (!fill) {
+        rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
+        goto fail;
     }
+    rc = 0;
     for (uint64_t f = 0; f < h->frames && rc == 0; f++) {
         const mt_wl_frame_entry_t *fe = &w->frames[f];
         if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||

@@ -72,8 +72,11 @@ typedef struct elf_start {
     uint16_t type, machine;
 } elf_start_t;
 
+/* The file's first sizeof *e bytes in *e: 0, -ENOEXEC for a shorter file, or a negative errno.
+ * What was not read is zero, which is no ELF magic. */
 static int read_elf_start(const char *path, elf_start_t *e)
 {
+    memset(e, 0, sizeof *e);
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return -errno;

@@ -6,8 +6,9 @@
 # - A sealed chunk with damaged records: exit 1, one line naming the file and an offset inside the
 #   damage; the tables are written, whole, and the records table holds every record before the
 #   damage: its file is a non-empty prefix of the good trace's (the same rows, byte for byte).
-# - An output directory that cannot be made, and files of an earlier export without --force: no
-#   file written, no temporary left.
+# - An output directory that cannot be made, a regular file in its place (its first table cannot be
+#   opened: once a double free), and files of an earlier export without --force: no file written, no
+#   temporary left.
 set -u
 mtrace=$1
 mktrace=$2
@@ -78,6 +79,12 @@ t 60 "$mtrace" export g.mtr -o /proc/self/mtrace-export >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "export to /proc/self: exit $rc, expected 1"
 one_line err "export to /proc/self" /proc/self/mtrace-export
+printf 'not a directory\n' >afile
+t 60 "$mtrace" export g.mtr -o afile >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "export to a regular file: exit $rc, expected 1"
+one_line err "export to a regular file" "afile/mtrace_traces.rowbinary" "Not a directory"
+[ "$(cat afile)" = "not a directory" ] || fail "export to a regular file: the file changed"
 cp -r good before
 t 60 "$mtrace" export g.mtr -o good >out 2>err
 rc=$?
