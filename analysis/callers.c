@@ -76,8 +76,7 @@ static uint32_t tree_child(mt_caller_tree_t *t, uint32_t parent, const mt_symbol
         t->cap *= 2;
     }
     const uint32_t i = t->n++;
-    t->node[i] =
-        (mt_caller_node_t){ .sym = sym, .parent = parent, .next_sibling = t->node[parent].first_child };
+    t->node[i] = (mt_caller_node_t){ .sym = sym, .parent = parent, .next_sibling = t->node[parent].first_child };
     t->node[parent].first_child = i;
     t->slot[j] = i;
     if ((uint64_t)t->n * 2 > t->cap_slot && tree_rehash(t) < 0)
@@ -95,8 +94,8 @@ static void add_figures(mt_figures_t *to, const mt_figures_t *f)
 }
 
 /* Adds the path frame[from..to] (step +1 or -1, both ends included) under the root. */
-static int tree_add(mt_caller_tree_t *t, const mt_frame_in_t *frames, const mt_stack_in_t *s, int64_t from,
-                    int64_t to, int step)
+static int tree_add(mt_caller_tree_t *t, const mt_frame_in_t *frames, const mt_stack_in_t *s, int64_t from, int64_t to,
+                    int step)
 {
     uint32_t at = 0;
     add_figures(&t->node[0].fig, &s->fig);
@@ -180,14 +179,13 @@ static int add_skipped(mt_callers_t *c, mt_ptr_map_t *skipped, const char *funct
     if (!n)
         return -ENOMEM;
     c->skipped = n;
-    c->skipped[c->nskipped++] =
-        (mt_skipped_frame_t){ function, pattern, st ? st->calls : 0, st ? st->callers.n : 0 };
+    c->skipped[c->nskipped++] = (mt_skipped_frame_t){ function, pattern, st ? st->calls : 0, st ? st->callers.n : 0 };
     return mt_ptr_map_put(skipped, (uint64_t)(uintptr_t)function, c->nskipped);
 }
 
 /* One round: the statistics of every function met as an allocating function or above one. */
-static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
-                         size_t nstacks, mt_ptr_map_t *skipped, const mt_callers_opts_t *o, int *found)
+static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks, size_t nstacks,
+                         mt_ptr_map_t *skipped, const mt_callers_opts_t *o, int *found)
 {
     mt_ptr_map_t idx;
     fn_stat_t *st = NULL;
@@ -235,8 +233,7 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
         assert(idx.v[i].value < nst); /* every function in idx has its statistics in st */
         const fn_stat_t *x = &st[idx.v[i].value];
         const char *fn = (const char *)(uintptr_t)idx.v[i].key;
-        if (x->not_leaf || x->others || x->callers.n < MT_WRAPPER_MIN_CALLERS || !x->calls ||
-            matching_pattern(o, fn))
+        if (x->not_leaf || x->others || x->callers.n < MT_WRAPPER_MIN_CALLERS || !x->calls || matching_pattern(o, fn))
             continue;
         if ((rc = add_skipped(c, skipped, fn, NULL, x)) == 0)
             *found = 1;
@@ -247,8 +244,8 @@ static int wrapper_round(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
 }
 
 /* The functions that --skip-frames patterns match, with their calls, in the order met. */
-static int pattern_skips(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
-                         size_t nstacks, mt_ptr_map_t *skipped, const mt_callers_opts_t *o)
+static int pattern_skips(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks, size_t nstacks,
+                         mt_ptr_map_t *skipped, const mt_callers_opts_t *o)
 {
     for (size_t i = 0; i < nstacks; i++) {
         const mt_stack_in_t *s = &stacks[i];
@@ -321,8 +318,8 @@ static int cmp_skipped(const void *a, const void *b)
     return strcmp(x->function, y->function);
 }
 
-int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
-                     size_t nstacks, const mt_callers_opts_t *o)
+int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks, size_t nstacks,
+                     const mt_callers_opts_t *o)
 {
     memset(c, 0, sizeof *c);
     mt_ptr_map_t skipped;
@@ -333,8 +330,7 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
         rc = tree_init(&c->top_down);
     if (rc == 0)
         rc = pattern_skips(c, frames, stacks, nstacks, &skipped, o);
-    for (int round = 0, found = 1; rc == 0 && found && !(o && o->no_auto) && round < MT_WRAPPER_ROUNDS;
-         round++)
+    for (int round = 0, found = 1; rc == 0 && found && !(o && o->no_auto) && round < MT_WRAPPER_ROUNDS; round++)
         rc = wrapper_round(c, frames, stacks, nstacks, &skipped, o, &found);
     if (rc == 0 && !(c->leaf = calloc(nstacks + 1, sizeof *c->leaf)))
         rc = -ENOMEM;
@@ -430,10 +426,9 @@ static void print_node(const mt_caller_tree_t *t, FILE *f, const char *arrow, ui
     const mt_caller_node_t *x = &t->node[node];
     char b[32], p[32], l[32], where[600];
     fprintf(f, "  %12" PRIu64 " %11s %11s %11s  %*s%s%s", x->fig.calls,
-            mt_human_bytes(b, sizeof b, (double)x->fig.bytes),
-            mt_human_bytes(p, sizeof p, (double)x->fig.peak_bytes),
-            mt_human_bytes(l, sizeof l, (double)x->fig.leaked_bytes), (int)(2 * level), "",
-            level ? arrow : "", level ? " " : "");
+            mt_human_bytes(b, sizeof b, (double)x->fig.bytes), mt_human_bytes(p, sizeof p, (double)x->fig.peak_bytes),
+            mt_human_bytes(l, sizeof l, (double)x->fig.leaked_bytes), (int)(2 * level), "", level ? arrow : "",
+            level ? " " : "");
     mt_put_safe(f, x->sym->function, strlen(x->sym->function));
     mt_frame_where(x->sym, where, sizeof where);
     fputs("  ", f);
@@ -446,13 +441,12 @@ static void print_node(const mt_caller_tree_t *t, FILE *f, const char *arrow, ui
     for (uint32_t i = 0; i < n && i < width; i++)
         print_node(t, f, arrow, kids[i], level + 1, width, depth);
     if (n > width)
-        fprintf(f, "  %12s %11s %11s %11s  %*s(%u more)\n", "", "", "", "", (int)(2 * level + 2), "",
-                n - width);
+        fprintf(f, "  %12s %11s %11s %11s  %*s(%u more)\n", "", "", "", "", (int)(2 * level + 2), "", n - width);
     free(kids);
 }
 
-void mt_caller_tree_print(const mt_caller_tree_t *t, FILE *f, const char *arrow, unsigned roots,
-                          unsigned width, unsigned depth)
+void mt_caller_tree_print(const mt_caller_tree_t *t, FILE *f, const char *arrow, unsigned roots, unsigned width,
+                          unsigned depth)
 {
     fprintf(f, "  %12s %11s %11s %11s  %s\n", "calls", "bytes", "at peak", "leaked", "function  where");
     uint32_t n;
@@ -475,8 +469,8 @@ void mt_symbol_json(mt_json_t *j, const mt_symbol_t *sym)
     mt_json_kv_cstr(j, "module", sym->module ? sym->module : "??");
 }
 
-static void json_node(const mt_caller_tree_t *t, mt_json_t *j, uint32_t node, const char *child_key,
-                      unsigned width, unsigned level, unsigned depth)
+static void json_node(const mt_caller_tree_t *t, mt_json_t *j, uint32_t node, const char *child_key, unsigned width,
+                      unsigned level, unsigned depth)
 {
     const mt_caller_node_t *x = &t->node[node];
     mt_json_begin_object(j);
@@ -542,9 +536,7 @@ void mt_callers_print_entry_cut(const mt_callers_t *c, FILE *f)
 {
     if (!c->entry_cut_stacks)
         return;
-    fprintf(f,
-            "  (from main, the threads' start routines and constructors: left out above them in %" PRIu64
-            " stacks:",
+    fprintf(f, "  (from main, the threads' start routines and constructors: left out above them in %" PRIu64 " stacks:",
             c->entry_cut_stacks);
     for (size_t i = 0; i < c->nentry_cut; i++) {
         fputs(i ? ", " : " ", f);

@@ -18,14 +18,18 @@ typedef struct column {
     const char *title; /* text table header */
     const char *key;   /* JSON key (CSV and JSON output) */
     double scale;
-    int change;        /* show % change against the first */
+    int change; /* show % change against the first */
 } column_t;
 
 static const column_t columns[] = {
-    { "wall ms", "wall_ms", 1e-3, 1 },       { "cpu ms", "cpu_ms", 1e-3, 1 },
-    { "max RSS MiB", "max_rss_mib", 1.0 / 1024, 1 }, { "ideal MiB", "ideal_mib", 1.0 / 1024, 0 },
-    { "RSS/ideal", "fragmentation", 1, 0 },  { "malloc cyc", "avg_malloc_cycles", 1, 1 },
-    { "free cyc", "avg_free_cycles", 1, 1 }, { "p99 malloc", "p99_malloc_cycles", 1, 0 },
+    { "wall ms", "wall_ms", 1e-3, 1 },
+    { "cpu ms", "cpu_ms", 1e-3, 1 },
+    { "max RSS MiB", "max_rss_mib", 1.0 / 1024, 1 },
+    { "ideal MiB", "ideal_mib", 1.0 / 1024, 0 },
+    { "RSS/ideal", "fragmentation", 1, 0 },
+    { "malloc cyc", "avg_malloc_cycles", 1, 1 },
+    { "free cyc", "avg_free_cycles", 1, 1 },
+    { "p99 malloc", "p99_malloc_cycles", 1, 0 },
 };
 #define NCOL (sizeof columns / sizeof columns[0])
 enum { COL_WALL = 0, COL_CPU = 1, COL_RSS = 2 }; /* the columns whose spread is shown and judged */
@@ -41,14 +45,22 @@ double mt_replay_peak_kb(const mt_jval_t *r)
 static double value(const mt_jval_t *r, size_t c)
 {
     switch (c) {
-    case 0: return mt_json_num(r, "wall_us", 0);
-    case 1: return mt_json_num(r, "cpu_us", 0);
-    case 2: return mt_replay_peak_kb(r);
-    case 3: return mt_json_num(r, "ideal_pages_kb", 0);
-    case 4: return mt_json_num(r, "fragmentation", 0);
-    case 5: return mt_json_num(mt_json_get(r, "avg_cycles"), "malloc", 0);
-    case 6: return mt_json_num(mt_json_get(r, "avg_cycles"), "free", 0);
-    default: return mt_json_num(mt_json_get(r, "p99_cycles"), "malloc", 0);
+    case 0:
+        return mt_json_num(r, "wall_us", 0);
+    case 1:
+        return mt_json_num(r, "cpu_us", 0);
+    case 2:
+        return mt_replay_peak_kb(r);
+    case 3:
+        return mt_json_num(r, "ideal_pages_kb", 0);
+    case 4:
+        return mt_json_num(r, "fragmentation", 0);
+    case 5:
+        return mt_json_num(mt_json_get(r, "avg_cycles"), "malloc", 0);
+    case 6:
+        return mt_json_num(mt_json_get(r, "avg_cycles"), "free", 0);
+    default:
+        return mt_json_num(mt_json_get(r, "p99_cycles"), "malloc", 0);
     }
 }
 
@@ -59,10 +71,11 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r)
         return -1;
     }
     static const char *const figs[][2] = {
-        { NULL, "wall_us" },        { NULL, "cpu_us" },         { NULL, "max_rss_kb" },
-        { NULL, "predicted_peak_rss_kb" }, { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },
-        { "avg_cycles", "malloc" },
-        { "avg_cycles", "free" },   { "p99_cycles", "malloc" },
+        { NULL, "wall_us" },        { NULL, "cpu_us" },
+        { NULL, "max_rss_kb" },     { NULL, "predicted_peak_rss_kb" },
+        { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },
+        { "avg_cycles", "malloc" }, { "avg_cycles", "free" },
+        { "p99_cycles", "malloc" },
     };
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
         const char *group = figs[i][0], *key = figs[i][1];
@@ -76,8 +89,9 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r)
         }
         const mt_jval_t *v = mt_json_get(obj, key);
         if (v && (v->type != MT_JNUM || !isfinite(v->num) || v->num < 0)) {
-            fprintf(stderr, "mtrace: %s: \"%s%s%s\" is not a number of at least 0: not a replay result as mtrace "
-                            "replay writes it\n",
+            fprintf(stderr,
+                    "mtrace: %s: \"%s%s%s\" is not a number of at least 0: not a replay result as mtrace "
+                    "replay writes it\n",
                     path, group ? group : "", group ? "." : "", key);
             return -1;
         }
@@ -109,10 +123,10 @@ static void row_key(const mt_jval_t *r, char *out, size_t cap)
 }
 
 typedef struct row {
-    int first;                 /* its first result */
-    int n;                     /* its results (runs) */
-    int *members;              /* their indexes, n of them */
-    mt_spread_t fig[NCOL];     /* per column: median and spread over the runs, scaled as shown */
+    int first;             /* its first result */
+    int n;                 /* its results (runs) */
+    int *members;          /* their indexes, n of them */
+    mt_spread_t fig[NCOL]; /* per column: median and spread over the runs, scaled as shown */
 } row_t;
 
 /* Groups the results into rows in the order of their first result. Returns the number of rows. */
@@ -269,10 +283,11 @@ static void put_json(FILE *f, mt_jval_t *const *r, const char *const *paths, con
             }
         }
         const int base = i == 0;
-        mt_json_kv_cstr(&j, "time_verdict", base ? "baseline"
-                                                 : mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])));
+        mt_json_kv_cstr(&j, "time_verdict",
+                        base ? "baseline" : mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])));
         mt_json_kv_cstr(&j, "memory_verdict",
-                        base ? "baseline" : mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])));
+                        base ? "baseline"
+                             : mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])));
         mt_json_kv_bool(&j, "noise_measured", mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]));
         mt_json_end_object(&j);
     }
@@ -301,9 +316,10 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
             fprintf(f, " %*s", columns[c].change ? 18 : 11, cell);
         }
         char verdict[128];
-        fprintf(f, "  %s\n", i == 0 ? "baseline"
-                                    : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
-                                                      &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
+        fprintf(f, "  %s\n",
+                i == 0 ? "baseline"
+                       : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
+                                         &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
     }
     if (!repeated)
         return;
@@ -356,8 +372,10 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
         const int same = !strcmp(w0, wi) || (realpath(w0, a) && realpath(wi, b) && !strcmp(a, b));
         if (!same) {
             char s0[4 * 256], si[4 * 256];
-            fprintf(stderr, "mtrace: warning: %s replayed %s, the first result %s: the changes compare different "
-                            "workloads\n", paths[i], mt_safe_str(si, sizeof si, wi), mt_safe_str(s0, sizeof s0, w0));
+            fprintf(stderr,
+                    "mtrace: warning: %s replayed %s, the first result %s: the changes compare different "
+                    "workloads\n",
+                    paths[i], mt_safe_str(si, sizeof si, wi), mt_safe_str(s0, sizeof s0, w0));
         }
     }
     const int nrows = group_rows(r, n, rows, members);

@@ -21,8 +21,8 @@
 #include "strset.h"
 
 const char *const mt_export_table_names[MT_EXPORT_NTABLES] = {
-    [MT_EXPORT_TRACES] = "mtrace_traces",   [MT_EXPORT_RECORDS] = "mtrace_records",
-    [MT_EXPORT_STACKS] = "mtrace_stacks",   [MT_EXPORT_THREADS] = "mtrace_threads",
+    [MT_EXPORT_TRACES] = "mtrace_traces", [MT_EXPORT_RECORDS] = "mtrace_records",
+    [MT_EXPORT_STACKS] = "mtrace_stacks", [MT_EXPORT_THREADS] = "mtrace_threads",
     [MT_EXPORT_RSS] = "mtrace_rss",
 };
 
@@ -43,7 +43,7 @@ static void put_le(row_t *r, uint64_t v, unsigned bytes)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     memcpy(r->b + r->n, &v, bytes); /* the low bytes first; the byte loop took 2.8-3.5 s of user time on
-                                      * 11.4 M records, this 2.4-2.5 s */
+                                     * 11.4 M records, this 2.4-2.5 s */
     r->n += bytes;
 #else
     for (unsigned i = 0; i < bytes; i++)
@@ -100,7 +100,7 @@ typedef struct xblock {
 typedef struct xstack {
     uint64_t *frames; /* from the first STACK event of the id; NULL until then */
     uint32_t nframes;
-    uint8_t used;     /* a record names it */
+    uint8_t used; /* a record names it */
     /* What mtrace report tells its callsites by (mt_callers_build): its allocations, frees, leaks. */
     mt_figures_t fig;
     uint64_t others;
@@ -121,16 +121,16 @@ typedef struct exporter {
     uint32_t nth;
     mt_merge_heap_t heap;
     uint64_t *key;
-    mt_ptr_map_t live;    /* address -> index into blk */
+    mt_ptr_map_t live; /* address -> index into blk */
     xblock_t *blk;
     uint64_t nblk, capblk;
-    uint64_t *spare;      /* indices of blk free for reuse */
+    uint64_t *spare; /* indices of blk free for reuse */
     uint64_t nspare, capspare;
     xstack_t *stacks;
     uint32_t capstacks;
     mt_module_def_t *modules; /* names copied: the event payloads live in cursor buffers */
     size_t nmodules, capmodules;
-    uint64_t seq;         /* records merged so far, events included */
+    uint64_t seq; /* records merged so far, events included */
     mt_out_t out[MT_EXPORT_NTABLES];
     char path[MT_EXPORT_NTABLES][4096]; /* each table's target: out[k].path points here */
     mt_export_stats_t st;
@@ -408,7 +408,7 @@ typedef struct symbolized {
     uint32_t *frame_of; /* per stack id's frames, concatenated: index into frames */
     size_t *first;      /* per stack id: where its frames start in frame_of */
     mt_stack_in_t *in;
-    uint32_t *in_id;    /* the stack id of each entry of in */
+    uint32_t *in_id; /* the stack id of each entry of in */
     size_t nin;
     mt_callers_t callers;
 } symbolized_t;
@@ -431,16 +431,19 @@ static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *
     mt_frame_in_t *f = &y->frames[y->nframes];
     f->allocator = mt_symbol_is_allocator_frame(&s);
     f->unnamed = !strcmp(s.function, "??");
-    f->sym = (mt_symbol_t){ mt_strset_get(&y->strings, label), mt_strset_get(&y->strings, s.file), s.line,
-                            mt_strset_get(&y->strings, s.module), s.offset, s.start };
+    f->sym = (mt_symbol_t){ mt_strset_get(&y->strings, label),
+                            mt_strset_get(&y->strings, s.file),
+                            s.line,
+                            mt_strset_get(&y->strings, s.module),
+                            s.offset,
+                            s.start };
     if (!f->sym.function || !f->sym.module || (s.file && !f->sym.file))
         return -ENOMEM;
     *out = (uint32_t)y->nframes;
     return mt_ptr_map_put(seen, ra ? ra : 1, y->nframes++);
 }
 
-static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, const mt_callers_opts_t *co,
-                         mt_error_t *err)
+static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, const mt_callers_opts_t *co, mt_error_t *err)
 {
     mt_symbolizer_t *sym;
     if (mt_symbolizer_open(&sym, exe, err) < 0)
@@ -472,8 +475,9 @@ static int symbolize_all(exporter_t *x, symbolized_t *y, const char *exe, const 
         if (!s->fig.calls && !s->fig.leaked_bytes && !s->others)
             continue;
         y->in_id[y->nin] = id;
-        y->in[y->nin++] = (mt_stack_in_t){ .frame = y->frame_of + y->first[id], .nframes = s->nframes,
-                                           .fig = s->fig, .others = s->others };
+        y->in[y->nin++] = (mt_stack_in_t){
+            .frame = y->frame_of + y->first[id], .nframes = s->nframes, .fig = s->fig, .others = s->others
+        };
     }
     if (rc == 0) {
         /* Built in a local, then stored: given &y->callers beside y->in, clang's analyzer (scripts/scan.sh)
@@ -498,7 +502,8 @@ static void symbolized_fini(symbolized_t *y)
     free(y->in_id);
 }
 
-static void put_stack_row(exporter_t *x, const symbolized_t *y, uint32_t id, const mt_symbol_t *site, uint64_t site_offset)
+static void put_stack_row(exporter_t *x, const symbolized_t *y, uint32_t id, const mt_symbol_t *site,
+                          uint64_t site_offset)
 {
     FILE *f = x->out[MT_EXPORT_STACKS].f;
     const xstack_t *s = &x->stacks[id];
@@ -532,8 +537,8 @@ static void put_stack_row(exporter_t *x, const symbolized_t *y, uint32_t id, con
 }
 
 /* A stack's callsite is its allocating function after the allocation machinery and wrappers
- * (mt_callers_build, as mtrace report finds it with the same options), "??" with the module offset where it has no symbol;
- * a stack that made no block and freed none names none. */
+ * (mt_callers_build, as mtrace report finds it with the same options), "??" with the module offset where it has no
+ * symbol; a stack that made no block and freed none names none. */
 static int export_stacks(exporter_t *x, const char *exe, const mt_export_opts_t *o, mt_error_t *err)
 {
     if (!x->capstacks)

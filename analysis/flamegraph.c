@@ -83,12 +83,12 @@ int mt_folded_write(FILE *f, const mt_folded_t *stacks, size_t n)
 /* ---- prefix tree ------------------------------------------------------------------------------- */
 
 typedef struct node {
-    const char *name;  /* the caller's string */
-    uint64_t weight;   /* of every stack through this node */
+    const char *name; /* the caller's string */
+    uint64_t weight;  /* of every stack through this node */
     uint32_t parent;
-    uint32_t depth;    /* root 0 */
+    uint32_t depth;                  /* root 0 */
     uint32_t first_child, nchildren; /* into the tree's child list, after sorting */
-    double x;          /* left edge, px */
+    double x;                        /* left edge, px */
 } node_t;
 
 typedef struct tree {
@@ -198,8 +198,8 @@ static int tree_build(tree_t *t, const mt_folded_t *stacks, size_t n)
     }
     for (size_t i = 0; i < t->n; i++)
         if (t->nodes[i].nchildren > 1)
-            qsort_r(t->children + t->nodes[i].first_child, t->nodes[i].nchildren, sizeof *t->children,
-                    cmp_child, t->nodes);
+            qsort_r(t->children + t->nodes[i].first_child, t->nodes[i].nchildren, sizeof *t->children, cmp_child,
+                    t->nodes);
     return 0;
 }
 
@@ -252,11 +252,21 @@ static size_t put_xml(FILE *f, const char *str, size_t max_chars)
                 putc('?', f);
             } else if (n == 1) {
                 switch (*s) {
-                case '&': fputs("&amp;", f); break;
-                case '<': fputs("&lt;", f); break;
-                case '>': fputs("&gt;", f); break;
-                case '"': fputs("&quot;", f); break;
-                case '\'': fputs("&apos;", f); break;
+                case '&':
+                    fputs("&amp;", f);
+                    break;
+                case '<':
+                    fputs("&lt;", f);
+                    break;
+                case '>':
+                    fputs("&gt;", f);
+                    break;
+                case '"':
+                    fputs("&quot;", f);
+                    break;
+                case '\'':
+                    fputs("&apos;", f);
+                    break;
                 default:
                     /* XML 1.0 allows tab, newline and carriage return of the control characters */
                     putc(*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r' ? '?' : *s, f);
@@ -301,20 +311,19 @@ static void frame_colour(const char *name, unsigned *r, unsigned *g, unsigned *b
     *b = (unsigned)(55 * v2);
 }
 
-static const char script[] =
-    "<script type=\"text/ecmascript\"><![CDATA[\n"
-    "var details;\n"
-    "function init(evt) { details = document.getElementById(\"details\").firstChild; }\n"
-    "function frame(e) {\n"
-    "  while (e && e.tagName != \"g\") e = e.parentNode;\n"
-    "  return e && e.getAttribute(\"class\") == \"frame\" ? e : null;\n"
-    "}\n"
-    "function over(evt) {\n"
-    "  var g = frame(evt.target);\n"
-    "  if (g) details.nodeValue = g.getElementsByTagName(\"title\")[0].textContent;\n"
-    "}\n"
-    "function out(evt) { if (frame(evt.target)) details.nodeValue = \" \"; }\n"
-    "]]></script>\n";
+static const char script[] = "<script type=\"text/ecmascript\"><![CDATA[\n"
+                             "var details;\n"
+                             "function init(evt) { details = document.getElementById(\"details\").firstChild; }\n"
+                             "function frame(e) {\n"
+                             "  while (e && e.tagName != \"g\") e = e.parentNode;\n"
+                             "  return e && e.getAttribute(\"class\") == \"frame\" ? e : null;\n"
+                             "}\n"
+                             "function over(evt) {\n"
+                             "  var g = frame(evt.target);\n"
+                             "  if (g) details.nodeValue = g.getElementsByTagName(\"title\")[0].textContent;\n"
+                             "}\n"
+                             "function out(evt) { if (frame(evt.target)) details.nodeValue = \" \"; }\n"
+                             "]]></script>\n";
 
 int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_folded_t *stacks, size_t n)
 {
@@ -366,9 +375,10 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
     free(stk);
     const int height = (int)(maxdepth + 1) * FRAME_HEIGHT + TOP_PAD + BOTTOM_PAD;
 
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
-               "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" onload=\"init(evt)\">\n",
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+            "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" onload=\"init(evt)\">\n",
             IMAGE_WIDTH, height, IMAGE_WIDTH, height);
     fputs("<style type=\"text/css\">\n"
           "text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); }\n"
@@ -377,8 +387,7 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
           "</style>\n",
           f);
     fputs(script, f);
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n", IMAGE_WIDTH,
-            height);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n", IMAGE_WIDTH, height);
     fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\">", IMAGE_WIDTH / 2);
     put_xml(f, title, (size_t)-1);
     fputs("</text>\n", f);
@@ -398,7 +407,8 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
         fprintf(f, " (%llu ", (unsigned long long)p->weight);
         put_xml(f, unit, (size_t)-1);
         fprintf(f, ", %.2f%%)</title>", 100.0 * (double)p->weight / (double)total);
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
+        fprintf(f,
+                "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
                 p->x, y, w, FRAME_HEIGHT - 1, r, g, b);
         const double room = (w - 6) / (FONT_SIZE * FONT_WIDTH); /* characters that fit */
         const size_t fit = room > 0 ? (size_t)room : 0;

@@ -22,11 +22,20 @@ void mt_html_escape(FILE *f, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -155,15 +164,14 @@ static void html_leaks(FILE *f, const mt_leaks_t *l)
     for (int k = 0; k < MT_LEAK_KINDS; k++)
         if (l->kind_blocks[k])
             fprintf(f, "<tr><td>%s</td><td>%s in %" PRIu64 " blocks</td><td>%s</td></tr>",
-                    mt_leak_kind_name((mt_leak_kind_t)k),
-                    human(a, sizeof a, (double)l->kind_bytes[k]), l->kind_blocks[k],
-                    mt_leak_kind_why((mt_leak_kind_t)k));
+                    mt_leak_kind_name((mt_leak_kind_t)k), human(a, sizeof a, (double)l->kind_bytes[k]),
+                    l->kind_blocks[k], mt_leak_kind_why((mt_leak_kind_t)k));
     if (l->suppress_file) {
         fprintf(f,
                 "<tr><td>suppressed</td><td>%s in %" PRIu64 " blocks from %" PRIu64
                 " stacks</td><td>by %zu patterns of <code>",
-                human(a, sizeof a, (double)l->suppressed_bytes), l->suppressed_blocks,
-                l->suppressed_stacks, l->npatterns);
+                human(a, sizeof a, (double)l->suppressed_bytes), l->suppressed_blocks, l->suppressed_stacks,
+                l->npatterns);
         esc(f, l->suppress_file);
         fprintf(f, "</code></td></tr>");
     }
@@ -175,8 +183,8 @@ static void html_leaks(FILE *f, const mt_leaks_t *l)
     fprintf(f, "<div class=\"tree\">\n");
     for (size_t i = 0; i < l->n && i < STACKS; i++) {
         const mt_leak_t *x = &l->v[i];
-        fprintf(f, "<details><summary>%s in %" PRIu64 " blocks, %s: ",
-                human(a, sizeof a, (double)x->bytes), x->blocks, mt_leak_kind_name(x->kind));
+        fprintf(f, "<details><summary>%s in %" PRIu64 " blocks, %s: ", human(a, sizeof a, (double)x->bytes), x->blocks,
+                mt_leak_kind_name(x->kind));
         html_frame(f, &l->frames[x->frame[0]].sym);
         fprintf(f, "</summary>\n");
         for (uint32_t k = 0; k < x->nframes; k++) {
@@ -252,16 +260,18 @@ static void html_summary(FILE *f, const mt_report_t *r)
     fprintf(f, "</code></td></tr><tr><td>command</td><td><code>");
     esc(f, r->command);
     human(a, sizeof a, (double)r->peak_live_bytes);
-    fprintf(f, "</code></td></tr><tr><td>threads</td><td>%u</td></tr><tr><td>duration</td><td>%.3f s%s</td></tr>"
-               "<tr><td>peak live</td><td>%s in %" PRIu64 " blocks at %.3f s</td></tr>",
+    fprintf(f,
+            "</code></td></tr><tr><td>threads</td><td>%u</td></tr><tr><td>duration</td><td>%.3f s%s</td></tr>"
+            "<tr><td>peak live</td><td>%s in %" PRIu64 " blocks at %.3f s</td></tr>",
             r->threads, r->duration_s, r->complete ? "" : " (the trace did not finish)", a, r->peak_live_blocks,
             r->peak_time_s);
     human(a, sizeof a, (double)r->leaked_bytes);
     human(b, sizeof b, (double)r->temporary_bytes);
-    fprintf(f, "<tr><td>leaked</td><td>%s in %" PRIu64 " blocks</td></tr><tr><td>temporary</td><td>%" PRIu64
-               " allocations (%.1f %%), %s</td></tr></table>\n",
-            a, r->leaked_blocks, r->temporary, r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0,
-            b);
+    fprintf(f,
+            "<tr><td>leaked</td><td>%s in %" PRIu64 " blocks</td></tr><tr><td>temporary</td><td>%" PRIu64
+            " allocations (%.1f %%), %s</td></tr></table>\n",
+            a, r->leaked_blocks, r->temporary,
+            r->allocations ? 100.0 * (double)r->temporary / (double)r->allocations : 0, b);
 
     fprintf(f, "<h2>Calls</h2>\n<table><tr><th class=\"l\">function</th><th>calls</th><th>%%</th>"
                "<th>bytes requested</th><th>failures</th></tr>\n");
@@ -277,7 +287,6 @@ static void html_summary(FILE *f, const mt_report_t *r)
                 r->failures[op]);
     }
     fprintf(f, "</table>\n");
-
 }
 
 /* What the stacks give: the flame graph, the top callsites, the caller trees, the leaks by stack. */
@@ -319,8 +328,9 @@ static void html_stacks(FILE *f, const mt_report_t *r, const char *flame_svg)
             html_tree(f, &r->callers.bottom_up, "Allocating functions and their callers (bottom-up)", r->tree_depth);
             html_tree(f, &r->callers.top_down, "Callers down to the allocating functions (top-down)", r->tree_depth);
             if (r->callers.entry_cut_stacks) {
-                fprintf(f, "<p class=\"note\">From main, the threads' start routines and constructors: left out "
-                           "above them in %" PRIu64 " stacks:",
+                fprintf(f,
+                        "<p class=\"note\">From main, the threads' start routines and constructors: left out "
+                        "above them in %" PRIu64 " stacks:",
                         r->callers.entry_cut_stacks);
                 for (size_t i = 0; i < r->callers.nentry_cut; i++) {
                     fprintf(f, "%s<code>", i ? ", " : " ");

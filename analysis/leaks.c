@@ -133,8 +133,10 @@ int mt_leaks_collect(mt_leaks_t *l, const mt_frame_in_t *frames, const mt_stack_
         uint32_t skip = 0; /* the allocator's own frames (malloc, operator new ...) tell nothing */
         while (skip + 1 < st->nframes && frames[st->frame[skip]].allocator)
             skip++;
-        l->v[l->n++] = (mt_leak_t){ .frame = st->frame + skip, .nframes = st->nframes - skip,
-                                    .blocks = st->fig.leaked_blocks, .bytes = st->fig.leaked_bytes,
+        l->v[l->n++] = (mt_leak_t){ .frame = st->frame + skip,
+                                    .nframes = st->nframes - skip,
+                                    .blocks = st->fig.leaked_blocks,
+                                    .bytes = st->fig.leaked_bytes,
                                     .quarters = quarters[i] };
     }
     merge_alike(l, complete);
@@ -164,8 +166,9 @@ void mt_leaks_print_kinds(const mt_leaks_t *l, FILE *f)
     char a[32];
     for (int k = 0; k < MT_LEAK_KINDS; k++)
         if (l->kind_blocks[k])
-            fprintf(f, "  %-12s %s in %" PRIu64 " blocks: %s\n", kind_names[k], mt_human_bytes(a, sizeof a, (double)l->kind_bytes[k]),
-                    l->kind_blocks[k], mt_leak_kind_why((mt_leak_kind_t)k));
+            fprintf(f, "  %-12s %s in %" PRIu64 " blocks: %s\n", kind_names[k],
+                    mt_human_bytes(a, sizeof a, (double)l->kind_bytes[k]), l->kind_blocks[k],
+                    mt_leak_kind_why((mt_leak_kind_t)k));
     if (l->suppress_file) {
         fprintf(f, "  %-12s %s in %" PRIu64 " blocks from %" PRIu64 " stacks, by %zu patterns of ", "suppressed",
                 mt_human_bytes(a, sizeof a, (double)l->suppressed_bytes), l->suppressed_blocks, l->suppressed_stacks,

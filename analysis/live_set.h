@@ -21,13 +21,13 @@ typedef struct mt_live_slot {
 
 typedef struct mt_live_set {
     mt_live_slot_t *slot;
-    uint32_t *stack;          /* per slot */
+    uint32_t *stack; /* per slot */
     uint64_t nslots, cap_slots;
-    uint64_t free_head;       /* the first free slot + 1; 0: none */
-    uint32_t *table;          /* slot + 1 per entry; 0: empty */
-    uint64_t cap, n, limit;   /* cap is a power of two; n blocks live */
-    unsigned shift;           /* 64 - log2(cap) */
-    uint64_t bytes;           /* the live blocks' sizes, added up */
+    uint64_t free_head;     /* the first free slot + 1; 0: none */
+    uint32_t *table;        /* slot + 1 per entry; 0: empty */
+    uint64_t cap, n, limit; /* cap is a power of two; n blocks live */
+    unsigned shift;         /* 64 - log2(cap) */
+    uint64_t bytes;         /* the live blocks' sizes, added up */
 } mt_live_set_t;
 
 int mt_live_init(mt_live_set_t *s);

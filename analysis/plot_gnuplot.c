@@ -44,8 +44,10 @@ int mt_gp_put_file(FILE *f, const char *path)
     for (const char *s = path; *s; s++) {
         if ((unsigned char)*s < ' ' || *s == 0x7f) {
             char shown[1024];
-            fprintf(stderr, "mtrace: %s: a file name with a control character (a line break, a tab) "
-                    "cannot be given to gnuplot\n", mt_safe_str(shown, sizeof shown, path));
+            fprintf(stderr,
+                    "mtrace: %s: a file name with a control character (a line break, a tab) "
+                    "cannot be given to gnuplot\n",
+                    mt_safe_str(shown, sizeof shown, path));
             return -1;
         }
     }
@@ -269,8 +271,7 @@ const char *mt_gnuplot_terminal(const char *out)
     return "set terminal pngcairo size 900,500 enhanced font 'sans,10'";
 }
 
-int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx,
-                  const char *out)
+int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx, const char *out)
 {
     /* The script grows as it is written: every group's title is in it, however many or long. */
     char *script = NULL, t[512], x[256];
@@ -301,8 +302,8 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
         const int c = 2 + 4 * k;
         fprintf(f, "set ylabel '%s'\nplot for [i=0:%d] ", ylabel[k], ngroups - 1);
         rc = mt_gp_put_file(f, dat);
-        fprintf(f, " index i using 1:%d:%d:%d with yerrorlines lw 2 lc i+1 title T[i+1] noenhanced, for [i=0:%d] ",
-                c, c + 1, c + 2, ngroups - 1);
+        fprintf(f, " index i using 1:%d:%d:%d with yerrorlines lw 2 lc i+1 title T[i+1] noenhanced, for [i=0:%d] ", c,
+                c + 1, c + 2, ngroups - 1);
         if (rc == 0)
             rc = mt_gp_put_file(f, dat);
         fprintf(f, " index i using 1:%d with lines dt 2 lc i+1 title T[i+1].' default' noenhanced\n", c + 3);

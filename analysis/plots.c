@@ -100,8 +100,7 @@ const char *mt_result_series(const char *result_path, const char *series, char *
     else
         n = snprintf(buf, cap, "%.*s/%s", (int)(slash - result_path), result_path, series);
     if (n < 0 || (size_t)n >= cap) { /* cut short, it would name another file */
-        fprintf(stderr, "mtrace: %s: its RSS series path is too long (%zu bytes)\n", result_path,
-                strlen(series));
+        fprintf(stderr, "mtrace: %s: its RSS series path is too long (%zu bytes)\n", result_path, strlen(series));
         return NULL;
     }
     /* gnuplot reads the series by its name: a device (/dev/zero, /dev/urandom) or a FIFO would keep
@@ -111,9 +110,9 @@ const char *mt_result_series(const char *result_path, const char *series, char *
     if (stat(buf, &st) != 0 || access(buf, R_OK) != 0)
         why = strerror(errno);
     else if (!S_ISREG(st.st_mode))
-        why = S_ISDIR(st.st_mode) ? "expected a regular file, found a directory"
+        why = S_ISDIR(st.st_mode)    ? "expected a regular file, found a directory"
               : S_ISFIFO(st.st_mode) ? "expected a regular file, found a pipe"
-                                    : "expected a regular file, found a device or socket";
+                                     : "expected a regular file, found a device or socket";
     else if ((uint64_t)st.st_size > MT_SERIES_MAX_BYTES)
         why = "expected a regular file under " MT_SERIES_MAX_TEXT;
     if (why) {
@@ -132,7 +131,8 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
         return -1;
     /* gnuplot would only say "x range is invalid" */
     if (r->nseries < 2 || r->series[0].t == r->series[r->nseries - 1].t) {
-        fprintf(stderr, "mtrace: cannot draw %s: the trace has %zu point%s in time (its RSS samples, or its calls when "
+        fprintf(stderr,
+                "mtrace: cannot draw %s: the trace has %zu point%s in time (its RSS samples, or its calls when "
                 "it has fewer than two samples); --kind sizes draws its sizes\n",
                 out, r->nseries, r->nseries == 1 ? "" : "s");
         return -1;
@@ -157,8 +157,10 @@ int mt_plot_trace(const mt_report_t *r, const char *out)
     }
     char title[1200];
     mt_gp_title(title, sizeof title, r->command, 90);
-    fprintf(s.f, "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
-                 "set title '%s' noenhanced\nplot ", title);
+    fprintf(s.f,
+            "set grid\nset key top left\nset xlabel 'time (s)'\nset ylabel 'MiB'\n"
+            "set title '%s' noenhanced\nplot ",
+            title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
     fprintf(s.f, " using 1:2 with lines lw 2 title 'live bytes (requested)'%s\n",
             has_rss ? ", '' using 1:3 with lines lw 2 title 'RSS (VmRSS)'" : "");
@@ -192,10 +194,12 @@ int mt_plot_sizes(const mt_report_t *r, const char *out)
     char title[1200];
     mt_gp_title(title, sizeof title, r->command, 70);
     /* Counts span decades (millions of small blocks, a few large ones): a log scale shows both. */
-    fprintf(s.f, "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\nset logscale y\nset yrange [0.8:*]\n"
-                 "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations (log scale)'\n"
-                 "set xtics rotate by -45\n"
-                 "set title 'allocation sizes: %s' noenhanced\nplot ", title);
+    fprintf(s.f,
+            "set grid ytics\nset style fill solid 0.7\nset boxwidth 0.8\nset logscale y\nset yrange [0.8:*]\n"
+            "set xlabel 'requested size (from, bytes)'\nset ylabel 'allocations (log scale)'\n"
+            "set xtics rotate by -45\n"
+            "set title 'allocation sizes: %s' noenhanced\nplot ",
+            title);
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;
     fprintf(s.f, " using 1:3:xtic(2) with boxes notitle\n");
     return script_draw(&s, ok, out, &data);
@@ -243,8 +247,9 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             ok = 0;
             break;
         }
-        fprintf(s.f, " using ($6*100):($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
-                     "'' using ($6*100):($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
+        fprintf(s.f,
+                " using ($6*100):($2/1024) with lines lw 2 lc %d title '%s RSS' noenhanced, "
+                "'' using ($6*100):($4/1024) with lines lw 1 dt 2 lc %d title '%s ideal' noenhanced",
                 i + 1, title, i + 1, title);
         if (i == 0) { /* the traced program's own curve, once */
             fputs(", ", s.f);

@@ -26,9 +26,9 @@ typedef mt_live_block_t block_t;
 
 typedef struct stack_stat {
     uint64_t calls, bytes, leaked_blocks, leaked_bytes, peak_bytes;
-    uint64_t others; /* records with this stack that made no block: frees, failed calls ... */
+    uint64_t others;        /* records with this stack that made no block: frees, failed calls ... */
     uint64_t added, shrunk; /* bytes added (allocations, realloc growth) and given back by realloc */
-    uint64_t *frames; /* from its STACK event; NULL until seen */
+    uint64_t *frames;       /* from its STACK event; NULL until seen */
     uint32_t nframes;
     uint8_t leak_quarters; /* bit q: a block of it still live at the end was made in quarter q of the run */
 } stack_stat_t;
@@ -45,7 +45,7 @@ typedef struct pass {
     mt_trace_t *trace;
     rthread_t *t;
     uint32_t n;
-    mt_ordered_t *ordered; /* with jobs > 1: the records in order from worker threads, t[].cur unused */
+    mt_ordered_t *ordered;    /* with jobs > 1: the records in order from worker threads, t[].cur unused */
     const mt_record_t *batch; /* the ordered reader's records being used, batch_thread[k] the thread of batch[k] */
     const uint32_t *batch_thread;
     size_t batch_n, batch_pos;
@@ -54,8 +54,8 @@ typedef struct pass {
     mt_live_set_t live;
     uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
-    mt_record_t rec;  /* the record pass_next hands out (jobs 1) */
-    uint8_t *payload; /* a copy of the latest event's payload (see pass_next_serial) */
+    mt_record_t rec;   /* the record pass_next hands out (jobs 1) */
+    uint8_t *payload;  /* a copy of the latest event's payload (see pass_next_serial) */
     size_t cap_payload;
 } pass_t;
 
@@ -66,16 +66,15 @@ typedef struct priv {
     uint8_t **module_names; /* copies: module defs point into cursor buffers */
     size_t nmodules, cap_modules;
     char exe[4096];
-    mt_strset_t strings; /* interned callsite strings we own */
+    mt_strset_t strings;   /* interned callsite strings we own */
     mt_frame_in_t *frames; /* symbolized, distinct return addresses */
     size_t nframes;
-    uint32_t *frame_ids;   /* the stacks' frames as indices into frames */
-    mt_stack_in_t *input;  /* the stacks with something to show, for the caller trees */
-    uint32_t *input_id;    /* their stack ids */
+    uint32_t *frame_ids;  /* the stacks' frames as indices into frames */
+    mt_stack_in_t *input; /* the stacks with something to show, for the caller trees */
+    uint32_t *input_id;   /* their stack ids */
     size_t ninput;
     mt_suppressions_t supp;
 } priv_t;
-
 
 static void pass_fini(pass_t *p)
 {
@@ -207,7 +206,6 @@ static uint64_t add_bytes(uint64_t a, uint64_t b)
     uint64_t sum;
     return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
-
 
 static stack_stat_t *stack_at(priv_t *pv, uint32_t id)
 {
@@ -403,8 +401,8 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
             mt_frame_in_t *f = &pv->frames[pv->nframes];
             f->allocator = mt_symbol_is_allocator_frame(&y);
             f->unnamed = !strcmp(y.function, "??");
-            f->sym = (mt_symbol_t){ intern(pv, label), intern(pv, y.file), y.line, intern(pv, y.module), y.offset,
-                                    y.start };
+            f->sym =
+                (mt_symbol_t){ intern(pv, label), intern(pv, y.file), y.line, intern(pv, y.module), y.offset, y.start };
             if (!f->sym.function || !f->sym.module || (y.file && !f->sym.file))
                 rc = -ENOMEM;
             ids[k] = (uint32_t)pv->nframes;
@@ -426,7 +424,9 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
             break;
         pv->input_id[pv->ninput] = id;
         pv->input[pv->ninput++] = (mt_stack_in_t){
-            .frame = ids, .nframes = s->nframes, .others = s->others,
+            .frame = ids,
+            .nframes = s->nframes,
+            .others = s->others,
             .fig = { s->calls, s->bytes, s->peak_bytes, s->leaked_blocks, s->leaked_bytes },
         };
         used += s->nframes;
@@ -491,7 +491,8 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                 break;
             }
             fl = g;
-            fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
+            fl[nfl++] =
+                (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
         }
         /* Without a symbol the function is "??" and the return address in its module tells sites
          * apart (and symbolizes later). */
@@ -538,9 +539,9 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
     if (rc == 0 && out[OUT_FLAME].f) {
         char title[700];
         snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, o->flame_weight ? o->flame_weight : "bytes");
-        rc = writer_failed(&out[OUT_FLAME],
-                           mt_flamegraph_svg(out[OUT_FLAME].f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl),
-                           err);
+        rc = writer_failed(
+            &out[OUT_FLAME],
+            mt_flamegraph_svg(out[OUT_FLAME].f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl), err);
     }
     if (rc == 0 && out[OUT_CSV].f) {
         FILE *f = out[OUT_CSV].f;
@@ -742,9 +743,10 @@ static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
             rep->life_hist[log2_bucket(lifetime_ns(&bs->clk, b.time, r->time))]++;
             if (r->op == MT_OP_FREE)
                 th->frees++;
-            const int temp = rep->temporary_rule == MT_TEMP_HEAPTRACK
-                                 ? p->last_any == freed_ptr
-                                 : r->op == MT_OP_FREE && p->t[ti].last_alloc == freed_ptr && p->t[ti].last_time == b.time;
+            const int temp =
+                rep->temporary_rule == MT_TEMP_HEAPTRACK
+                    ? p->last_any == freed_ptr
+                    : r->op == MT_OP_FREE && p->t[ti].last_alloc == freed_ptr && p->t[ti].last_time == b.time;
             if (temp) {
                 rep->temporary++;
                 rep->temporary_bytes += b.size;
@@ -868,8 +870,10 @@ static int peak_shares(build_t *bs, mt_trace_t *t, unsigned jobs, mt_error_t *er
 {
     pass_t p;
     int rc = pass_init(&p, t, jobs, err);
-    if (rc < 0)
+    if (rc < 0) {
+        pass_fini(&p); /* what it set up before it failed */
         return rc;
+    }
     uint32_t ti;
     const mt_record_t *r;
     while (p.steps < bs->peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
@@ -917,8 +921,9 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         return rc;
     const unsigned jobs = o && o->jobs ? o->jobs : 1;
     const mt_file_header_t *h = mt_trace_header(t);
-    build_t bs = { .rep = rep, .pv = pv, .first_time = UINT64_MAX,
-                   .page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4 };
+    build_t bs = {
+        .rep = rep, .pv = pv, .first_time = UINT64_MAX, .page_kb = h->page_size / 1024 ? h->page_size / 1024 : 4
+    };
     if ((rc = pass_init(&bs.p, t, jobs, err)) < 0) {
         pass_fini(&bs.p);
         mt_trace_close(t);
@@ -942,7 +947,8 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
         mt_trace_close(t);
         return rc;
     }
-    rep->duration_s = bs.last_time > bs.first_time ? seconds(&bs.clk, bs.last_time) - seconds(&bs.clk, bs.first_time) : 0;
+    rep->duration_s =
+        bs.last_time > bs.first_time ? seconds(&bs.clk, bs.last_time) - seconds(&bs.clk, bs.first_time) : 0;
     mt_trace_close(t);
     if (rep->has_stacks && pv->nstacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
         return rc;
@@ -1059,13 +1065,16 @@ static void print_own_memory(const mt_report_t *r, FILE *f)
     const struct mt_report_own *o = &r->own;
     char a[32], b[32], c[32];
     if (o->maps)
-        fprintf(f, "own mappings   %" PRIu64 " made by the program outside malloc (%" PRIu64 " of them its brk/sbrk), at most "
-                   "%s at once (its break: %s); %" PRIu64 " madvise calls dropped pages of them\n",
-                o->maps, o->brk_maps, human(a, sizeof a, (double)o->peak_mapped), human(b, sizeof b, (double)o->peak_brk),
-                o->advises);
+        fprintf(f,
+                "own mappings   %" PRIu64 " made by the program outside malloc (%" PRIu64
+                " of them its brk/sbrk), at most "
+                "%s at once (its break: %s); %" PRIu64 " madvise calls dropped pages of them\n",
+                o->maps, o->brk_maps, human(a, sizeof a, (double)o->peak_mapped),
+                human(b, sizeof b, (double)o->peak_brk), o->advises);
     if (o->anon_peak_kb)
-        fprintf(f, "anonymous RSS  %s at most (sampled; RSS less file-backed pages): then %s mapped by the program "
-                   "itself, %s live in malloc's blocks\n",
+        fprintf(f,
+                "anonymous RSS  %s at most (sampled; RSS less file-backed pages): then %s mapped by the program "
+                "itself, %s live in malloc's blocks\n",
                 human(a, sizeof a, (double)o->anon_peak_kb * 1024), human(b, sizeof b, (double)o->mapped_at_anon_peak),
                 human(c, sizeof c, (double)o->live_at_anon_peak));
 }
@@ -1253,7 +1262,8 @@ static void print_text_summary(const mt_report_t *r, FILE *f)
     mt_put_safe(f, r->command, strlen(r->command));
     fputc('\n', f);
     fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
-            r->complete ? "" : " (the trace did not finish: the process was killed or crashed)", r->truncated ? " (truncated)" : "");
+            r->complete ? "" : " (the trace did not finish: the process was killed or crashed)",
+            r->truncated ? " (truncated)" : "");
     mt_report_calls_table(f, r->calls, r->bytes, r->failures);
     fputc('\n', f);
     fprintf(f, "peak live      %s in %" PRIu64 " blocks at %.3f s\n", human(a, sizeof a, (double)r->peak_live_bytes),
@@ -1291,7 +1301,7 @@ static void print_text_callsites(const mt_report_t *r, FILE *f, unsigned top)
 {
     char a[32];
     static const char *const by[] = { "calls", "bytes requested", "bytes added (allocations and realloc growth)",
-                                       "peak", "leaks" };
+                                      "peak", "leaks" };
     const int reallocs = r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY];
     for (int k = 0; k < 5; k++) {
         if (k == 2 && !reallocs)

@@ -168,8 +168,7 @@ static void print_json(const mt_report_t *a, const mt_report_t *b, FILE *f, cons
     mt_json_finish(&j);
 }
 
-void mt_report_diff_print(const mt_report_t *a, const mt_report_t *b, FILE *f, mt_table_fmt_t fmt,
-                          unsigned top)
+void mt_report_diff_print(const mt_report_t *a, const mt_report_t *b, FILE *f, mt_table_fmt_t fmt, unsigned top)
 {
     size_t n, unchanged;
     row_t *rows = diff_rows(a, b, &n, &unchanged);
@@ -215,8 +214,7 @@ void mt_report_diff_print(const mt_report_t *a, const mt_report_t *b, FILE *f, m
         }
     }
     fputs(shown ? "\n" : " none\n", f);
-    fprintf(f, "\nchanges per allocating function, biggest movers first (%zu changed, %zu unchanged)\n", n,
-            unchanged);
+    fprintf(f, "\nchanges per allocating function, biggest movers first (%zu changed, %zu unchanged)\n", n, unchanged);
     fprintf(f, "  %12s %12s %12s %12s  %s\n", "calls", "bytes", "at peak", "leaked", "function  where");
     for (size_t i = 0; i < n && i < (top ? top : 20); i++) {
         const row_t *r = &rows[i];
@@ -243,14 +241,11 @@ static void html_total(FILE *f, const char *what, uint64_t a, uint64_t b, int by
                 mt_human_bytes(x, sizeof x, (double)a), mt_human_bytes(y, sizeof y, (double)b),
                 signed_bytes(d, sizeof d, delta(a, b)));
     else
-        fprintf(f,
-                "<tr><td class=\"l\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%+" PRId64
-                "</td></tr>\n",
+        fprintf(f, "<tr><td class=\"l\">%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%+" PRId64 "</td></tr>\n",
                 what, a, b, delta(a, b));
 }
 
-int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *out, unsigned top,
-                        mt_error_t *err)
+int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *out, unsigned top, mt_error_t *err)
 {
     mt_out_t page;
     int rc = mt_out_open(&page, out, err);
@@ -280,8 +275,8 @@ int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *
         const row_t *r = &rows[i];
         const mt_caller_node_t *node = r->b ? r->b : r->a;
         char by[32], pk[32], lk[32], where[600];
-        fprintf(f, "<tr><td>%+" PRId64 "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\"><code>",
-                r->d_calls, signed_bytes(by, sizeof by, r->d_bytes), signed_bytes(pk, sizeof pk, r->d_peak),
+        fprintf(f, "<tr><td>%+" PRId64 "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\"><code>", r->d_calls,
+                signed_bytes(by, sizeof by, r->d_bytes), signed_bytes(pk, sizeof pk, r->d_peak),
                 signed_bytes(lk, sizeof lk, r->d_leaked));
         mt_html_escape(f, node->sym->function);
         mt_frame_where(node->sym, where, sizeof where);
@@ -333,8 +328,8 @@ static char *literal_pattern(const char *name)
 }
 
 /* Both or neither: a failed build frees what it made. */
-static int build_both(mt_report_t *a, mt_report_t *b, const char *pa, const char *pb,
-                      const mt_report_opts_t *o, mt_error_t *err)
+static int build_both(mt_report_t *a, mt_report_t *b, const char *pa, const char *pb, const mt_report_opts_t *o,
+                      mt_error_t *err)
 {
     int rc = mt_report_build(a, pa, o, err);
     if (rc < 0) {
@@ -348,8 +343,8 @@ static int build_both(mt_report_t *a, mt_report_t *b, const char *pa, const char
     return rc;
 }
 
-int mt_report_diff_build(mt_report_t *a, mt_report_t *b, const char *pa, const char *pb,
-                         const mt_report_opts_t *o, mt_error_t *err)
+int mt_report_diff_build(mt_report_t *a, mt_report_t *b, const char *pa, const char *pb, const mt_report_opts_t *o,
+                         mt_error_t *err)
 {
     const mt_report_opts_t none = { 0 };
     if (!o)

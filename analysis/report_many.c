@@ -59,8 +59,9 @@ void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t f
             t->incomplete ? " (some traces did not finish: their process was killed or crashed, or ended at an exec)"
                           : "");
     mt_report_calls_table(f, t->calls, t->bytes, t->failures);
-    fprintf(f, "peak live      %" PRIu64 " bytes at most in one process; %" PRIu64
-               " bytes summed over the processes (their peaks, not at one time)\n",
+    fprintf(f,
+            "peak live      %" PRIu64 " bytes at most in one process; %" PRIu64
+            " bytes summed over the processes (their peaks, not at one time)\n",
             t->peak_max, t->peak_sum);
     fprintf(f, "leaked         %" PRIu64 " bytes in %" PRIu64 " blocks\n", t->leaked_bytes, t->leaked_blocks);
     fprintf(f, "temporary      %" PRIu64 " allocations of %" PRIu64 "\n", t->temporary, t->allocations);

@@ -43,11 +43,11 @@
 enum { MOD_UNOPENED, MOD_OPEN, MOD_NAME_ONLY };
 
 typedef struct sym_module {
-    char *path;            /* file to open; "" when there is none */
-    const char *name;      /* interned base name */
+    char *path;       /* file to open; "" when there is none */
+    const char *name; /* interned base name */
     uint64_t bias;
     uint64_t generation;
-    uint64_t seq;          /* order of addition: breaks ties between equal generations */
+    uint64_t seq; /* order of addition: breaks ties between equal generations */
     uint32_t nseg;
     struct {
         uint64_t vaddr, memsz, offset;
@@ -59,8 +59,8 @@ typedef struct sym_module {
     Dwfl_Module *mod;
     struct msym *syms; /* the module's code symbols by address, read once (NULL: not read yet) */
     size_t nsyms;
-    int syms_failed;   /* no table: dwfl_module_addrinfo does the lookups */
-    uint64_t *starts;  /* the functions' starts at run time from .eh_frame_hdr, sorted */
+    int syms_failed;  /* no table: dwfl_module_addrinfo does the lookups */
+    uint64_t *starts; /* the functions' starts at run time from .eh_frame_hdr, sorted */
     size_t nstarts;
     int starts_read;
 } sym_module_t;
@@ -79,8 +79,8 @@ typedef struct range {
 } range_t;
 
 typedef struct cache_slot {
-    uint64_t key;    /* return address */
-    uint32_t index;  /* 1 + index into syms; 0: empty */
+    uint64_t key;   /* return address */
+    uint32_t index; /* 1 + index into syms; 0: empty */
 } cache_slot_t;
 
 struct mt_symbolizer {
@@ -239,8 +239,8 @@ void mt_symbolizer_close(mt_symbolizer_t *s)
 
 static int same_module(const sym_module_t *a, const mt_module_def_t *m, const char *path)
 {
-    if (a->bias != m->base || a->nseg != m->nseg || a->build_id_len != m->build_id_len ||
-        strcmp(a->path, path) != 0 || memcmp(a->build_id, m->build_id, m->build_id_len) != 0)
+    if (a->bias != m->base || a->nseg != m->nseg || a->build_id_len != m->build_id_len || strcmp(a->path, path) != 0 ||
+        memcmp(a->build_id, m->build_id, m->build_id_len) != 0)
         return 0;
     for (uint32_t i = 0; i < m->nseg; i++)
         if (a->seg[i].vaddr != m->seg[i].vaddr || a->seg[i].memsz != m->seg[i].memsz ||
@@ -477,8 +477,8 @@ static const char *source_path(mt_symbolizer_t *s, const char *file, const char 
 
 int mt_source_is_system(const char *file)
 {
-    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/",
-                                        "/usr/lib/llvm-", NULL };
+    static const char *const dirs[] = { "/usr/include/", "/usr/local/include/", "/usr/lib/gcc/", "/usr/lib/llvm-",
+                                        NULL };
     if (!file)
         return 0;
     for (const char *const *d = dirs; *d; d++)
@@ -833,21 +833,60 @@ int mt_symbol_is_allocator_frame(const mt_symbol_t *sym)
         "libc.so", "libc-2.", "ld-linux", "ld64.so", "ld.so", "ld-2.", "libmtrace.so", NULL,
     };
     static const char *const functions[] = {
-        "malloc", "calloc", "realloc", "reallocarray", "free", "memalign", "posix_memalign",
-        "aligned_alloc", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc",
-        "__libc_reallocarray", "__libc_free", "__libc_memalign", "__libc_valloc", "__libc_pvalloc",
-        "strdup", "__strdup", "strndup", "__strndup", "wcsdup", "__wcsdup", "asprintf", "__asprintf",
-        "___asprintf", "vasprintf", "__vasprintf", "__vasprintf_internal", "__asprintf_chk",
-        "__vasprintf_chk", "__vasprintf_chk_internal", NULL,
+        "malloc",
+        "calloc",
+        "realloc",
+        "reallocarray",
+        "free",
+        "memalign",
+        "posix_memalign",
+        "aligned_alloc",
+        "valloc",
+        "pvalloc",
+        "__libc_malloc",
+        "__libc_calloc",
+        "__libc_realloc",
+        "__libc_reallocarray",
+        "__libc_free",
+        "__libc_memalign",
+        "__libc_valloc",
+        "__libc_pvalloc",
+        "strdup",
+        "__strdup",
+        "strndup",
+        "__strndup",
+        "wcsdup",
+        "__wcsdup",
+        "asprintf",
+        "__asprintf",
+        "___asprintf",
+        "vasprintf",
+        "__vasprintf",
+        "__vasprintf_internal",
+        "__asprintf_chk",
+        "__vasprintf_chk",
+        "__vasprintf_chk_internal",
+        NULL,
     };
     /* The first NEW_DELETE entries match on their own; the others are the allocator templates,
      * whose names must also contain "allocate" (allocate, deallocate: not construct and the like). */
     enum { NEW_DELETE = 6 };
     static const char *const function_prefixes[] = {
-        "_Znw", "_Zna", "_Zdl", "_Zda", "operator new", "operator delete",
-        "_ZN9__gnu_cxx13new_allocator", "_ZNSt15__new_allocator", "_ZNSa", "_ZNSt16allocator_traits",
-        "__gnu_cxx::new_allocator", "std::__new_allocator", "std::allocator<",
-        "std::allocator_traits", NULL,
+        "_Znw",
+        "_Zna",
+        "_Zdl",
+        "_Zda",
+        "operator new",
+        "operator delete",
+        "_ZN9__gnu_cxx13new_allocator",
+        "_ZNSt15__new_allocator",
+        "_ZNSa",
+        "_ZNSt16allocator_traits",
+        "__gnu_cxx::new_allocator",
+        "std::__new_allocator",
+        "std::allocator<",
+        "std::allocator_traits",
+        NULL,
     };
     if (!sym)
         return 0;
@@ -870,8 +909,17 @@ int mt_symbol_is_allocator_frame(const mt_symbol_t *sym)
 int mt_symbol_is_entry_frame(const mt_symbol_t *sym)
 {
     static const char *const functions[] = {
-        "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main", "start_thread",
-        "clone", "clone3", "__clone", "__clone3", "__clone_internal", NULL,
+        "_start",
+        "__libc_start_main",
+        "__libc_start_main_impl",
+        "__libc_start_call_main",
+        "start_thread",
+        "clone",
+        "clone3",
+        "__clone",
+        "__clone3",
+        "__clone_internal",
+        NULL,
     };
     return sym && sym->function && name_in(sym->function, functions);
 }

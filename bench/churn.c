@@ -50,8 +50,8 @@ static uint64_t opt_calls = 10000000;
 static unsigned opt_threads = 1;
 static size_t opt_min = 16, opt_max = 65536;
 static size_t opt_live = 1024;
-static int opt_write_all; /* -w: write every byte of each block, as a program that uses it */
-static int opt_pin;       /* -p: pin worker i to the i-th allowed CPU */
+static int opt_write_all;    /* -w: write every byte of each block, as a program that uses it */
+static int opt_pin;          /* -p: pin worker i to the i-th allowed CPU */
 static int64_t opt_seq = -1; /* -q: the random sequence every worker draws; -1: worker i draws i */
 
 static pthread_barrier_t start_barrier;
@@ -133,7 +133,7 @@ static void *work(void *arg)
         const unsigned kind = (unsigned)r & 15u;
         char *p;
         if (kind == 0 || (*sp && n - calls == 1)) { /* (the last call of the budget: no pair fits) */
-            p = realloc(*sp, size); /* NULL slot: acts as malloc */
+            p = realloc(*sp, size);                 /* NULL slot: acts as malloc */
             calls++;
         } else {
             if (*sp) {
@@ -289,8 +289,8 @@ int main(int argc, char **argv)
     }
     per_call /= opt_threads;
     cpu_per_call /= opt_threads;
-    printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n",
-           opt_threads, calls, elapsed, per_call, cpu_per_call);
+    printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n", opt_threads,
+           calls, elapsed, per_call, cpu_per_call);
     for (unsigned i = 0; opt_pin && i < opt_threads; i++)
         printf("thread=%u cpu=%d ns_per_call=%.2f cpu_ns_per_call=%.2f\n", i, w[i].cpu,
                (double)w[i].ns / (double)w[i].calls, (double)w[i].cpu_ns / (double)w[i].calls);

@@ -91,8 +91,7 @@ int main(void)
     printf("clock_gettime:    %.1f ns\n", (now() - t0) / (double)n * 1e9);
 
     /* In the loop: the median of 5 runs each, interleaved, minus the loop with no time read. */
-    static const char *const names[] = { "none", "rdtsc", "rdtscp", "CLOCK_MONOTONIC",
-                                         "CLOCK_MONOTONIC_COARSE" };
+    static const char *const names[] = { "none", "rdtsc", "rdtscp", "CLOCK_MONOTONIC", "CLOCK_MONOTONIC_COARSE" };
     double t[5][5];
     for (int r = 0; r < 5; r++)
         for (int c = NONE; c <= COARSE; c++)

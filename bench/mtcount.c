@@ -48,10 +48,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    printf("calls=%" PRIu64 " events=%" PRIu64 " lost=%" PRIu64 " threads=%zu chunks=%zu file_bytes=%" PRIu64
-           "\n",
-           calls, events, h->lost_calls, mt_trace_thread_count(t), mt_trace_chunk_count(t),
-           mt_trace_file_size(t));
+    printf("calls=%" PRIu64 " events=%" PRIu64 " lost=%" PRIu64 " threads=%zu chunks=%zu file_bytes=%" PRIu64 "\n",
+           calls, events, h->lost_calls, mt_trace_thread_count(t), mt_trace_chunk_count(t), mt_trace_file_size(t));
     if (argc == 3) {
         for (unsigned op = 0; op <= MT_OP_MAX; op++)
             if (counts[op])

@@ -20,8 +20,14 @@
 
 /* The values of --timing and --touch, as mtrace-sim takes them: replay and sweep check them first, so
  * that a bad one is their usage error, not the simulator's. */
-#define MT_TIMING_CHOICES { "asap", "recorded", NULL }
-#define MT_TOUCH_CHOICES { "auto", "pages", "ends", "none", NULL }
+#define MT_TIMING_CHOICES                                                                                              \
+    {                                                                                                                  \
+        "asap", "recorded", NULL                                                                                       \
+    }
+#define MT_TOUCH_CHOICES                                                                                               \
+    {                                                                                                                  \
+        "auto", "pages", "ends", "none", NULL                                                                          \
+    }
 
 /* -j, --jobs: threads a reader may use, at most; the default is mt_online_cpus(). */
 #define MT_JOBS_MAX 1024
@@ -36,8 +42,8 @@ static inline unsigned mt_online_cpus(void)
 /* A decimal option value from min to max into *out (when out is not NULL), else a message naming the
  * command, the option and the value, and -1. strtoull alone would take " 7", "+7" and "-1" (as
  * ULLONG_MAX). */
-static inline int mt_uint_option(const char *cmd, const char *name, const char *v, unsigned long min,
-                                 unsigned long max, unsigned long *out)
+static inline int mt_uint_option(const char *cmd, const char *name, const char *v, unsigned long min, unsigned long max,
+                                 unsigned long *out)
 {
     char *end;
     errno = 0;

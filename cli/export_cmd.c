@@ -30,20 +30,29 @@ int mt_export_main(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace export", argc, argv, "o:h", opts)) != -1) {
         switch (c) {
-        case 'o': o.dir = optarg; break;
+        case 'o':
+            o.dir = optarg;
+            break;
         case 'i':
             if (mt_uint_option("mtrace export", "--trace-id", optarg, 1, ULONG_MAX, &id) < 0)
                 return MT_EXIT_USAGE;
             o.trace_id = id;
             break;
-        case 'f': force = 1; break;
+        case 'f':
+            force = 1;
+            break;
         case 's': /* comma-separated fnmatch patterns, as report takes them */
-            for (char *save = NULL, *p = strtok_r(optarg, ",", &save); p && o.nskip < 64; p = strtok_r(NULL, ",", &save))
+            for (char *save = NULL, *p = strtok_r(optarg, ",", &save); p && o.nskip < 64;
+                 p = strtok_r(NULL, ",", &save))
                 skip[o.nskip++] = p;
             break;
-        case 'n': o.no_auto_skip = 1; break;
-        case 'h': return mt_help_print("export");
-        default: return mt_help_usage_error("export");
+        case 'n':
+            o.no_auto_skip = 1;
+            break;
+        case 'h':
+            return mt_help_print("export");
+        default:
+            return mt_help_usage_error("export");
         }
     }
     const char *trace = mt_one_operand("mtrace export", "TRACE", argc, argv);
@@ -70,8 +79,10 @@ int mt_export_main(int argc, char **argv)
                 (unsigned long long)st.records, o.dir);
         return 1;
     }
-    fprintf(stderr, "mtrace: exported %s to %s: %llu call records, %llu stacks, %llu threads, %llu RSS samples (trace id %llu)\n",
-            trace, o.dir, (unsigned long long)st.records, (unsigned long long)st.stacks,
-            (unsigned long long)st.threads, (unsigned long long)st.rss, (unsigned long long)st.trace_id);
+    fprintf(
+        stderr,
+        "mtrace: exported %s to %s: %llu call records, %llu stacks, %llu threads, %llu RSS samples (trace id %llu)\n",
+        trace, o.dir, (unsigned long long)st.records, (unsigned long long)st.stacks, (unsigned long long)st.threads,
+        (unsigned long long)st.rss, (unsigned long long)st.trace_id);
     return 0;
 }

@@ -1,6 +1,6 @@
 /* mtrace-man PAGE VERSION: the man page of mtrace (PAGE "mtrace"), of one of its commands, or of
- * the programs trace2wl and mtrace-sim, in roff on stdout, made from the text that PAGE's --help prints (help_text.c), so that the two never
- * disagree. Run by meson at build time; not installed.
+ * the programs trace2wl and mtrace-sim, in roff on stdout, made from the text that PAGE's --help prints (help_text.c),
+ * so that the two never disagree. Run by meson at build time; not installed.
  *
  * Why a generator over the help text rather than help2man or a second source: help2man needs the
  * program to run and guesses the structure from free text; a roff source beside the C strings would
@@ -51,8 +51,8 @@ static size_t indent_of(const char *s, size_t n)
 /* A section heading: no indent, one of the names help_text.c uses, then ':' and nothing else. */
 static int is_heading(const char *s, size_t n)
 {
-    static const char *const names[] = { "Options", "Output", "Definitions", "Environment", "Exit status",
-                                         "Example", "Commands", "Verdicts", "Files" };
+    static const char *const names[] = { "Options", "Output",   "Definitions", "Environment", "Exit status",
+                                         "Example", "Commands", "Verdicts",    "Files" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const size_t k = strlen(names[i]);
         if (n == k + 1 && !strncmp(s, names[i], k) && s[k] == ':')

@@ -20,23 +20,23 @@
 #define MT_STR(x) MT_STR_(x)
 
 /* The exit status rule of the commands that read files and write results. */
-#define EXIT_COMMON                                                                                          \
-    "Exit status:\n"                                                                                         \
-    "  0  success\n"                                                                                         \
-    "  1  an input could not be read (a message names the file and the byte offset) or an output could\n"   \
-    "     not be written; nothing partial is left under the output's name\n"                                \
+#define EXIT_COMMON                                                                                                    \
+    "Exit status:\n"                                                                                                   \
+    "  0  success\n"                                                                                                   \
+    "  1  an input could not be read (a message names the file and the byte offset) or an output could\n"              \
+    "     not be written; nothing partial is left under the output's name\n"                                           \
     "  2  usage error: an unknown option, a missing argument or a bad value (the message names it)\n"
 
 /* The status of info and dump on a trace cut short. */
-#define EXIT_CUT                                                                                             \
-    "  3  the trace was cut short after it was written (chunks its header counts are missing): what is\n"    \
+#define EXIT_CUT                                                                                                       \
+    "  3  the trace was cut short after it was written (chunks its header counts are missing): what is\n"              \
     "     there is shown, and a line on stderr says it is not the whole\n"
 
 /* The verdict rule, as replay, compare and sweep apply it (analysis/spread.c). */
-#define VERDICTS                                                                                             \
-    "Verdicts:\n"                                                                                            \
-    "Verdicts (faster/slower, less/more memory) compare the medians of CPU time (user+sys of the replay)\n"  \
-    "and of peak RSS, and say \"within noise\" when the two spreads overlap: min..max, or q1..q3 from 4\n"     \
+#define VERDICTS                                                                                                       \
+    "Verdicts:\n"                                                                                                      \
+    "Verdicts (faster/slower, less/more memory) compare the medians of CPU time (user+sys of the replay)\n"            \
+    "and of peak RSS, and say \"within noise\" when the two spreads overlap: min..max, or q1..q3 from 4\n"             \
     "runs; with one run on either side they add \"(1 run: noise unknown)\".\n"
 
 static const char help_mtrace[] =
@@ -344,35 +344,36 @@ static const char help_replay[] =
     "                     the waits between threads allow\n"
     "  --touch MODE       how a replayed block is written: auto (default), pages, ends, none (see\n"
     "                     mtrace-sim --help)\n"
-    "  --repeat N         every allocator N times (1 to " MT_STR(MT_REPLAY_MAX_REPEAT) "), in rounds: each allocator once, then\n"
-    "                     again\n"
-    "  --quiet            no summaries, only the table and the files\n"
-    "  -h, --help         this text\n"
-    "\n"
-    "Output:\n"
-    "Per replay, mtrace-sim's summary (glibc trace_run's lines): cycles; usec wall time; usec of CPU\n"
-    "across the threads; Kb Max RSS (growth, then start -> max, in KiB); Kb Max Ideal RSS (the most\n"
-    "bytes live at once, KiB); then the average cycles per call of malloc, calloc, realloc and free.\n"
-    "The table gives per allocator the median of its runs of CPU time and wall time (ms) and peak RSS\n"
-    "(MiB), the % change against the first allocator, and with several runs their spread. Peak RSS is\n"
-    "the program's as predicted on that allocator: the replay's anonymous peak less its own\n"
-    "bookkeeping, plus the traced program's file-backed pages (code, libraries), which no allocator\n"
-    "changes; the replay's own max RSS where the trace has no RSS samples.\n"
-    "\n" VERDICTS "\n"
-    "Environment:\n"
-    "  GLIBC_TUNABLES  passed to the replays (--tunables replaces it)\n"
-    "\n"
-    "Exit status:\n"
-    "  0      every replay ran to its end, and every replayed call got its block\n"
-    "  1      the workload could not be read, or a replay failed: mtrace-sim's status (its message\n"
-    "         says why), 1 when it died of a signal\n"
-    "  2      usage error, or an allocator that cannot be loaded\n"
-    "  3      every replay ran, but calls failed in some (the allocator returned NULL where the traced\n"
-    "         call got a block; each summary says how many)\n"
-    "  128+N  interrupted by signal N; no result is written\n"
-    "\n"
-    "Example:\n"
-    "  mtrace replay app.wl --allocator glibc --allocator jemalloc --repeat 5 --json run.json\n";
+    "  --repeat N         every allocator N times (1 to " MT_STR(
+        MT_REPLAY_MAX_REPEAT) "), in rounds: each allocator once, then\n"
+                              "                     again\n"
+                              "  --quiet            no summaries, only the table and the files\n"
+                              "  -h, --help         this text\n"
+                              "\n"
+                              "Output:\n"
+                              "Per replay, mtrace-sim's summary (glibc trace_run's lines): cycles; usec wall time; usec of CPU\n"
+                              "across the threads; Kb Max RSS (growth, then start -> max, in KiB); Kb Max Ideal RSS (the most\n"
+                              "bytes live at once, KiB); then the average cycles per call of malloc, calloc, realloc and free.\n"
+                              "The table gives per allocator the median of its runs of CPU time and wall time (ms) and peak RSS\n"
+                              "(MiB), the % change against the first allocator, and with several runs their spread. Peak RSS is\n"
+                              "the program's as predicted on that allocator: the replay's anonymous peak less its own\n"
+                              "bookkeeping, plus the traced program's file-backed pages (code, libraries), which no allocator\n"
+                              "changes; the replay's own max RSS where the trace has no RSS samples.\n"
+                              "\n" VERDICTS "\n"
+                              "Environment:\n"
+                              "  GLIBC_TUNABLES  passed to the replays (--tunables replaces it)\n"
+                              "\n"
+                              "Exit status:\n"
+                              "  0      every replay ran to its end, and every replayed call got its block\n"
+                              "  1      the workload could not be read, or a replay failed: mtrace-sim's status (its message\n"
+                              "         says why), 1 when it died of a signal\n"
+                              "  2      usage error, or an allocator that cannot be loaded\n"
+                              "  3      every replay ran, but calls failed in some (the allocator returned NULL where the traced\n"
+                              "         call got a block; each summary says how many)\n"
+                              "  128+N  interrupted by signal N; no result is written\n"
+                              "\n"
+                              "Example:\n"
+                              "  mtrace replay app.wl --allocator glibc --allocator jemalloc --repeat 5 --json run.json\n";
 
 static const char help_compare[] =
     "usage: mtrace compare [--csv|--json] RESULT.json...\n"
@@ -411,35 +412,36 @@ static const char help_sweep[] =
     "  --timing T                recorded (default) or asap, as mtrace replay --timing\n"
     "  --touch MODE              how replayed blocks are written: auto, pages, ends or none, for every\n"
     "                            replay (see mtrace-sim --help)\n"
-    "  --repeat N                every point N times (1 to " MT_STR(MT_REPLAY_MAX_REPEAT) ", default 1), in rounds (every\n"
-    "                            point once, then again); run K of point P writes DIR/run-P.K.json\n"
-    "                            (DIR/run-P.json with one run)\n"
-    "  -h, --help                this text\n"
-    "\n"
-    "Output:\n"
-    "The first rows are each allocator's default, replayed with no setting at all: the baseline\n"
-    "(glibc's mmap_threshold and trim_threshold: \"dynamic (default)\", glibc moving them as blocks\n"
-    "are freed until one is set). Every row's changes are against its allocator's baseline, in % of\n"
-    "the baseline's median: CPU time, wall time, and peak RSS in % of the baseline's peak RSS, the\n"
-    "program's peak as predicted (the replay's anonymous peak and the program's file pages).\n"
-    "Figures are medians, with their spread (min..max; q1..q3 from 4 runs). \"fastest\" and \"lowest\n"
-    "peak RSS\" are the lowest medians of CPU time and of peak RSS.\n"
-    "\n"
-    "Files:\n"
-    "  sweep.csv  the settings, then wall_ms, cpu_ms (medians, ms), max_rss_mib, ideal_mib (MiB),\n"
-    "             fragmentation (peak RSS over ideal), runs, the spreads (_min, _q1, _q3, _max of\n"
-    "             cpu_ms, wall_ms, max_rss_mib), cpu_change_pct, wall_change_pct,\n"
-    "             rss_change_pct_of_default_peak_rss, time_verdict, memory_verdict and noise_measured\n"
-    "             against the baseline\n"
-    "  sweep.png  peak RSS and CPU time (medians) along the first setting's values, bars for the\n"
-    "             runs' spread, the default's median as a dashed line; both y axes start at zero\n"
-    "\n" VERDICTS "\n" EXIT_COMMON
-    "  3  a replay's calls failed (the allocator returned NULL where the traced call got a block):\n"
-    "     the sweep stops there\n"
-    "  128+N  interrupted by signal N\n"
-    "\n"
-    "Example:\n"
-    "  mtrace sweep app.wl --mallopt mmap_threshold=64k,256k,1m --mallopt arena_max=1,8 --repeat 5\n";
+    "  --repeat N                every point N times (1 to " MT_STR(
+        MT_REPLAY_MAX_REPEAT) ", default 1), in rounds (every\n"
+                              "                            point once, then again); run K of point P writes DIR/run-P.K.json\n"
+                              "                            (DIR/run-P.json with one run)\n"
+                              "  -h, --help                this text\n"
+                              "\n"
+                              "Output:\n"
+                              "The first rows are each allocator's default, replayed with no setting at all: the baseline\n"
+                              "(glibc's mmap_threshold and trim_threshold: \"dynamic (default)\", glibc moving them as blocks\n"
+                              "are freed until one is set). Every row's changes are against its allocator's baseline, in % of\n"
+                              "the baseline's median: CPU time, wall time, and peak RSS in % of the baseline's peak RSS, the\n"
+                              "program's peak as predicted (the replay's anonymous peak and the program's file pages).\n"
+                              "Figures are medians, with their spread (min..max; q1..q3 from 4 runs). \"fastest\" and \"lowest\n"
+                              "peak RSS\" are the lowest medians of CPU time and of peak RSS.\n"
+                              "\n"
+                              "Files:\n"
+                              "  sweep.csv  the settings, then wall_ms, cpu_ms (medians, ms), max_rss_mib, ideal_mib (MiB),\n"
+                              "             fragmentation (peak RSS over ideal), runs, the spreads (_min, _q1, _q3, _max of\n"
+                              "             cpu_ms, wall_ms, max_rss_mib), cpu_change_pct, wall_change_pct,\n"
+                              "             rss_change_pct_of_default_peak_rss, time_verdict, memory_verdict and noise_measured\n"
+                              "             against the baseline\n"
+                              "  sweep.png  peak RSS and CPU time (medians) along the first setting's values, bars for the\n"
+                              "             runs' spread, the default's median as a dashed line; both y axes start at zero\n"
+                              "\n" VERDICTS "\n" EXIT_COMMON
+                              "  3  a replay's calls failed (the allocator returned NULL where the traced call got a block):\n"
+                              "     the sweep stops there\n"
+                              "  128+N  interrupted by signal N\n"
+                              "\n"
+                              "Example:\n"
+                              "  mtrace sweep app.wl --mallopt mmap_threshold=64k,256k,1m --mallopt arena_max=1,8 --repeat 5\n";
 
 static const char help_plot[] =
     "usage: mtrace plot -o OUT.png|OUT.svg [--kind live|sizes|rss|compare] INPUT...\n"

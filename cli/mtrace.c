@@ -140,9 +140,12 @@ static int warn_if_privileged(const char *cmd)
 static int cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "output", required_argument, 0, 'o' }, { "stacks", required_argument, 0, 's' },
-        { "paused", no_argument, 0, 'p' },       { "rss-ms", required_argument, 0, 'r' },
-        { "force", no_argument, 0, 'f' },        { "help", no_argument, 0, 'h' },
+        { "output", required_argument, 0, 'o' },
+        { "stacks", required_argument, 0, 's' },
+        { "paused", no_argument, 0, 'p' },
+        { "rss-ms", required_argument, 0, 'r' },
+        { "force", no_argument, 0, 'f' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     const char *out = "mtrace.%p.mtr", *stacks = NULL, *rss = NULL;
@@ -150,13 +153,25 @@ static int cmd_record(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace record", argc, argv, "+o:s:pr:fh", opts)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 's': stacks = optarg; break;
-        case 'p': paused = 1; break;
-        case 'r': rss = optarg; break;
-        case 'f': force = 1; break;
-        case 'h': return mt_help_print("record");
-        default: return mt_help_usage_error("record");
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            stacks = optarg;
+            break;
+        case 'p':
+            paused = 1;
+            break;
+        case 'r':
+            rss = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'h':
+            return mt_help_print("record");
+        default:
+            return mt_help_usage_error("record");
         }
     }
     if (optind >= argc) {
@@ -255,9 +270,10 @@ static int cmd_record(int argc, char **argv)
         fclose(f);
     /* Nothing loaded the recorder: not silently (said once, not again after the warning above). */
     if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
-        fprintf(stderr, "mtrace: no trace was written: %s did not load the recorder (a statically linked "
-                        "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
-                        "without LD_PRELOAD)\n",
+        fprintf(stderr,
+                "mtrace: no trace was written: %s did not load the recorder (a statically linked "
+                "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
+                "without LD_PRELOAD)\n",
                 argv[optind]);
     unlink(index);
     mt_cleanup_del(index);
@@ -410,7 +426,8 @@ static int info_workload(const char *path, int json)
         printf("sync points   %" PRIu64 "\n", h->waits);
         printf("duration      %.6f s\n", (double)h->duration_ns / 1e9);
         printf("repairs       %" PRIu64 " inversions, %" PRIu64 " unknown frees, %" PRIu64 " double frees, %" PRIu64
-               " forced\n", h->inversions, h->unknown_frees, h->double_frees, h->forced);
+               " forced\n",
+               h->inversions, h->unknown_frees, h->double_frees, h->forced);
         printf("calls        ");
         for (unsigned op = 1; op <= MT_WL_MALLOPT; op++)
             if (s.per_op[op])
@@ -444,9 +461,12 @@ static void print_header_strings(const mt_trace_t *t, mt_json_t *j)
     for (size_t i = 0; s && i < len && n + 1 < sizeof cmd; i++)
         cmd[n++] = s[i] ? s[i] : ' ';
     cmd[n] = 0;
-    static const struct { unsigned tag; const char *name; } tags[] = {
-        { MT_STR_EXE, "exe" }, { MT_STR_GLIBC, "glibc" }, { MT_STR_ALLOCATOR, "allocator" }, { MT_STR_HOST, "host" },
-        { MT_STR_CLOCK, "clock" },
+    static const struct {
+        unsigned tag;
+        const char *name;
+    } tags[] = {
+        { MT_STR_EXE, "exe" },   { MT_STR_GLIBC, "glibc" }, { MT_STR_ALLOCATOR, "allocator" },
+        { MT_STR_HOST, "host" }, { MT_STR_CLOCK, "clock" },
     };
     if (j) {
         mt_json_kv_str(j, "command", cmd, n);
@@ -568,7 +588,7 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
            !x->whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
            : x->complete      ? "complete"
            : x->ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
-                           : "not finished (the process was killed or crashed)",
+                              : "not finished (the process was killed or crashed)",
            x->truncated ? ", truncated: " : "", x->truncated ? strerror(h->truncated_errno) : "");
     if (h->lost_calls)
         printf("lost calls    %" PRIu64 "\n", h->lost_calls);
@@ -591,7 +611,9 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
 static int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'J' }, { "jobs", required_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { "json", no_argument, 0, 'J' },
+        { "jobs", required_argument, 0, 'j' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     int json = 0, c;
@@ -600,14 +622,18 @@ static int cmd_info(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace info", argc, argv, "hj:", opts)) != -1) {
         switch (c) {
-        case 'J': json = 1; break;
+        case 'J':
+            json = 1;
+            break;
         case 'j':
             if (mt_uint_option("mtrace info", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
                 return MT_EXIT_USAGE;
             jobs = (unsigned)n;
             break;
-        case 'h': return mt_help_print("info");
-        default: return mt_help_usage_error("info");
+        case 'h':
+            return mt_help_print("info");
+        default:
+            return mt_help_usage_error("info");
         }
     }
     const char *path = mt_one_operand("mtrace info", "FILE", argc, argv);
@@ -640,9 +666,16 @@ static int cmd_info(int argc, char **argv)
     /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
     size_t bound_len = 0;
     const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
-    const info_facts_t facts = { .path = path, .size = size, .rate = rate, .span = span, .truncated = truncated,
-                                 .complete = complete, .ended_at_exec = ended_at_exec, .whole = whole,
-                                 .bound = bound, .bound_len = bound_len };
+    const info_facts_t facts = { .path = path,
+                                 .size = size,
+                                 .rate = rate,
+                                 .span = span,
+                                 .truncated = truncated,
+                                 .complete = complete,
+                                 .ended_at_exec = ended_at_exec,
+                                 .whole = whole,
+                                 .bound = bound,
+                                 .bound_len = bound_len };
     if (json)
         info_json(t, &s, &facts);
     else
@@ -808,9 +841,12 @@ static int cmd_dump(int argc, char **argv)
 static int cmd_pack(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "output", required_argument, 0, 'o' }, { "level", required_argument, 0, 'l' },
-        { "plain", no_argument, 0, 'P' },        { "force", no_argument, 0, 'f' },
-        { "jobs", required_argument, 0, 'j' },   { "help", no_argument, 0, 'h' },
+        { "output", required_argument, 0, 'o' },
+        { "level", required_argument, 0, 'l' },
+        { "plain", no_argument, 0, 'P' },
+        { "force", no_argument, 0, 'f' },
+        { "jobs", required_argument, 0, 'j' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     const char *out = NULL;
@@ -820,7 +856,9 @@ static int cmd_pack(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace pack", argc, argv, "o:l:fhj:", opts)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
+        case 'o':
+            out = optarg;
+            break;
         case 'j':
             if (mt_uint_option("mtrace pack", "--jobs", optarg, 1, MT_JOBS_MAX, &njobs) < 0)
                 return MT_EXIT_USAGE;
@@ -830,10 +868,16 @@ static int cmd_pack(int argc, char **argv)
             if (mt_uint_option("mtrace pack", "--level", optarg, 1, 22, &level) < 0)
                 return MT_EXIT_USAGE;
             break;
-        case 'P': flags |= MT_PACK_PLAIN; break;
-        case 'f': force = 1; break;
-        case 'h': return mt_help_print("pack");
-        default: return mt_help_usage_error("pack");
+        case 'P':
+            flags |= MT_PACK_PLAIN;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'h':
+            return mt_help_print("pack");
+        default:
+            return mt_help_usage_error("pack");
         }
     }
     const char *in = mt_one_operand("mtrace pack", "TRACE", argc, argv);
@@ -879,11 +923,16 @@ static int cmd_convert(int argc, char **argv)
 static int cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "allocator", required_argument, 0, 'a' }, { "mallopt", required_argument, 0, 'm' },
-        { "tunables", required_argument, 0, 'T' },  { "json", required_argument, 0, 'j' },
-        { "rss-series", required_argument, 0, 's' }, { "timing", required_argument, 0, 't' },
-        { "touch", required_argument, 0, 'u' },     { "repeat", required_argument, 0, 'r' },
-        { "quiet", no_argument, 0, 'q' },           { "help", no_argument, 0, 'h' },
+        { "allocator", required_argument, 0, 'a' },
+        { "mallopt", required_argument, 0, 'm' },
+        { "tunables", required_argument, 0, 'T' },
+        { "json", required_argument, 0, 'j' },
+        { "rss-series", required_argument, 0, 's' },
+        { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },
+        { "repeat", required_argument, 0, 'r' },
+        { "quiet", no_argument, 0, 'q' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     mt_replay_opts_t o = { .repeat = 1 };
@@ -903,9 +952,15 @@ static int cmd_replay(int argc, char **argv)
             else
                 o.mallopts[o.nmallopts++] = optarg;
             break;
-        case 'T': o.tunables = optarg; break;
-        case 'j': o.json = optarg; break;
-        case 's': o.series = optarg; break;
+        case 'T':
+            o.tunables = optarg;
+            break;
+        case 'j':
+            o.json = optarg;
+            break;
+        case 's':
+            o.series = optarg;
+            break;
         case 't':
             if (mt_choice_option("mtrace replay", "--timing", optarg, mt_timing_names) < 0)
                 return MT_EXIT_USAGE;
@@ -921,9 +976,13 @@ static int cmd_replay(int argc, char **argv)
                 return MT_EXIT_USAGE;
             o.repeat = (int)repeat;
             break;
-        case 'q': o.quiet = 1; break;
-        case 'h': return mt_help_print("replay");
-        default: return mt_help_usage_error("replay");
+        case 'q':
+            o.quiet = 1;
+            break;
+        case 'h':
+            return mt_help_print("replay");
+        default:
+            return mt_help_usage_error("replay");
         }
     }
     if (optind != argc - 1) {
@@ -971,7 +1030,9 @@ static int cmd_replay(int argc, char **argv)
 static int cmd_compare(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "csv", no_argument, 0, 'c' }, { "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' },
+        { "csv", no_argument, 0, 'c' },
+        { "json", no_argument, 0, 'j' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
@@ -979,10 +1040,16 @@ static int cmd_compare(int argc, char **argv)
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace compare", argc, argv, "h", opts)) != -1) {
         switch (c) {
-        case 'c': fmt = MT_TABLE_CSV; break;
-        case 'j': fmt = MT_TABLE_JSON; break;
-        case 'h': return mt_help_print("compare");
-        default: return mt_help_usage_error("compare");
+        case 'c':
+            fmt = MT_TABLE_CSV;
+            break;
+        case 'j':
+            fmt = MT_TABLE_JSON;
+            break;
+        case 'h':
+            return mt_help_print("compare");
+        default:
+            return mt_help_usage_error("compare");
         }
     }
     const int n = argc - optind;
@@ -1014,16 +1081,25 @@ static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const
 {
     unsigned long n;
     switch (c) {
-    case 'J': *fmt = MT_TABLE_JSON; return 1;
-    case 'H': *html = optarg; return 1;
+    case 'J':
+        *fmt = MT_TABLE_JSON;
+        return 1;
+    case 'H':
+        *html = optarg;
+        return 1;
     case 't':
         if (mt_uint_option(cmd, "--top", optarg, 0, 1000000, &n) < 0)
             return -1;
         *top = (unsigned)n;
         return 1;
-    case 's': o->nskip = split_patterns(optarg, skip, o->nskip, SKIP_MAX); return 1;
-    case 'n': o->no_auto_skip = 1; return 1;
-    default: return 0;
+    case 's':
+        o->nskip = split_patterns(optarg, skip, o->nskip, SKIP_MAX);
+        return 1;
+    case 'n':
+        o->no_auto_skip = 1;
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -1175,13 +1251,20 @@ static int cmd_report(int argc, char **argv)
     int nresults = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'J' },           { "csv", no_argument, 0, 'c' },
-        { "top", required_argument, 0, 't' },      { "folded", required_argument, 0, 'F' },
-        { "flamegraph", required_argument, 0, 'g' }, { "flame-weight", required_argument, 0, 'w' },
-        { "callsites-csv", required_argument, 0, 'C' }, { "skip-frames", required_argument, 0, 's' },
-        { "no-auto-skip", no_argument, 0, 'n' },   { "tree-depth", required_argument, 0, 'd' },
-        { "html", required_argument, 0, 'H' },     { "help", no_argument, 0, 'h' },
-        { "suppress", required_argument, 0, 'S' }, { "temporary", required_argument, 0, 'T' },
+        { "json", no_argument, 0, 'J' },
+        { "csv", no_argument, 0, 'c' },
+        { "top", required_argument, 0, 't' },
+        { "folded", required_argument, 0, 'F' },
+        { "flamegraph", required_argument, 0, 'g' },
+        { "flame-weight", required_argument, 0, 'w' },
+        { "callsites-csv", required_argument, 0, 'C' },
+        { "skip-frames", required_argument, 0, 's' },
+        { "no-auto-skip", no_argument, 0, 'n' },
+        { "tree-depth", required_argument, 0, 'd' },
+        { "html", required_argument, 0, 'H' },
+        { "help", no_argument, 0, 'h' },
+        { "suppress", required_argument, 0, 'S' },
+        { "temporary", required_argument, 0, 'T' },
         { "jobs", required_argument, 0, 'j' },
         { 0, 0, 0, 0 },
     };
@@ -1198,21 +1281,31 @@ static int cmd_report(int argc, char **argv)
         if (shared)
             continue;
         switch (c) {
-        case 'c': fmt = MT_TABLE_CSV; break;
-        case 'F': o.folded = optarg; break;
-        case 'g': o.flamegraph = optarg; break;
+        case 'c':
+            fmt = MT_TABLE_CSV;
+            break;
+        case 'F':
+            o.folded = optarg;
+            break;
+        case 'g':
+            o.flamegraph = optarg;
+            break;
         case 'w':
             if (mt_choice_option("mtrace report", "--flame-weight", optarg, weights) < 0)
                 return MT_EXIT_USAGE;
             o.flame_weight = optarg;
             break;
-        case 'C': o.callsites_csv = optarg; break;
+        case 'C':
+            o.callsites_csv = optarg;
+            break;
         case 'd':
             if (mt_uint_option("mtrace report", "--tree-depth", optarg, 1, 64, &n) < 0)
                 return MT_EXIT_USAGE;
             o.tree_depth = (unsigned)n;
             break;
-        case 'S': o.suppress = optarg; break;
+        case 'S':
+            o.suppress = optarg;
+            break;
         case 'j':
             if (mt_uint_option("mtrace report", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
                 return MT_EXIT_USAGE;
@@ -1223,8 +1316,10 @@ static int cmd_report(int argc, char **argv)
                 return MT_EXIT_USAGE;
             o.temporary_rule = !strcmp(optarg, "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
             break;
-        case 'h': return mt_help_print("report");
-        default: return mt_help_usage_error("report");
+        case 'h':
+            return mt_help_print("report");
+        default:
+            return mt_help_usage_error("report");
         }
     }
     if (optind == argc) {
@@ -1251,7 +1346,8 @@ static int cmd_report(int argc, char **argv)
     /* Replay results go on the HTML page only. */
     nresults = argc - optind;
     if (nresults && (!html || nresults > 64)) {
-        fprintf(stderr, "mtrace report: %s\n", html ? "at most 64 replay results" : "replay results go with --html only");
+        fprintf(stderr, "mtrace report: %s\n",
+                html ? "at most 64 replay results" : "replay results go with --html only");
         return mt_help_usage_error("report");
     }
     const char *const *results = (const char *const *)argv + optind;
@@ -1293,9 +1389,12 @@ static int cmd_diff(int argc, char **argv)
     unsigned top = 0;
     o.skip = skip;
     static const struct option opts[] = {
-        { "json", no_argument, 0, 'J' },          { "html", required_argument, 0, 'H' },
-        { "top", required_argument, 0, 't' },     { "skip-frames", required_argument, 0, 's' },
-        { "no-auto-skip", no_argument, 0, 'n' },  { "help", no_argument, 0, 'h' },
+        { "json", no_argument, 0, 'J' },
+        { "html", required_argument, 0, 'H' },
+        { "top", required_argument, 0, 't' },
+        { "skip-frames", required_argument, 0, 's' },
+        { "no-auto-skip", no_argument, 0, 'n' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -1336,24 +1435,35 @@ static int cmd_diff(int argc, char **argv)
 static int cmd_plot(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "output", required_argument, 0, 'o' }, { "kind", required_argument, 0, 'k' },
-        { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
+        { "output", required_argument, 0, 'o' },
+        { "kind", required_argument, 0, 'k' },
+        { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     const char *out = NULL, *kind = NULL;
     int c;
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace plot", argc, argv, "o:h", opts)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 'k': kind = optarg; break;
-        case 'h': return mt_help_print("plot");
-        default: return mt_help_usage_error("plot");
+        case 'o':
+            out = optarg;
+            break;
+        case 'k':
+            kind = optarg;
+            break;
+        case 'h':
+            return mt_help_print("plot");
+        default:
+            return mt_help_usage_error("plot");
         }
     }
     const int n = argc - optind;
     const char *const *inputs = (const char *const *)argv + optind;
     if (!out || n < 1 || n > 256) {
-        fprintf(stderr, "mtrace plot: %s\n", !out ? "no -o OUT given" : n < 1 ? "no INPUT given" : "at most 256 inputs");
+        fprintf(stderr, "mtrace plot: %s\n",
+                !out    ? "no -o OUT given"
+                : n < 1 ? "no INPUT given"
+                        : "at most 256 inputs");
         return mt_help_usage_error("plot");
     }
     if (mt_gp_check_output(out) < 0) /* before a large trace is read */
@@ -1424,25 +1534,29 @@ static int cmd_plot(int argc, char **argv)
 
 /* The names are those of the help pages (help_text.c), which hold each command's summary. */
 static const command_t commands[] = {
-    { "record", cmd_record }, { "info", cmd_info },       { "dump", cmd_dump },
-    { "pack", cmd_pack },     { "report", cmd_report },   { "diff", cmd_diff },
-    { "export", mt_export_main },
-    { "convert", cmd_convert }, { "replay", cmd_replay }, { "compare", cmd_compare },
-    { "sweep", mt_sweep_main }, { "plot", cmd_plot },
+    { "record", cmd_record }, { "info", cmd_info },       { "dump", cmd_dump },         { "pack", cmd_pack },
+    { "report", cmd_report }, { "diff", cmd_diff },       { "export", mt_export_main }, { "convert", cmd_convert },
+    { "replay", cmd_replay }, { "compare", cmd_compare }, { "sweep", mt_sweep_main },   { "plot", cmd_plot },
 };
 
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, 'V' }, { 0, 0, 0, 0 },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
     };
     int c;
     /* Options of mtrace itself come before the command: the command's own are its business. */
     while ((c = mt_getopt("mtrace", argc, argv, "+hV", opts)) != -1) {
         switch (c) {
-        case 'h': return mt_help_print("mtrace");
-        case 'V': printf("mtrace %s\n", MT_VERSION); return 0;
-        default: return mt_help_usage_error("mtrace");
+        case 'h':
+            return mt_help_print("mtrace");
+        case 'V':
+            printf("mtrace %s\n", MT_VERSION);
+            return 0;
+        default:
+            return mt_help_usage_error("mtrace");
         }
     }
     if (optind == argc) {

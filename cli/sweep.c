@@ -102,7 +102,9 @@ static int parse_args(sweep_t *s, int argc, char **argv)
             }
             s->allocators[s->nalloc++] = optarg;
             break;
-        case 'o': s->dir = optarg; break;
+        case 'o':
+            s->dir = optarg;
+            break;
         case 't':
             if (mt_choice_option("mtrace sweep", "--timing", optarg, timings) < 0)
                 return MT_EXIT_USAGE;
@@ -118,13 +120,18 @@ static int parse_args(sweep_t *s, int argc, char **argv)
                 return MT_EXIT_USAGE;
             s->repeat = (int)repeat;
             break;
-        case 'h': mt_help_print("sweep"); return -1;
-        default: return mt_help_usage_error("sweep");
+        case 'h':
+            mt_help_print("sweep");
+            return -1;
+        default:
+            return mt_help_usage_error("sweep");
         }
     }
     if (optind != argc - 1 || !s->nparams) {
-        fprintf(stderr, "mtrace sweep: %s\n", !s->nparams ? "no --mallopt NAME=V1,V2,... given"
-                                                  : optind == argc ? "no WORKLOAD given" : "one WORKLOAD only");
+        fprintf(stderr, "mtrace sweep: %s\n",
+                !s->nparams      ? "no --mallopt NAME=V1,V2,... given"
+                : optind == argc ? "no WORKLOAD given"
+                                 : "one WORKLOAD only");
         return mt_help_usage_error("sweep");
     }
     s->workload = argv[optind];
@@ -209,8 +216,9 @@ static int run_points(sweep_t *s)
     for (int r = 0; r < s->repeat && !rc; r++) {
         for (int k = 0; k < s->total && !rc; k++) {
             point_t *pt = &s->pts[k];
-            mt_replay_opts_t o = { .workload = s->workload, .nallocators = 1, .timing = s->timing,
-                                   .touch = s->touch, .quiet = 1 };
+            mt_replay_opts_t o = {
+                .workload = s->workload, .nallocators = 1, .timing = s->timing, .touch = s->touch, .quiet = 1
+            };
             o.allocators[0] = pt->allocator;
             for (int p = 0; p < s->nparams && !pt->baseline; p++)
                 o.mallopts[o.nmallopts++] = pt->setting[p];
@@ -388,8 +396,8 @@ static void say_best(const sweep_t *s, const char *label, int cpu)
     if (!bp->baseline) {
         const mt_spread_t *b = cpu ? &base->cpu_ms : &base->rss_mib;
         const mt_verdict_t v = mt_verdict(of[best], b);
-        printf("; %+.1f%% %s against the default: %s", mt_change_pct(of[best]->median, b->median),
-               cpu ? "CPU" : "RSS", cpu ? mt_time_verdict_name(v) : mt_memory_verdict_name(v));
+        printf("; %+.1f%% %s against the default: %s", mt_change_pct(of[best]->median, b->median), cpu ? "CPU" : "RSS",
+               cpu ? mt_time_verdict_name(v) : mt_memory_verdict_name(v));
     }
     if (s->repeat < 2) {
         printf(" (1 run each: noise unknown)\n");

@@ -21,8 +21,7 @@
 extern "C" {
 #endif
 
-enum { MTRACE_CTL_START = 1, MTRACE_CTL_STOP, MTRACE_CTL_PAUSE, MTRACE_CTL_RESUME, MTRACE_CTL_SYNC,
-       MTRACE_CTL_MARK };
+enum { MTRACE_CTL_START = 1, MTRACE_CTL_STOP, MTRACE_CTL_PAUSE, MTRACE_CTL_RESUME, MTRACE_CTL_SYNC, MTRACE_CTL_MARK };
 
 /* Implemented by libmtrace.so. */
 int mtrace_control(int cmd, const char *label);
@@ -44,12 +43,30 @@ static inline int mtrace__call(int cmd, const char *label)
     return ctl.fn ? ctl.fn(cmd, label) : -ENODEV;
 }
 
-static inline int mtrace_start(void) { return mtrace__call(MTRACE_CTL_START, 0); }
-static inline int mtrace_stop(void) { return mtrace__call(MTRACE_CTL_STOP, 0); }
-static inline int mtrace_pause(void) { return mtrace__call(MTRACE_CTL_PAUSE, 0); }
-static inline int mtrace_resume(void) { return mtrace__call(MTRACE_CTL_RESUME, 0); }
-static inline int mtrace_sync(void) { return mtrace__call(MTRACE_CTL_SYNC, 0); }
-static inline int mtrace_mark(const char *label) { return mtrace__call(MTRACE_CTL_MARK, label); }
+static inline int mtrace_start(void)
+{
+    return mtrace__call(MTRACE_CTL_START, 0);
+}
+static inline int mtrace_stop(void)
+{
+    return mtrace__call(MTRACE_CTL_STOP, 0);
+}
+static inline int mtrace_pause(void)
+{
+    return mtrace__call(MTRACE_CTL_PAUSE, 0);
+}
+static inline int mtrace_resume(void)
+{
+    return mtrace__call(MTRACE_CTL_RESUME, 0);
+}
+static inline int mtrace_sync(void)
+{
+    return mtrace__call(MTRACE_CTL_SYNC, 0);
+}
+static inline int mtrace_mark(const char *label)
+{
+    return mtrace__call(MTRACE_CTL_MARK, label);
+}
 
 #ifdef __cplusplus
 }

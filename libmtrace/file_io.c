@@ -39,8 +39,10 @@ int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
     if (!S_ISREG(st->st_mode)) {
         close(fd);
         return mt_errorf(err, -EINVAL, path, 0, "expected a regular file, found a %s",
-                         S_ISDIR(st->st_mode) ? "directory" : S_ISFIFO(st->st_mode) ? "pipe" :
-                         S_ISSOCK(st->st_mode) ? "socket" : "device");
+                         S_ISDIR(st->st_mode)    ? "directory"
+                         : S_ISFIFO(st->st_mode) ? "pipe"
+                         : S_ISSOCK(st->st_mode) ? "socket"
+                                                 : "device");
     }
     return fd;
 }

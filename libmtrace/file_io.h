@@ -45,9 +45,9 @@ int mt_write_full(int fd, const void *buf, size_t len, uint64_t off);
  * the target only when every byte was written: rename replaces a symlink at the target instead of
  * following it, and a failure or a command stopped midway leaves the target as it was. */
 typedef struct mt_out {
-    FILE *f;           /* write here between mt_out_open and mt_out_commit / mt_out_abort */
-    const char *path;  /* the target, as given */
-    char tmp[4096];    /* the temporary; "" when there is none */
+    FILE *f;          /* write here between mt_out_open and mt_out_commit / mt_out_abort */
+    const char *path; /* the target, as given */
+    char tmp[4096];   /* the temporary; "" when there is none */
 } mt_out_t;
 
 /* Creates the temporary with the mode a new file gets (0666 & ~umask; an existing regular target's

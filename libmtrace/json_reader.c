@@ -49,11 +49,21 @@ static int parse_string(parser_t *ps, char **out)
                 break;
             c = *ps->p++;
             switch (c) {
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            case 'b': c = '\b'; break;
-            case 'f': c = '\f'; break;
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 'b':
+                c = '\b';
+                break;
+            case 'f':
+                c = '\f';
+                break;
             case 'u': {
                 unsigned cp = 0;
                 for (int k = 0; k < 4; k++) {
@@ -67,7 +77,8 @@ static int parse_string(parser_t *ps, char **out)
                 c = cp < 0x80 ? (char)cp : '?'; /* our files escape only control characters */
                 break;
             }
-            default: break; /* \" \\ \/ */
+            default:
+                break; /* \" \\ \/ */
             }
         }
         if (n + 2 > cap) {
@@ -165,8 +176,14 @@ static int parse_value(parser_t *ps, mt_jval_t *v, int depth)
         v->type = MT_JSTR;
         return parse_string(ps, &v->str);
     }
-    static const struct { const char *word; mt_jtype_t type; double num; } words[] = {
-        { "true", MT_JBOOL, 1 }, { "false", MT_JBOOL, 0 }, { "null", MT_JNULL, 0 },
+    static const struct {
+        const char *word;
+        mt_jtype_t type;
+        double num;
+    } words[] = {
+        { "true", MT_JBOOL, 1 },
+        { "false", MT_JBOOL, 0 },
+        { "null", MT_JNULL, 0 },
     };
     for (size_t k = 0; k < 3; k++) {
         const size_t len = strlen(words[k].word);

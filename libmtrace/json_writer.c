@@ -40,10 +40,22 @@ static void close_(mt_json_t *j, char c)
     fputc(c, j->f);
 }
 
-void mt_json_begin_object(mt_json_t *j) { open_(j, '{'); }
-void mt_json_end_object(mt_json_t *j) { close_(j, '}'); }
-void mt_json_begin_array(mt_json_t *j) { open_(j, '['); }
-void mt_json_end_array(mt_json_t *j) { close_(j, ']'); }
+void mt_json_begin_object(mt_json_t *j)
+{
+    open_(j, '{');
+}
+void mt_json_end_object(mt_json_t *j)
+{
+    close_(j, '}');
+}
+void mt_json_begin_array(mt_json_t *j)
+{
+    open_(j, '[');
+}
+void mt_json_end_array(mt_json_t *j)
+{
+    close_(j, ']');
+}
 
 static void put_string(FILE *f, const char *s, size_t len)
 {

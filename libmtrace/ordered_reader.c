@@ -52,9 +52,9 @@ typedef struct queue {
     unsigned ring;          /* batches used of b[] */
     unsigned taken, filled; /* batches released by the consumer, published by the producer */
     pthread_mutex_t *mu;
-    pthread_cond_t *space;  /* the producer waits here */
-    int *producer_waits;    /* set by the producer before it waits on space */
-    pthread_cond_t data;    /* the consumer waits here */
+    pthread_cond_t *space; /* the producer waits here */
+    int *producer_waits;   /* set by the producer before it waits on space */
+    pthread_cond_t data;   /* the consumer waits here */
     int consumer_waits;
 } queue_t;
 
@@ -72,13 +72,13 @@ typedef struct decoder {
 
 /* Where the merger is in a trace thread's records. */
 typedef struct source {
-    mt_thread_cursor_t cur; /* decoded by a decoder, or by the merger itself (2 jobs) */
-    int done;               /* decoder side: its last batch is published */
-    queue_t q;              /* decoded batches (with decoders) */
+    mt_thread_cursor_t cur;        /* decoded by a decoder, or by the merger itself (2 jobs) */
+    int done;                      /* decoder side: its last batch is published */
+    queue_t q;                     /* decoded batches (with decoders) */
     _Alignas(64) const batch_t *b; /* the batch being merged: the merger's, on a cache line apart */
     uint32_t pos;
-    mt_record_t head;       /* the record decoded last */
-    int pending;            /* decoder side: head is decoded and not yet in a batch */
+    mt_record_t head; /* the record decoded last */
+    int pending;      /* decoder side: head is decoded and not yet in a batch */
 } source_t;
 
 struct mt_ordered {
@@ -311,7 +311,8 @@ static void *decoder_main(void *arg)
 /* ---- the merger ------------------------------------------------------------------------------ */
 
 /* Thread i's next record in *r: 1, 0 at its end, negative on damage (message in err). */
-static inline __attribute__((always_inline)) int source_next(struct mt_ordered *m, uint32_t i, const mt_record_t **r, mt_error_t *err)
+static inline __attribute__((always_inline)) int source_next(struct mt_ordered *m, uint32_t i, const mt_record_t **r,
+                                                             mt_error_t *err)
 {
     source_t *s = &m->src[i];
     if (!m->ndec) {

@@ -174,8 +174,8 @@ static int64_t slack_predict(const model_t *st, uint64_t requested)
 /* What a call teaches the model, applied by encoder and decoder alike after the call's pointers
  * are coded. `ptr` is the argument pointer (free, realloc, reallocarray), `result` the block
  * returned (has_result: a block call without MT_RF_NULL). A table that is full stays as it is. */
-static void model_note(model_t *st, unsigned op, uint64_t ptr, uint64_t ptr_usable, int has_result,
-                       uint64_t result, uint64_t requested, int64_t slack)
+static void model_note(model_t *st, unsigned op, uint64_t ptr, uint64_t ptr_usable, int has_result, uint64_t result,
+                       uint64_t requested, int64_t slack)
 {
     int freed = 0;
     if (op == MT_OP_FREE)
@@ -254,12 +254,12 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
     size_t pos = 0;
     uint64_t prev_ptr = 0;
     int bad = -1; /* the stream that ran short or held a bad varint */
-#define GET(stream, dst_)                                                                                    \
-    do {                                                                                                     \
-        if (rs_u(&s[stream], &(dst_)) < 0) {                                                                 \
-            bad = stream;                                                                                    \
-            goto short_stream;                                                                               \
-        }                                                                                                    \
+#define GET(stream, dst_)                                                                                              \
+    do {                                                                                                               \
+        if (rs_u(&s[stream], &(dst_)) < 0) {                                                                           \
+            bad = stream;                                                                                              \
+            goto short_stream;                                                                                         \
+        }                                                                                                              \
     } while (0)
     while (s[S_OPS].p < s[S_OPS].end) {
         const uint8_t b0 = *s[S_OPS].p++;
@@ -342,8 +342,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
         if (has_result) {
             requested = shape_requested(sh, num);
             GET(S_SLACK, v);
-            slack =
-                (int64_t)((uint64_t)slack_predict(st, requested) + (uint64_t)mt_unzigzag(v)); /* mod 2^64 */
+            slack = (int64_t)((uint64_t)slack_predict(st, requested) + (uint64_t)mt_unzigzag(v)); /* mod 2^64 */
             uint64_t code;
             GET(S_RCODE, code);
             if (code == PC_LITERAL) {
@@ -395,8 +394,8 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
 #undef GET
     for (unsigned i = 0; i < S_COUNT; i++) {
         if (s[i].p != s[i].end) {
-            snprintf(m->msg, sizeof m->msg, "the %s stream holds %zu bytes more than the records use",
-                     stream_names[i], (size_t)(s[i].end - s[i].p));
+            snprintf(m->msg, sizeof m->msg, "the %s stream holds %zu bytes more than the records use", stream_names[i],
+                     (size_t)(s[i].end - s[i].p));
             *why = m->msg;
             return -EINVAL;
         }
@@ -438,8 +437,8 @@ void mt_pack_model_free(mt_pack_model_t *m)
     free(m);
 }
 
-int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                         size_t *n, size_t *at, const char **why)
+int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *n,
+                         size_t *at, const char **why)
 {
     char *const msg = m->msg;
     const size_t msg_size = sizeof m->msg;
@@ -451,8 +450,7 @@ int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uin
         *at = (size_t)(p - src);
         uint64_t dlen, coded = 0;
         if (mt_get_uvarint(&p, end, &dlen) < 0 || (dlen && mt_get_uvarint(&p, end, &coded) < 0)) {
-            snprintf(msg, msg_size, "expected the %s stream's lengths, found a bad varint or the end",
-                     stream_names[i]);
+            snprintf(msg, msg_size, "expected the %s stream's lengths, found a bad varint or the end", stream_names[i]);
             *why = msg;
             return -EINVAL;
         }
@@ -467,8 +465,8 @@ int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uin
             uint8_t *buf = m->scratch + (size_t)i * MT_PACK_MODEL_STREAM_MAX;
             const size_t got = ZSTD_decompressDCtx(m->dctx, buf, MT_PACK_MODEL_STREAM_MAX, p, clen);
             if (ZSTD_isError(got) || got != dlen) {
-                snprintf(msg, msg_size, "the %s stream: expected a zstd frame of %llu bytes%s%s",
-                         stream_names[i], (unsigned long long)dlen, ZSTD_isError(got) ? ": " : "",
+                snprintf(msg, msg_size, "the %s stream: expected a zstd frame of %llu bytes%s%s", stream_names[i],
+                         (unsigned long long)dlen, ZSTD_isError(got) ? ": " : "",
                          ZSTD_isError(got) ? ZSTD_getErrorName(got) : ", found another length");
                 *why = msg;
                 return -EINVAL;
@@ -586,10 +584,10 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
     map_clear(&m->free_map);
     for (unsigned i = 0; i < S_COUNT; i++)
         w[i].n = 0, w[i].full = 0;
-#define GET(dst_)                                                                                            \
-    do {                                                                                                     \
-        if (mt_get_uvarint(&p, end, &(dst_)) < 0)                                                            \
-            return -1;                                                                                       \
+#define GET(dst_)                                                                                                      \
+    do {                                                                                                               \
+        if (mt_get_uvarint(&p, end, &(dst_)) < 0)                                                                      \
+            return -1;                                                                                                 \
     } while (0)
     while (p < end) {
         const uint8_t b0 = *p++;
@@ -702,8 +700,7 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
     return 0;
 }
 
-long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int level, uint8_t *out,
-                          size_t cap)
+long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int level, uint8_t *out, size_t cap)
 {
     for (unsigned i = 0; i < S_COUNT; i++)
         if (!m->w[i].p && !(m->w[i].p = malloc(MT_PACK_MODEL_STREAM_MAX)))

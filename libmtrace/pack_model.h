@@ -25,13 +25,12 @@ void mt_pack_model_free(mt_pack_model_t *m);
  * model cannot represent these bytes exactly or the payload would exceed cap (the caller writes an
  * "MTCZ" frame instead); -ENOMEM or -EIO (zstd failed). The result is checked by decoding it:
  * a payload this returns always decodes to exactly the bytes given. */
-long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int level, uint8_t *out,
-                          size_t cap);
+long mt_pack_model_encode(mt_pack_model_t *m, const uint8_t *rec, size_t n, int level, uint8_t *out, size_t cap);
 
 /* Decodes the payload of an "MTCM" frame (len bytes) into dst (cap bytes). Returns 0 and the record
  * bytes in *n, or -EINVAL with what was wrong in *why and the payload offset where it was found in
  * *at, or -ENOMEM. Any input is safe: every length and index is checked. */
-int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uint8_t *dst, size_t cap,
-                         size_t *n, size_t *at, const char **why);
+int mt_pack_model_decode(mt_pack_model_t *m, const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *n,
+                         size_t *at, const char **why);
 
 #endif

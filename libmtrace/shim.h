@@ -63,15 +63,15 @@ typedef struct mt_real_api {
 
 /* Options, read once from the environment (shim_options.c holds the one table). */
 typedef struct mt_options {
-    char out[4096];     /* MTRACE_OUT, '%p' expanded at open */
-    char index[4096];   /* MTRACE_INDEX: file that gets one line per trace written */
-    unsigned stacks;    /* MTRACE_STACKS: frames per call record */
-    unsigned rss_ms;    /* MTRACE_RSS_MS: RSS sampling period, 0 = off */
-    unsigned paused;    /* MTRACE_PAUSED: start with recording paused */
+    char out[4096];       /* MTRACE_OUT, '%p' expanded at open */
+    char index[4096];     /* MTRACE_INDEX: file that gets one line per trace written */
+    unsigned stacks;      /* MTRACE_STACKS: frames per call record */
+    unsigned rss_ms;      /* MTRACE_RSS_MS: RSS sampling period, 0 = off */
+    unsigned paused;      /* MTRACE_PAUSED: start with recording paused */
     unsigned follow_fork; /* MTRACE_FOLLOW_FORK: trace forked children into their own files */
-    uint64_t max_bytes; /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
-    unsigned quiet;     /* MTRACE_QUIET: no diagnostics on stderr */
-    int secure;         /* secure-execution mode (setuid): no tracing */
+    uint64_t max_bytes;   /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
+    unsigned quiet;       /* MTRACE_QUIET: no diagnostics on stderr */
+    int secure;           /* secure-execution mode (setuid): no tracing */
 } mt_options_t;
 
 /* Entries for the home chunks of ended threads not yet gone (mt_global_t.ended): threads exiting at
@@ -92,14 +92,14 @@ typedef struct mt_thread {
     mt_enc_t enc;       /* delta bases, reset at every chunk */
     uint32_t thread_no; /* sequential thread number, 0 until assigned */
     uint32_t tid;
-    uint32_t seq;       /* next chunk number of this thread */
-    uint32_t creator;   /* thread number of the pthread_create caller, if known */
-    uint64_t lost;      /* calls not recorded by this thread */
-    uint8_t busy;       /* inside the shim: nested calls pass through. 1: writing a record (a nested call
-                         * is a signal handler's, counted as lost); 2: the shim's own libc calls;
-                         * MT_BUSY_PROBE, MT_BUSY_PROBED: the start-up probe of who answers malloc */
-    uint8_t exited;     /* THREAD_EXIT written */
-    uint8_t started;    /* THREAD_START written */
+    uint32_t seq;     /* next chunk number of this thread */
+    uint32_t creator; /* thread number of the pthread_create caller, if known */
+    uint64_t lost;    /* calls not recorded by this thread */
+    uint8_t busy;     /* inside the shim: nested calls pass through. 1: writing a record (a nested call
+                       * is a signal handler's, counted as lost); 2: the shim's own libc calls;
+                       * MT_BUSY_PROBE, MT_BUSY_PROBED: the start-up probe of who answers malloc */
+    uint8_t exited;   /* THREAD_EXIT written */
+    uint8_t started;  /* THREAD_START written */
     /* page evidence's cost (shim_pages.c): counts made, time they took, from when */
     uint32_t pages_counted;
     uint64_t pages_spent, pages_epoch;
@@ -111,15 +111,15 @@ typedef struct mt_global {
      * below: a write to one of them would otherwise evict these from every other CPU's cache. */
     mt_real_api_t real;
     mt_options_t opt;
-    int fd;                 /* the trace file */
-    dev_t file_dev;         /* its identity, to tell it from a file the program opened on the same */
-    ino_t file_ino;         /* descriptor number after closing ours */
-    uint8_t *base;          /* reserved address range; chunk i lives at base + i * MT_CHUNK_SIZE */
+    int fd;         /* the trace file */
+    dev_t file_dev; /* its identity, to tell it from a file the program opened on the same */
+    ino_t file_ino; /* descriptor number after closing ours */
+    uint8_t *base;  /* reserved address range; chunk i lives at base + i * MT_CHUNK_SIZE */
     uint64_t reserved_chunks;
     _Atomic uint64_t next_rss_time;
-    uint64_t rss_period;    /* in recorded time units */
-    void *const *curbrk;    /* glibc's __curbrk, what sbrk(0) returns without the call; else a word
-                             * that stays 0 (never NULL: the hot path reads it unchecked) */
+    uint64_t rss_period; /* in recorded time units */
+    void *const *curbrk; /* glibc's __curbrk, what sbrk(0) returns without the call; else a word
+                          * that stays 0 (never NULL: the hot path reads it unchecked) */
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
     int hot_path;           /* calls may be recorded on the hot path: glibc's allocator, __curbrk found,
@@ -128,7 +128,7 @@ typedef struct mt_global {
     atomic_int off;         /* nonzero: calls pass through unrecorded (stopped, paused, truncated) */
     atomic_int stopped;     /* tracing ended for this process (stop, truncation, finish) */
     int paused;
-    atomic_int truncated;   /* stopped by a write failure: later calls count as lost (read by every thread) */
+    atomic_int truncated; /* stopped by a write failure: later calls count as lost (read by every thread) */
     pid_t pid;
     /* Written once per chunk claimed, thread started or call lost. */
     _Alignas(128) _Atomic uint64_t next_chunk; /* chunks claimed so far (the header chunk is 0) */
@@ -144,7 +144,7 @@ typedef struct mt_global {
     /* Cold. */
     _Alignas(128) pthread_key_t exit_key; /* its destructor writes THREAD_EXIT */
     int exit_key_ok;
-    char path[4096];        /* the trace file's path */
+    char path[4096]; /* the trace file's path */
 } mt_global_t;
 
 extern mt_global_t mt_g;

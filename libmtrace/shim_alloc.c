@@ -80,8 +80,8 @@ MT_EXPORT void free(void *ptr)
         free_slow(now, ptr);
         return;
     }
-    rec_end_fast(t, mt_enc_call(&t->enc, p, MT_TRACE_VERSION, MT_OP_FREE, 0, now, (uint64_t)(uintptr_t)ptr, 0,
-                                0, 0, 0, 0));
+    rec_end_fast(
+        t, mt_enc_call(&t->enc, p, MT_TRACE_VERSION, MT_OP_FREE, 0, now, (uint64_t)(uintptr_t)ptr, 0, 0, 0, 0, 0));
     mt_g.real.free(ptr);
 }
 
@@ -152,27 +152,26 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
 }
 
 /* The aligned family: memalign, aligned_alloc, valloc, pvalloc share one shape. */
-#define ALIGNED_HOOK(name, op, boot_align, args, call_args, n1, n2)                           \
-    MT_EXPORT void *name args                                                                    \
-    {                                                                                            \
-        mt_thread_t *t = &mt_self;                                                               \
-        if (MT_UNLIKELY(pass_through(t))) {                                                      \
-            if (MT_UNLIKELY(!mt_init()))                                                            \
-                return mt_boot_alloc(size, boot_align);                                             \
-            if (pass_through(t)) {                                                               \
-                count_lost(t);                                                                   \
-                return mt_g.real.name call_args;                                                 \
-            }                                                                                    \
-        }                                                                                        \
-        const uint64_t now = mt_now();                                                           \
-        const uintptr_t top = heap_top();                                                        \
-        void *r = mt_g.real.name call_args;                                                      \
-        return rec_block(t, op, now, top, NULL, n1, n2, r, 0);                                   \
+#define ALIGNED_HOOK(name, op, boot_align, args, call_args, n1, n2)                                                    \
+    MT_EXPORT void *name args                                                                                          \
+    {                                                                                                                  \
+        mt_thread_t *t = &mt_self;                                                                                     \
+        if (MT_UNLIKELY(pass_through(t))) {                                                                            \
+            if (MT_UNLIKELY(!mt_init()))                                                                               \
+                return mt_boot_alloc(size, boot_align);                                                                \
+            if (pass_through(t)) {                                                                                     \
+                count_lost(t);                                                                                         \
+                return mt_g.real.name call_args;                                                                       \
+            }                                                                                                          \
+        }                                                                                                              \
+        const uint64_t now = mt_now();                                                                                 \
+        const uintptr_t top = heap_top();                                                                              \
+        void *r = mt_g.real.name call_args;                                                                            \
+        return rec_block(t, op, now, top, NULL, n1, n2, r, 0);                                                         \
     }
 
 ALIGNED_HOOK(memalign, MT_OP_MEMALIGN, align, (size_t align, size_t size), (align, size), align, size)
-ALIGNED_HOOK(aligned_alloc, MT_OP_ALIGNED_ALLOC, align, (size_t align, size_t size), (align, size), align,
-             size)
+ALIGNED_HOOK(aligned_alloc, MT_OP_ALIGNED_ALLOC, align, (size_t align, size_t size), (align, size), align, size)
 ALIGNED_HOOK(valloc, MT_OP_VALLOC, 4096, (size_t size), (size), size, 0)
 ALIGNED_HOOK(pvalloc, MT_OP_PVALLOC, 4096, (size_t size), (size), size, 0)
 
@@ -224,7 +223,6 @@ MT_EXPORT int mallopt(int param, int value)
     if (pass_through(t))
         return rc;
     mt_rec_plain_slow(MT_OP_MALLOPT, now, NULL, (uint64_t)(int64_t)param, (uint64_t)(int64_t)value,
-                   (uint64_t)(int64_t)rc);
+                      (uint64_t)(int64_t)rc);
     return rc;
 }
-

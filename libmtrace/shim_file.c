@@ -177,8 +177,7 @@ static int grow(uint64_t want)
         const int rc = posix_fallocate(mt_g.fd, (off_t)bytes, (off_t)step);
         if (rc != 0)
             return -rc;
-        void *at = mmap(mt_g.base + bytes, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                        mt_g.fd, (off_t)bytes);
+        void *at = mmap(mt_g.base + bytes, step, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mt_g.fd, (off_t)bytes);
         if (at == MAP_FAILED)
             return -errno;
         madvise(at, step, MADV_RANDOM);
@@ -293,8 +292,7 @@ static void write_header(void)
         p = put_str(p, end, MT_STR_ALLOCATOR, info.dli_fname, strlen(info.dli_fname));
     p = note_bypass(h, p, end);
     for (char **env = environ; env && *env; env++) {
-        if (!strncmp(*env, "MALLOC_", 7) || !strncmp(*env, "GLIBC_TUNABLES=", 15) ||
-            !strncmp(*env, "MTRACE_", 7))
+        if (!strncmp(*env, "MALLOC_", 7) || !strncmp(*env, "GLIBC_TUNABLES=", 15) || !strncmp(*env, "MTRACE_", 7))
             p = put_str(p, end, MT_STR_ENV, *env, strnlen(*env, 4000));
     }
     struct utsname u;
@@ -350,8 +348,7 @@ int mt_file_open(void)
             break;
     }
     if (base == MAP_FAILED) {
-        mt_say("mtrace: cannot reserve address space for %s: %s; tracing is off", mt_g.path,
-               strerror(errno));
+        mt_say("mtrace: cannot reserve address space for %s: %s; tracing is off", mt_g.path, strerror(errno));
         goto fail_unlink;
     }
     mt_g.base = base;

@@ -16,7 +16,10 @@ typedef struct opt_desc {
     unsigned long long min, max; /* numbers: a value outside is reported and the default used */
 } opt_desc_t;
 
-#define OPT(name, kind, field, dflt, min, max) { name, kind, offsetof(mt_options_t, field), dflt, min, max }
+#define OPT(name, kind, field, dflt, min, max)                                                                         \
+    {                                                                                                                  \
+        name, kind, offsetof(mt_options_t, field), dflt, min, max                                                      \
+    }
 
 static const opt_desc_t opt_table[] = {
     OPT("MTRACE_OUT", OPT_PATH, out, "mtrace.%p.mtr", 0, 0),
@@ -81,7 +84,7 @@ void mt_options_read(mt_options_t *opt)
     /* Said once all are read: MTRACE_QUIET may come after the bad one. */
     for (size_t k = 0; k < nbad; k++) {
         const opt_desc_t *d = &opt_table[bad[k]];
-        mt_say("mtrace: %s=%s is not a number from %llu to %llu; using %s", d->name, secure_getenv(d->name),
-               d->min, d->max, d->dflt);
+        mt_say("mtrace: %s=%s is not a number from %llu to %llu; using %s", d->name, secure_getenv(d->name), d->min,
+               d->max, d->dflt);
     }
 }

@@ -11,10 +11,10 @@
  * block made of memory that earlier blocks had touched shows bounds only, which trace2wl narrows
  * with what the exact blocks say.
  *
- * Counting has a budget per thread (may_count). Only blocks of MT_PAGES_MIN usable bytes or more, and only under glibc's allocator, whose chunk
- * header gives the usable size in the load that free() makes anyway: for smaller blocks the
- * syscall would cost more than the call (about 0.3 us plus 1 ns per page here), and the pages
- * a replay writes in excess are few.
+ * Counting has a budget per thread (may_count). Only blocks of MT_PAGES_MIN usable bytes or more, and only under
+ * glibc's allocator, whose chunk header gives the usable size in the load that free() makes anyway: for smaller blocks
+ * the syscall would cost more than the call (about 0.3 us plus 1 ns per page here), and the pages a replay writes in
+ * excess are few.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>

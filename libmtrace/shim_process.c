@@ -275,4 +275,3 @@ MT_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     emit_u64_event(MT_EV_THREAD_CREATE, now, thread_no);
     return rc;
 }
-

@@ -46,8 +46,7 @@ void *mt_pages_at_alloc(uint64_t now, void *r, size_t h)
 /* The general writer of a call that returns a block. `op_flags` is the op, with MT_RF_NULL when the
  * call failed and REC_MOVED when it moved the heap top; `result` the block, or posix_memalign's error
  * when it failed (six arguments: the hot path's call here is a jump). Returns the block. */
-void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg,
-                                                      uint64_t n1, uint64_t n2, uint64_t result)
+void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg, uint64_t n1, uint64_t n2, uint64_t result)
 {
     mt_thread_t *t = &mt_self;
     const unsigned op = op_flags & MT_RF_OPMASK;
@@ -65,16 +64,14 @@ void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg,
 }
 
 /* The general writer of a call that returns no block (free, malloc_usable_size, mallopt). */
-void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1,
-                                                     uint64_t n2, uint64_t result)
+void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1, uint64_t n2, uint64_t result)
 {
     mt_thread_t *t = &mt_self;
     uint32_t stack = 0;
     uint8_t *p = rec_begin(t, now, &stack);
     if (!p)
         return;
-    uint8_t *q = mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr, n1, n2,
-                             result, 0, stack);
+    uint8_t *q = mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, stack ? MT_XF_STACK : 0, now, (uint64_t)(uintptr_t)ptr,
+                             n1, n2, result, 0, stack);
     rec_end(t, q, now);
 }
-

@@ -79,10 +79,9 @@ static inline uint64_t requested_size(unsigned op, uint64_t n1, uint64_t n2)
  * op, so that the encoder's per-op switch and tests fold away; `glibc` is constant 1 on the hot path.
  * With glibc, h is r's chunk header word (read once by the caller, which needs it for the page
  * evidence too): it gives both the MMAPPED flag and the usable size. */
-static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, uint8_t *p, unsigned op,
-                                                                uint64_t now, const void *arg, uint64_t n1,
-                                                                uint64_t n2, void *r, int err, uint32_t stack,
-                                                                int glibc, size_t h, int moved)
+static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, uint8_t *p, unsigned op, uint64_t now,
+                                                                const void *arg, uint64_t n1, uint64_t n2, void *r,
+                                                                int err, uint32_t stack, int glibc, size_t h, int moved)
 {
     const uint64_t requested = requested_size(op, n1, n2);
     uint8_t ext = (stack ? MT_XF_STACK : 0) | (moved ? MT_XF_HEAP_GREW : 0);
@@ -119,36 +118,36 @@ static inline void pages_at_end(uint64_t now, const void *p)
  * evidence of a large block just made. */
 __attribute__((noinline)) void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg, uint64_t n1,
                                                   uint64_t n2, uint64_t result);
-__attribute__((noinline)) void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1,
-                                                 uint64_t n2, uint64_t result);
+__attribute__((noinline)) void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1, uint64_t n2,
+                                                 uint64_t result);
 __attribute__((noinline)) void *mt_pages_at_alloc(uint64_t now, void *r, size_t h);
 
 /* Records a call that returns a block, and returns r; `top` is the heap top read before the call. */
-static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, unsigned op, uint64_t now,
-                                                             uintptr_t top, const void *arg, uint64_t n1,
-                                                             uint64_t n2, void *r, int err)
+static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, unsigned op, uint64_t now, uintptr_t top,
+                                                             const void *arg, uint64_t n1, uint64_t n2, void *r,
+                                                             int err)
 {
     const int moved = heap_top() != top;
     uint8_t *p = rec_begin_fast(t, now);
     if (MT_UNLIKELY(!p)) /* p: only where glibc's malloc answers (mt_g.hot_path) */
         return mt_rec_block_slow((r ? op : op | MT_RF_NULL) | (moved ? REC_MOVED : 0), now, arg, n1, n2,
-                              r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
+                                 r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
     const size_t h = r ? mt_glibc_chunk_word(r) : 0;
     rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, h, moved));
-    if (MT_UNLIKELY(mt_pages_wanted(h))) /* h 0: no block */
+    if (MT_UNLIKELY(mt_pages_wanted(h)))     /* h 0: no block */
         return mt_pages_at_alloc(now, r, h); /* returns r: a jump, so r needs no saved register */
     return r;
 }
 
 /* Records a call that returns no block on the hot path; 0 when the general path has to. */
-static inline __attribute__((always_inline)) int rec_plain_fast(mt_thread_t *t, unsigned op, uint64_t now,
-                                                                const void *ptr, uint64_t n1, uint64_t n2,
-                                                                uint64_t result)
+static inline __attribute__((always_inline)) int
+rec_plain_fast(mt_thread_t *t, unsigned op, uint64_t now, const void *ptr, uint64_t n1, uint64_t n2, uint64_t result)
 {
     uint8_t *p = rec_begin_fast(t, now);
     if (MT_UNLIKELY(!p))
         return 0;
-    rec_end_fast(t, mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0));
+    rec_end_fast(t,
+                 mt_enc_call(&t->enc, p, MT_TRACE_VERSION, op, 0, now, (uint64_t)(uintptr_t)ptr, n1, n2, result, 0, 0));
     return 1;
 }
 

@@ -115,4 +115,3 @@ void mt_resolve_real(void)
     /* Published last: a thread that sees malloc set sees everything else. */
     atomic_store((_Atomic(void *) *)&r->malloc, (void *)m);
 }
-

@@ -105,8 +105,7 @@ static uint32_t wait_numbered(_Atomic uint64_t *slot, uint32_t tag)
 /* Looks for `tag` in the table of 2^bits slots from the slot its hash picks: 1 found (*id), 0 not
  * there (*empty: the empty slot that ends its run, NULL after PROBES_MAX taken slots), -1 the slot
  * found was emptied while its id was being numbered. */
-static int probe(_Atomic uint64_t *t, unsigned bits, uint64_t h, uint32_t tag, uint32_t *id,
-                 _Atomic uint64_t **empty)
+static int probe(_Atomic uint64_t *t, unsigned bits, uint64_t h, uint32_t tag, uint32_t *id, _Atomic uint64_t **empty)
 {
     const uint32_t mask = (1u << bits) - 1;
     uint32_t i = (uint32_t)h & mask;
@@ -126,8 +125,8 @@ static int probe(_Atomic uint64_t *t, unsigned bits, uint64_t h, uint32_t tag, u
 }
 
 /* Everything but a stack found in its own slot: probe runs, the previous table, numbering. */
-static __attribute__((noinline)) uint32_t find_or_number(uint64_t hash, uint32_t tag,
-                                                         uint32_t (*number)(void *), void *arg)
+static __attribute__((noinline)) uint32_t find_or_number(uint64_t hash, uint32_t tag, uint32_t (*number)(void *),
+                                                         void *arg)
 {
     for (;;) {
         const uint32_t seen = atomic_load_explicit(&layout, memory_order_acquire);

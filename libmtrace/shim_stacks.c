@@ -73,8 +73,8 @@ static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
     module_walk_t *w = arg;
     uint8_t payload[4096];
     /* The main program has an empty name here; the header's exe string names it. */
-    const size_t len = mt_module_payload(info, w->generation, info->dlpi_name ? info->dlpi_name : "", payload,
-                                         sizeof payload);
+    const size_t len =
+        mt_module_payload(info, w->generation, info->dlpi_name ? info->dlpi_name : "", payload, sizeof payload);
     mt_emit_event(w->t, MT_EV_MODULE, payload, len);
     return 0;
 }

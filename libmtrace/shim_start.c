@@ -154,4 +154,3 @@ __attribute__((destructor(101))) static void mt_destructor(void)
     mt_file_finish();
     t->busy = 0;
 }
-

@@ -198,8 +198,8 @@ MT_EXPORT int madvise(void *addr, size_t len, int advice)
         sample_due();
     const uint64_t now = rec ? mt_now() : 0;
     const uint64_t pages = rec ? resident((uintptr_t)addr, len) : 0;
-    const int rc = mt_g.real.madvise ? mt_g.real.madvise(addr, len, advice)
-                                     : (int)syscall(SYS_madvise, addr, len, advice);
+    const int rc =
+        mt_g.real.madvise ? mt_g.real.madvise(addr, len, advice) : (int)syscall(SYS_madvise, addr, len, advice);
     if (rec && rc == 0) {
         const int saved = errno;
         vm_event5(now, MT_VM_ADVISE, addr, len, pages, 1, (uint64_t)advice);

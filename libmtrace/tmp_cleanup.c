@@ -12,7 +12,7 @@
 
 #include "tmp_cleanup.h"
 
-#define MT_CLEANUP_SLOTS 32   /* a command holds a handful at once: outputs, a data file, a log */
+#define MT_CLEANUP_SLOTS 32 /* a command holds a handful at once: outputs, a data file, a log */
 #define MT_CLEANUP_PATH_MAX 4096
 
 static struct {

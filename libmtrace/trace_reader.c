@@ -20,7 +20,7 @@ struct mt_trace {
     int fd;
     int packed;
     uint64_t size;
-    uint8_t *head; /* the header chunk (as much of it as the file holds), zero-padded */
+    uint8_t *head;   /* the header chunk (as much of it as the file holds), zero-padded */
     size_t head_len; /* bytes of it the file holds: header strings end there at the latest */
     mt_file_header_t hdr;
     mt_chunk_ref_t *chunks;
@@ -36,7 +36,7 @@ struct mt_trace {
 /* What decoding a packed frame needs: one per thread that loads chunks. */
 struct mt_chunk_codec {
     ZSTD_DCtx *dctx;
-    uint8_t *zbuf; /* compressed frame staging */
+    uint8_t *zbuf;          /* compressed frame staging */
     mt_pack_model_t *model; /* decoder of modeled frames, made at the first one (about 2.5 MiB) */
 };
 
@@ -68,20 +68,23 @@ static int check_header(mt_trace_t *t, size_t got, mt_error_t *err)
 {
     const mt_file_header_t *h = &t->hdr;
     if (got < MT_TRACE_MAGIC_LEN || memcmp(h->magic, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN) != 0)
-        return mt_errorf(err, -EINVAL, t->path, 0, "expected the mtrace trace magic 89 4d 54 52 0d 0a 1a 0a: not a trace");
+        return mt_errorf(err, -EINVAL, t->path, 0,
+                         "expected the mtrace trace magic 89 4d 54 52 0d 0a 1a 0a: not a trace");
     if (got < sizeof *h)
         return mt_errorf(err, -EINVAL, t->path, got, "expected a %zu-byte trace header, the file ends", sizeof *h);
     if (h->version > MT_TRACE_VERSION || h->version == 0)
-        return mt_errorf(err, -ENOTSUP, t->path, 8,
-                    "trace format version %u, this mtrace reads versions 1 to %u", h->version, MT_TRACE_VERSION);
+        return mt_errorf(err, -ENOTSUP, t->path, 8, "trace format version %u, this mtrace reads versions 1 to %u",
+                         h->version, MT_TRACE_VERSION);
     if (h->chunk_size != MT_CHUNK_SIZE)
         return mt_errorf(err, -EINVAL, t->path, 16, "expected chunk size %u, found %u", MT_CHUNK_SIZE, h->chunk_size);
     if (!h->little_endian || h->ptr_size != sizeof(void *))
-        return mt_errorf(err, -ENOTSUP, t->path, 20, "trace written by a %u-byte-pointer %s-endian process; this reader needs %zu-byte little-endian",
-                    h->ptr_size, h->little_endian ? "little" : "big", sizeof(void *));
+        return mt_errorf(
+            err, -ENOTSUP, t->path, 20,
+            "trace written by a %u-byte-pointer %s-endian process; this reader needs %zu-byte little-endian",
+            h->ptr_size, h->little_endian ? "little" : "big", sizeof(void *));
     if (h->header_size < sizeof *h || h->header_size > MT_HEADER_STRINGS_OFFSET)
         return mt_errorf(err, -EINVAL, t->path, 12, "expected a header size of %zu to %u bytes, found %u", sizeof *h,
-                    MT_HEADER_STRINGS_OFFSET, h->header_size);
+                         MT_HEADER_STRINGS_OFFSET, h->header_size);
     return 0;
 }
 
@@ -105,14 +108,15 @@ static int add_chunk(mt_trace_t *t, size_t *cap, uint64_t offset, uint32_t store
 static int check_chunk_header(const mt_trace_t *t, const mt_chunk_header_t *h, uint64_t off, mt_error_t *err)
 {
     if (h->magic != MT_CHUNK_MAGIC)
-        return mt_errorf(err, -EINVAL, t->path, off, "expected a chunk header (magic \"MTCK\"), found 0x%08x", h->magic);
+        return mt_errorf(err, -EINVAL, t->path, off, "expected a chunk header (magic \"MTCK\"), found 0x%08x",
+                         h->magic);
     if (h->kind != MT_CHUNK_THREAD)
         return mt_errorf(err, -EINVAL, t->path, off + 4, "expected chunk kind 1 (thread records), found %u", h->kind);
     if (h->thread == 0)
         return mt_errorf(err, -EINVAL, t->path, off + 8, "expected a thread number of 1 or more, found 0");
     if (h->used > MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)
         return mt_errorf(err, -EINVAL, t->path, off + 20, "chunk claims %u bytes of records, at most %u fit", h->used,
-                    MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE);
+                         MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE);
     return 0;
 }
 
@@ -147,7 +151,7 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
     uint64_t off = t->hdr.data_offset;
     if (off < MT_HEADER_STRINGS_OFFSET || off > MT_CHUNK_SIZE)
         return mt_errorf(err, -EINVAL, t->path, 112, "expected the packed data offset between %u and %u, found %llu",
-                    MT_HEADER_STRINGS_OFFSET, MT_CHUNK_SIZE, (unsigned long long)off);
+                         MT_HEADER_STRINGS_OFFSET, MT_CHUNK_SIZE, (unsigned long long)off);
     while (off < t->size) {
         uint8_t fh[MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE];
         size_t got;
@@ -155,10 +159,11 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         if (rc < 0)
             return mt_errorf(err, rc, t->path, off, "read failed: %s", strerror(-rc));
         if (got < sizeof fh)
-            return mt_errorf(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends", sizeof fh);
+            return mt_errorf(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends",
+                             sizeof fh);
         if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC && mt_load_u32(fh) != MT_PACK_MODEL_MAGIC)
-            return mt_errorf(err, -EINVAL, t->path, off, "expected a packed frame (magic \"MTCZ\" or \"MTCM\"), found 0x%08x",
-                        mt_load_u32(fh));
+            return mt_errorf(err, -EINVAL, t->path, off,
+                             "expected a packed frame (magic \"MTCZ\" or \"MTCM\"), found 0x%08x", mt_load_u32(fh));
         const uint32_t csize = mt_load_u32(fh + 4);
         mt_chunk_header_t h;
         memcpy(&h, fh + MT_PACK_FRAME_HEADER_SIZE, sizeof h);
@@ -166,8 +171,9 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         if (bad < 0)
             return bad;
         if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
-            return mt_errorf(err, -EINVAL, t->path, off + 4, "truncated: a packed frame of %u bytes runs past the end of the file (%llu bytes)",
-                        csize, (unsigned long long)t->size);
+            return mt_errorf(err, -EINVAL, t->path, off + 4,
+                             "truncated: a packed frame of %u bytes runs past the end of the file (%llu bytes)", csize,
+                             (unsigned long long)t->size);
         if (add_chunk(t, &cap, off, csize, &h) < 0)
             return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
         t->chunks[t->nchunks - 1].modeled = mt_load_u32(fh) == MT_PACK_MODEL_MAGIC;
@@ -216,8 +222,8 @@ static int index_threads(mt_trace_t *t, mt_error_t *err)
                 return mt_errorf(err, -ENOMEM, t->path, 0, "out of memory indexing threads");
             t->threads = n;
         }
-        t->threads[t->nthreads++] = (mt_thread_info_t){
-            .thread = c->h.thread, .tid = c->h.tid, .nchunks = 1, .first = (uint32_t)kept};
+        t->threads[t->nthreads++] =
+            (mt_thread_info_t){ .thread = c->h.thread, .tid = c->h.tid, .nchunks = 1, .first = (uint32_t)kept };
         t->thread_chunks[kept++] = ci;
     }
     return 0;
@@ -299,11 +305,26 @@ void mt_trace_close(mt_trace_t *t)
     free(t);
 }
 
-const char *mt_trace_path(const mt_trace_t *t) { return t->path; }
-const mt_file_header_t *mt_trace_header(const mt_trace_t *t) { return &t->hdr; }
-int mt_trace_is_packed(const mt_trace_t *t) { return t->packed; }
-uint64_t mt_trace_file_size(const mt_trace_t *t) { return t->size; }
-size_t mt_trace_chunk_count(const mt_trace_t *t) { return t->nchunks; }
+const char *mt_trace_path(const mt_trace_t *t)
+{
+    return t->path;
+}
+const mt_file_header_t *mt_trace_header(const mt_trace_t *t)
+{
+    return &t->hdr;
+}
+int mt_trace_is_packed(const mt_trace_t *t)
+{
+    return t->packed;
+}
+uint64_t mt_trace_file_size(const mt_trace_t *t)
+{
+    return t->size;
+}
+size_t mt_trace_chunk_count(const mt_trace_t *t)
+{
+    return t->nchunks;
+}
 
 int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
 {
@@ -329,10 +350,22 @@ int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
                          (unsigned long long)t->size, MT_CHUNK_SIZE);
     return 0;
 }
-const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i) { return i < t->nchunks ? &t->chunks[i] : NULL; }
-size_t mt_trace_thread_count(const mt_trace_t *t) { return t->nthreads; }
-const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i) { return i < t->nthreads ? &t->threads[i] : NULL; }
-const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t) { return t->thread_chunks; }
+const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i)
+{
+    return i < t->nchunks ? &t->chunks[i] : NULL;
+}
+size_t mt_trace_thread_count(const mt_trace_t *t)
+{
+    return t->nthreads;
+}
+const mt_thread_info_t *mt_trace_thread(const mt_trace_t *t, size_t i)
+{
+    return i < t->nthreads ? &t->threads[i] : NULL;
+}
+const uint32_t *mt_trace_thread_chunks(const mt_trace_t *t)
+{
+    return t->thread_chunks;
+}
 
 const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len)
 {
@@ -368,7 +401,8 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
         const uint64_t zoff = ref->offset + MT_PACK_FRAME_HEADER_SIZE + MT_CHUNK_HEADER_SIZE;
         int rc = mt_pread_some(t->fd, k->zbuf, ref->stored, zoff, &got);
         if (rc < 0 || got < ref->stored)
-            return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk", ref->stored);
+            return mt_errorf(err, rc < 0 ? rc : -EIO, t->path, zoff, "expected %u bytes of compressed chunk",
+                             ref->stored);
         size_t n, at;
         const char *why;
         if (ref->modeled) { /* a modeled frame (pack_model.c) */
@@ -377,7 +411,8 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
             rc = mt_pack_model_decode(k->model, k->zbuf, ref->stored, c->buf + MT_CHUNK_HEADER_SIZE,
                                       MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE, &n, &at, &why);
             if (rc < 0)
-                return mt_errorf(err, rc, t->path, zoff + at, "bad modeled frame: %s", rc == -ENOMEM ? "out of memory" : why);
+                return mt_errorf(err, rc, t->path, zoff + at, "bad modeled frame: %s",
+                                 rc == -ENOMEM ? "out of memory" : why);
         } else {
             n = ZSTD_decompressDCtx(k->dctx, c->buf + MT_CHUNK_HEADER_SIZE, MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE,
                                     k->zbuf, ref->stored);
@@ -391,7 +426,8 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
         c->complete = 1;
     } else {
         size_t got;
-        const int rc = mt_pread_some(t->fd, c->buf + MT_CHUNK_HEADER_SIZE, ref->stored, ref->offset + MT_CHUNK_HEADER_SIZE, &got);
+        const int rc =
+            mt_pread_some(t->fd, c->buf + MT_CHUNK_HEADER_SIZE, ref->stored, ref->offset + MT_CHUNK_HEADER_SIZE, &got);
         if (rc < 0)
             return mt_errorf(err, rc, t->path, ref->offset, "read failed: %s", strerror(-rc));
         have = got;
@@ -429,7 +465,7 @@ static inline int get_uvarint_unchecked(const uint8_t **pp, uint64_t *out)
     uint64_t x = mt_load_u64(p);
     const uint64_t last_bytes = ~x & 0x8080808080808080ull; /* bit 7 clear: the varint's last byte */
     if (__builtin_expect(last_bytes == 0, 0))
-        return mt_get_uvarint(pp, p + 10, out); /* 9 or 10 bytes, or too long */
+        return mt_get_uvarint(pp, p + 10, out);                  /* 9 or 10 bytes, or too long */
     const unsigned stop = (unsigned)__builtin_ctzll(last_bytes); /* 8 * (length - 1) + 7 */
     *pp = p + stop / 8 + 1;
     x &= last_bytes ^ (last_bytes - 1); /* bits 0 to stop: the varint's bytes */
@@ -449,37 +485,37 @@ static inline int get_uvarint_unchecked(const uint8_t **pp, uint64_t *out)
 
 /* Decoding stops at a record that runs past the bytes present: in a cut file or a chunk being
  * written that is the end, not damage. Inside a sealed, complete chunk it is damage. */
-#define GET_U(dst)                                                                                 \
-    do {                                                                                           \
-        uint64_t v_;                                                                               \
-        if ((unchecked ? get_uvarint_unchecked(&q, &v_) : mt_get_uvarint(&q, c->end, &v_)) < 0)    \
-            goto short_record;                                                                     \
-        (dst) = v_;                                                                                \
+#define GET_U(dst)                                                                                                     \
+    do {                                                                                                               \
+        uint64_t v_;                                                                                                   \
+        if ((unchecked ? get_uvarint_unchecked(&q, &v_) : mt_get_uvarint(&q, c->end, &v_)) < 0)                        \
+            goto short_record;                                                                                         \
+        (dst) = v_;                                                                                                    \
     } while (0)
-#define GET_S(dst)                                                                                 \
-    do {                                                                                           \
-        uint64_t u_;                                                                               \
-        GET_U(u_);                                                                                 \
-        (dst) = mt_unzigzag(u_);                                                                   \
+#define GET_S(dst)                                                                                                     \
+    do {                                                                                                               \
+        uint64_t u_;                                                                                                   \
+        GET_U(u_);                                                                                                     \
+        (dst) = mt_unzigzag(u_);                                                                                       \
     } while (0)
 /* A pointer field in the syntax of the file's version (see mt_put_ptr). */
-#define GET_PTR(dst)                                                                               \
-    do {                                                                                           \
-        uint64_t u_;                                                                               \
-        GET_U(u_);                                                                                 \
-        if (v1) {                                                                                  \
-            c->prev_ptr += (uint64_t)mt_unzigzag(u_);                                              \
-        } else {                                                                                   \
-            c->prev_ptr = mt_ptr_v2(c->prev_ptr, u_);                                              \
-            if (u_ & 1) {                                                                          \
-                if (!unchecked && q >= c->end)                                                     \
-                    goto short_record;                                                             \
-                if (!mt_ptr_low_ok(*q))                                                            \
-                    return bad_low_bits(c, q, err);                                                \
-                c->prev_ptr |= *q++;                                                               \
-            }                                                                                      \
-        }                                                                                          \
-        (dst) = c->prev_ptr;                                                                       \
+#define GET_PTR(dst)                                                                                                   \
+    do {                                                                                                               \
+        uint64_t u_;                                                                                                   \
+        GET_U(u_);                                                                                                     \
+        if (v1) {                                                                                                      \
+            c->prev_ptr += (uint64_t)mt_unzigzag(u_);                                                                  \
+        } else {                                                                                                       \
+            c->prev_ptr = mt_ptr_v2(c->prev_ptr, u_);                                                                  \
+            if (u_ & 1) {                                                                                              \
+                if (!unchecked && q >= c->end)                                                                         \
+                    goto short_record;                                                                                 \
+                if (!mt_ptr_low_ok(*q))                                                                                \
+                    return bad_low_bits(c, q, err);                                                                    \
+                c->prev_ptr |= *q++;                                                                                   \
+            }                                                                                                          \
+        }                                                                                                              \
+        (dst) = c->prev_ptr;                                                                                           \
     } while (0)
 
 static __attribute__((noinline, cold)) int bad_low_bits(const mt_cursor_t *c, const uint8_t *q, mt_error_t *err)
@@ -745,8 +781,8 @@ int mt_decode_module(const mt_record_t *r, mt_module_def_t *m)
     const uint8_t *p = r->data, *end = r->data + r->len;
     uint64_t n, idlen;
     memset(m, 0, sizeof *m);
-    if (r->op != MT_EV_MODULE || mt_get_uvarint(&p, end, &m->generation) < 0 ||
-        mt_get_uvarint(&p, end, &m->base) < 0 || mt_get_uvarint(&p, end, &n) < 0 || n > MT_MAX_SEGMENTS)
+    if (r->op != MT_EV_MODULE || mt_get_uvarint(&p, end, &m->generation) < 0 || mt_get_uvarint(&p, end, &m->base) < 0 ||
+        mt_get_uvarint(&p, end, &n) < 0 || n > MT_MAX_SEGMENTS)
         return -EINVAL;
     m->nseg = (uint32_t)n;
     for (uint32_t i = 0; i < m->nseg; i++)

@@ -16,12 +16,12 @@
 
 typedef struct wthread {
     uint32_t thread;
-    uint32_t tid;     /* of the current chunk */
-    uint32_t seq;     /* of the current chunk */
-    uint64_t slot;    /* the current chunk's index in the file (0 is the header chunk) */
+    uint32_t tid;  /* of the current chunk */
+    uint32_t seq;  /* of the current chunk */
+    uint64_t slot; /* the current chunk's index in the file (0 is the header chunk) */
     uint64_t base_time;
-    uint8_t *buf;     /* MT_CHUNK_SIZE bytes: the chunk image, header included */
-    uint8_t *pos;     /* next record byte; NULL while the thread has no open chunk */
+    uint8_t *buf; /* MT_CHUNK_SIZE bytes: the chunk image, header included */
+    uint8_t *pos; /* next record byte; NULL while the thread has no open chunk */
     mt_enc_t enc;
 } wthread_t;
 
@@ -33,7 +33,7 @@ struct mt_writer {
     uint8_t *str_pos; /* next header string */
     wthread_t *threads;
     size_t nthreads, cap;
-    size_t last;      /* index of the latest thread used: records come in runs */
+    size_t last; /* index of the latest thread used: records come in runs */
     uint64_t next_slot;
     uint32_t max_thread;
     uint64_t max_time;
@@ -136,8 +136,9 @@ uint64_t mt_writer_chunks(const mt_writer_t *w)
 int mt_writer_header_string(mt_writer_t *w, unsigned tag, const void *s, size_t len)
 {
     if (tag == MT_STR_END || tag > 0xffff || len > 0xffff)
-        return set_error(w, -EINVAL, "header string tag %u of %zu bytes: the tag must be 1 to 65535, the length at most 65535",
-                         tag, len);
+        return set_error(w, -EINVAL,
+                         "header string tag %u of %zu bytes: the tag must be 1 to 65535, the length at most 65535", tag,
+                         len);
     uint8_t *const q = mt_str_put(w->str_pos, w->head + MT_CHUNK_SIZE, tag, s, len);
     if (!q)
         return set_error(w, -ENOSPC, "header string of %zu bytes does not fit in the header chunk", len);
@@ -210,8 +211,7 @@ static uint8_t *encode(const pending_t *r, mt_enc_t *e, uint8_t *p, unsigned ver
 {
     if (r->is_event)
         return mt_enc_event(e, p, r->b0, r->time, r->payload, r->len);
-    return mt_enc_call(e, p, version, r->b0, r->ext, r->time, r->ptr, r->n1, r->n2, r->result, r->slack,
-                       r->stack);
+    return mt_enc_call(e, p, version, r->b0, r->ext, r->time, r->ptr, r->n1, r->n2, r->result, r->slack, r->stack);
 }
 
 static size_t uvarint_len(uint64_t v)
@@ -337,8 +337,8 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
     return put(w, thread, tid, &p);
 }
 
-int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, uint64_t time,
-                    const void *payload, size_t len)
+int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, uint64_t time, const void *payload,
+                    size_t len)
 {
     if (op < MT_FIRST_EVENT || !mt_op_name(op))
         return set_error(w, -EINVAL, "opcode %u is not an event", op);
@@ -374,7 +374,7 @@ int mt_writer_close(mt_writer_t *w, int seal, mt_error_t *err)
             if (!h.end_time)
                 h.end_time = w->max_time;
             memcpy(w->head, &h, sizeof h);
-    w->version = h.version;
+            w->version = h.version;
         }
         rc = pwrite_all(w, w->head, MT_CHUNK_SIZE, 0);
     }

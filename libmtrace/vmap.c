@@ -65,8 +65,14 @@ int64_t mt_vmap_add(mt_vmap_t *v, uint64_t base, uint64_t len, uint32_t slot, ui
             return -ENOMEM;
         k = (uint32_t)v->nmap++;
     }
-    v->map[k] = (mt_vmap_map_t){ .base = base, .len = len, .left = len, .op = op, .key = ++v->next_key,
-                                 .slot = slot, .thread = thread, .brk = brk };
+    v->map[k] = (mt_vmap_map_t){ .base = base,
+                                 .len = len,
+                                 .left = len,
+                                 .op = op,
+                                 .key = ++v->next_key,
+                                 .slot = slot,
+                                 .thread = thread,
+                                 .brk = brk };
     if (insert_piece(v, first_after(v, base), (mt_vmap_piece_t){ base, base + len, k }) < 0)
         return -ENOMEM;
     v->made++;

@@ -11,13 +11,13 @@
 #include "mtrace/trace_reader.h"
 
 typedef struct mt_vmap_map {
-    uint64_t base, len; /* as mapped */
-    uint64_t left;      /* bytes of it still mapped */
-    uint64_t op;        /* its last toucher's op number (the mmap, then madvise and munmap ops) */
-    uint64_t key;       /* its page evidence's key (mt_touch_t), unique */
+    uint64_t base, len;    /* as mapped */
+    uint64_t left;         /* bytes of it still mapped */
+    uint64_t op;           /* its last toucher's op number (the mmap, then madvise and munmap ops) */
+    uint64_t key;          /* its page evidence's key (mt_touch_t), unique */
     uint32_t slot, thread; /* thread: its last toucher, whose op a later use waits for */
-    uint32_t next_free; /* free list of the array, index + 1 */
-    int brk;            /* pages the program's brk/sbrk added to the break, not an mmap */
+    uint32_t next_free;    /* free list of the array, index + 1 */
+    int brk;               /* pages the program's brk/sbrk added to the break, not an mmap */
 } mt_vmap_map_t;
 
 /* A mapped range [lo, hi) of mapping `map`; the pieces are sorted and never overlap. */
@@ -39,9 +39,9 @@ typedef struct mt_vmap {
     uint64_t nmap, cap_map;
     uint32_t free_head;
     uint64_t next_key;
-    uint64_t mapped, peak_mapped; /* bytes */
+    uint64_t mapped, peak_mapped;  /* bytes */
     uint64_t brk_mapped, peak_brk; /* bytes of them the break holds */
-    uint64_t made;                /* mappings made */
+    uint64_t made;                 /* mappings made */
 } mt_vmap_t;
 
 void mt_vmap_fini(mt_vmap_t *v);

@@ -103,11 +103,11 @@ static inline __attribute__((always_inline)) int decode_op(const uint8_t **pp, c
     if (GET(&dt) < 0)
         return -1;
     r->time_ns = *prev_ns + dt;
-#define U(dst)                                                                                     \
-    do {                                                                                           \
-        if (GET(&v) < 0)                                                                           \
-            return -1;                                                                             \
-        (dst) = v;                                                                                 \
+#define U(dst)                                                                                                         \
+    do {                                                                                                               \
+        if (GET(&v) < 0)                                                                                               \
+            return -1;                                                                                                 \
+        (dst) = v;                                                                                                     \
     } while (0)
     switch (r->op) {
     case MT_WL_MALLOC:
@@ -211,7 +211,6 @@ static inline __attribute__((always_inline)) int decode_op(const uint8_t **pp, c
     *pp = p;
     return 0;
 }
-
 
 /* Decodes one op at *pp; 0 on success, -1 if damaged or cut. An op byte that is not an op falls to
  * the switch's default: the replay decodes every op, and a look-up in the name table before the
@@ -344,8 +343,12 @@ int mt_wl_writer_cut_frame(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err)
     if (ZSTD_isError(z))
         return mt_errorf(err, -EIO, w->path, w->off, "zstd: %s", ZSTD_getErrorName(z));
     mt_wl_frame_header_t fh = {
-        .magic = MT_WL_FRAME_MAGIC, .thread = thread, .raw_size = (uint32_t)used, .zsize = (uint32_t)z,
-        .first_op = s->first_op, .nops = nops,
+        .magic = MT_WL_FRAME_MAGIC,
+        .thread = thread,
+        .raw_size = (uint32_t)used,
+        .zsize = (uint32_t)z,
+        .first_op = s->first_op,
+        .nops = nops,
     };
     int rc = mt_write_full(w->fd, &fh, sizeof fh, w->off);
     if (rc == 0)
@@ -500,11 +503,13 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     }
     w->size = (uint64_t)st.st_size;
     if (w->size < 8 || mt_pread_full(w->fd, &w->hdr, 8, 0) < 0 || memcmp(w->hdr.magic, MT_WL_MAGIC, 8)) {
-        rc = mt_errorf(err, -EINVAL, path, 0, "expected the mtrace workload magic 89 4d 54 57 0d 0a 1a 0a: not a workload");
+        rc = mt_errorf(err, -EINVAL, path, 0,
+                       "expected the mtrace workload magic 89 4d 54 57 0d 0a 1a 0a: not a workload");
         goto fail;
     }
     if (w->size < sizeof w->hdr || mt_pread_full(w->fd, &w->hdr, sizeof w->hdr, 0) < 0) {
-        rc = mt_errorf(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
+        rc =
+            mt_errorf(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
         goto fail;
     }
     const mt_wl_header_t *h = &w->hdr;
@@ -524,7 +529,8 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         goto fail;
     }
     if (h->header_size < MT_WL_HEADER_STRINGS_OFFSET || h->header_size > w->size) {
-        rc = mt_errorf(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u", h->header_size);
+        rc = mt_errorf(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u",
+                       h->header_size);
         goto fail;
     }
     /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
@@ -532,20 +538,21 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
     /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
     if (h->ops > h->frames * (MT_WL_STREAM_BUF_SIZE / 2)) {
         rc = mt_errorf(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
-                   (unsigned long long)h->ops, (unsigned long long)h->frames,
-                   MT_WL_STREAM_BUF_SIZE / 2);
+                       (unsigned long long)h->ops, (unsigned long long)h->frames, MT_WL_STREAM_BUF_SIZE / 2);
         goto fail;
     }
     if (h->slots > h->ops) {
         rc = mt_errorf(err, -EINVAL, path, 24, "the header claims %llu slots for %llu ops; expected at most one per op",
-                   (unsigned long long)h->slots, (unsigned long long)h->ops);
+                       (unsigned long long)h->slots, (unsigned long long)h->ops);
         goto fail;
     }
-    const uint64_t idx_need = 8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
+    const uint64_t idx_need =
+        8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
     if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
         h->index_offset > w->size || w->size - h->index_offset < idx_need) {
-        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected an index of %u threads and %llu frames, the file ends at %llu",
-                   h->threads, (unsigned long long)h->frames, (unsigned long long)w->size);
+        rc = mt_errorf(err, -EINVAL, path, h->index_offset,
+                       "expected an index of %u threads and %llu frames, the file ends at %llu", h->threads,
+                       (unsigned long long)h->frames, (unsigned long long)w->size);
         goto fail;
     }
     w->strings_len = h->header_size - MT_WL_HEADER_STRINGS_OFFSET;
@@ -562,12 +569,13 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         mt_pread_full(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
         mt_pread_full(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
         mt_pread_full(w->fd, w->frames, h->frames * sizeof *w->frames,
-                  h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
+                      h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
         rc = mt_errorf(err, -EIO, path, h->index_offset, "cannot read the index");
         goto fail;
     }
     if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
-        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads", h->threads);
+        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads",
+                       h->threads);
         goto fail;
     }
     uint64_t listed = 0;
@@ -575,7 +583,7 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         listed += w->threads[i].frames;
     if (listed != h->frames) {
         rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8, "the thread entries list %llu frames, the header %llu",
-                   (unsigned long long)listed, (unsigned long long)h->frames);
+                       (unsigned long long)listed, (unsigned long long)h->frames);
         goto fail;
     }
     /* Out of memory leaves by goto: on a path that went on with rc = mt_errorf(...), clang's
@@ -596,15 +604,15 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
         if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||
             fe->offset < h->header_size || fe->offset + sizeof(mt_wl_frame_header_t) > h->index_offset)
             rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
-                       "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
-                       fe->thread, (unsigned long long)fe->offset);
+                           "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
+                           fe->thread, (unsigned long long)fe->offset);
         else
             w->thread_frames[fe->thread][fill[fe->thread]++] = f;
     }
     for (uint32_t i = 0; i < h->threads && rc == 0; i++)
         if (fill[i] != w->threads[i].frames)
-            rc = mt_errorf(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i, fill[i],
-                       w->threads[i].frames);
+            rc = mt_errorf(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i,
+                           fill[i], w->threads[i].frames);
     free(fill);
     if (rc < 0)
         goto fail;
@@ -643,10 +651,10 @@ int mt_wl_read_touch(const mt_wl_t *w, mt_wl_touch_entry_t *buf, mt_error_t *err
         return mt_errorf(err, -EIO, w->path, h->touch_offset, "cannot read the touch table");
     for (uint64_t k = 0; k < h->touch_entries; k++) {
         const mt_wl_touch_entry_t *e = &buf[k];
-        const int ordered = k == 0 || e->thread > buf[k - 1].thread ||
-                            (e->thread == buf[k - 1].thread && e->op > buf[k - 1].op);
-        if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops ||
-            e->frac >= MT_WL_TOUCH_ONE || !ordered)
+        const int ordered =
+            k == 0 || e->thread > buf[k - 1].thread || (e->thread == buf[k - 1].thread && e->op > buf[k - 1].op);
+        if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops || e->frac >= MT_WL_TOUCH_ONE ||
+            !ordered)
             return mt_errorf(err, -EINVAL, w->path, h->touch_offset + k * sizeof *buf,
                              "touch entry %llu (thread %u, op %llu, share %u/65536): expected a thread below %u, an "
                              "op of that thread after the previous entry's, a share below 65536",
@@ -672,17 +680,38 @@ void mt_wl_close(mt_wl_t *w)
     free(w);
 }
 
-const char *mt_wl_path(const mt_wl_t *w) { return w->path; }
-int mt_wl_fd(const mt_wl_t *w) { return w->fd; }
-uint32_t mt_wl_thread_frame_count(const mt_wl_t *w, uint32_t thread) { return w->threads[thread].frames; }
+const char *mt_wl_path(const mt_wl_t *w)
+{
+    return w->path;
+}
+int mt_wl_fd(const mt_wl_t *w)
+{
+    return w->fd;
+}
+uint32_t mt_wl_thread_frame_count(const mt_wl_t *w, uint32_t thread)
+{
+    return w->threads[thread].frames;
+}
 const mt_wl_frame_entry_t *mt_wl_thread_frame(const mt_wl_t *w, uint32_t thread, uint32_t k)
 {
     return &w->frames[w->thread_frames[thread][k]];
 }
-const mt_wl_header_t *mt_wl_header(const mt_wl_t *w) { return &w->hdr; }
-uint64_t mt_wl_file_size(const mt_wl_t *w) { return w->size; }
-size_t mt_wl_thread_count(const mt_wl_t *w) { return w->hdr.threads; }
-const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i) { return i < w->hdr.threads ? &w->threads[i] : NULL; }
+const mt_wl_header_t *mt_wl_header(const mt_wl_t *w)
+{
+    return &w->hdr;
+}
+uint64_t mt_wl_file_size(const mt_wl_t *w)
+{
+    return w->size;
+}
+size_t mt_wl_thread_count(const mt_wl_t *w)
+{
+    return w->hdr.threads;
+}
+const mt_wl_thread_entry_t *mt_wl_thread(const mt_wl_t *w, size_t i)
+{
+    return i < w->hdr.threads ? &w->threads[i] : NULL;
+}
 
 const char *mt_wl_string(const mt_wl_t *w, unsigned tag, unsigned n, size_t *len)
 {
@@ -738,8 +767,8 @@ static int load_frame(mt_wl_cursor_t *c, mt_error_t *err)
         return mt_errorf(err, -EIO, w->path, fe->offset + sizeof fh, "cannot read %u bytes of frame", fh.zsize);
     const size_t n = ZSTD_decompressDCtx(c->dctx, c->raw, raw_cap, c->z, fh.zsize);
     if (ZSTD_isError(n) || n != fh.raw_size)
-        return mt_errorf(err, -EINVAL, w->path, fe->offset + sizeof fh, "expected a zstd frame of %u bytes%s%s", fh.raw_size,
-                     ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
+        return mt_errorf(err, -EINVAL, w->path, fe->offset + sizeof fh, "expected a zstd frame of %u bytes%s%s",
+                         fh.raw_size, ZSTD_isError(n) ? ": " : "", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "");
     c->p = c->raw;
     c->end = c->raw + n;
     c->left = fh.nops;

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test: the Check unit tests and end-to-end tests in the normal build, the same under
-# AddressSanitizer and UndefinedBehaviorSanitizer, then each libFuzzer target fuzzed for a bounded
-# time (scripts/fuzz.sh, clang) and the multithreaded code under ThreadSanitizer (scripts/tsan.sh).
+# AddressSanitizer and UndefinedBehaviorSanitizer, the formatting check and the static analysis
+# (scripts/scan.sh; one test each), then each libFuzzer target fuzzed for a bounded time
+# (scripts/fuzz.sh, clang) and the multithreaded code under ThreadSanitizer (scripts/tsan.sh).
 # Builds what is missing. Each fuzz target and each TSan test counts as one test. Ends with one line
 # "N passed, N failed" and exits non-zero on any failure.
 #
 #   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 15; 0 skips fuzzing)
 #   MTRACE_TSAN=0        skips the ThreadSanitizer tests
+#   MTRACE_SCAN=0        skips the static analysis
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -65,6 +67,12 @@ run_suite build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=fal
 logs=(build/meson-logs/testlog.json build-asan/meson-logs/testlog.json)
 extra=$(mktemp --suffix=.results)
 trap 'rm -f "$extra"' EXIT
+echo "== formatting (scripts/check-format.sh)"
+scripts/check-format.sh --results "$extra"
+if [ "${MTRACE_SCAN:-1}" != 0 ]; then
+    echo "== static analysis (scripts/scan.sh: scan-build over the tools, zero findings)"
+    if scripts/scan.sh build-scan; then echo "ok scan" >>"$extra"; else echo "FAIL scan" >>"$extra"; fi
+fi
 if [ "$fuzz_secs" -gt 0 ]; then
     echo "== fuzzing each target for ${fuzz_secs} s (scripts/fuzz.sh)"
     scripts/fuzz.sh --results "$extra" "$fuzz_secs"

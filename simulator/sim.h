@@ -12,7 +12,7 @@
 #include "mtrace/clock.h"
 #include "mtrace/workload.h"
 
-#define SIM_HIST_SUB 8u      /* sub-buckets per power of two: about 9 % resolution */
+#define SIM_HIST_SUB 8u /* sub-buckets per power of two: about 9 % resolution */
 #define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
 #define SIM_OPS (MT_WL_MALLOPT + 1)
 /* A replay thread's buffer for a frame's ops, decompressed */
@@ -37,7 +37,7 @@ typedef struct sim_opstat {
     uint64_t calls;
     uint64_t cycles;
     uint64_t max;
-    uint64_t failed; /* the call returned NULL in the replay where the trace had a block */
+    uint64_t failed;                  /* the call returned NULL in the replay where the trace had a block */
     uint64_t slow_calls, slow_cycles; /* timed at SIM_DESCHED_CYCLES or more */
     uint64_t hist[SIM_HIST_BUCKETS];
 } sim_opstat_t;
@@ -49,12 +49,12 @@ typedef enum { SIM_NOT_STARTED, SIM_RUNNING, SIM_ASLEEP, SIM_DONE } sim_run_stat
 /* What a replay thread counts, merged into the replay's totals when it ends. */
 typedef struct sim_counts {
     uint64_t waits, wait_cycles, futex_sleeps;
-    uint64_t far_slots; /* blocks stored in slot_far */
-    uint64_t touched_in_part; /* blocks written in part, as their touch table entries said */
+    uint64_t far_slots;        /* blocks stored in slot_far */
+    uint64_t touched_in_part;  /* blocks written in part, as their touch table entries said */
     uint64_t maps, map_failed; /* the program's own mappings replayed, and those mmap refused */
-    uint64_t cpu_ns;    /* its CPU time from the start of its stream to its end */
-    uint64_t busy_cycles; /* its time from start to end less its waits and its pacing: replaying */
-    uint64_t write_cycles; /* writing the blocks the allocator handed out (their page faults) */
+    uint64_t cpu_ns;           /* its CPU time from the start of its stream to its end */
+    uint64_t busy_cycles;      /* its time from start to end less its waits and its pacing: replaying */
+    uint64_t write_cycles;     /* writing the blocks the allocator handed out (their page faults) */
     /* voluntary context switches other than the replay's own sleeps (waits, pacing): calls that
      * blocked, whose time is not CPU time */
     uint64_t blocked_switches;
@@ -154,8 +154,8 @@ typedef struct sim {
     uint32_t error_thread;
     int has_error;
     char errmsg[1100];
-    uint32_t *slots;  /* each live block's address, compressed: see slot_store() in sim_thread.c */
-    void **slot_far;  /* blocks whose address does not fit in their entry */
+    uint32_t *slots; /* each live block's address, compressed: see slot_store() in sim_thread.c */
+    void **slot_far; /* blocks whose address does not fit in their entry */
     uint64_t nslots;
     /* The address windows slot entries refer to, window[1..nwindows]: set once each, under
      * window_lock, before nwindows counts it. */
@@ -179,7 +179,10 @@ typedef struct sim {
     uint64_t peak_rss_kb, peak_vm_kb;
     uint64_t peak_anon_kb; /* sampled: resident less file-backed pages */
     uint64_t mapped_bytes; /* bookkeeping, as mapped */
-    struct { void *p; size_t len; } maps[4096];
+    struct {
+        void *p;
+        size_t len;
+    } maps[4096];
     _Atomic uint32_t nmaps;
     /* Replay threads running (neither asleep in a wait nor finished), read by waiters deciding
      * whether to spin. Written whenever one sleeps or wakes: last, on a cache line of its own (the
@@ -189,8 +192,8 @@ typedef struct sim {
     uint64_t maps_cap, maps_n;
     pthread_mutex_t maps_lock;
     _Atomic int64_t maps_resident, maps_resident_peak; /* their resident pages, now and at most */
-    _Atomic int64_t maps_writing; /* pages being written now, not yet counted in maps_resident */
-    uint64_t peak_rss_less_maps_kb; /* sampled: the RSS less their resident pages, at most */
+    _Atomic int64_t maps_writing;                      /* pages being written now, not yet counted in maps_resident */
+    uint64_t peak_rss_less_maps_kb;                    /* sampled: the RSS less their resident pages, at most */
     _Alignas(128) _Atomic uint32_t runnable;
 } sim_t;
 
@@ -205,7 +208,6 @@ typedef struct sim_mapping {
  * end). */
 void *sim_map(sim_t *s, size_t bytes);
 uint64_t sim_resident_bytes(const sim_t *s);
-
 
 /* sim_alloc.c */
 /* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library

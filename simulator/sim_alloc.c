@@ -188,13 +188,13 @@ int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
     page_bytes = page > 0 ? (size_t)page : 4096;
 
     /* Each function: the allocator's own, or the emulation (and its op marked emulated). */
-#define PICK(field, name, op, emu)                                                                             \
-    do {                                                                                                       \
-        a->field = (__typeof__(a->field))own(mi.dli_fbase, name);                                             \
-        if (!a->field) {                                                                                       \
-            a->field = emu;                                                                                    \
-            a->emulated |= 1u << (op);                                                                         \
-        }                                                                                                      \
+#define PICK(field, name, op, emu)                                                                                     \
+    do {                                                                                                               \
+        a->field = (__typeof__(a->field))own(mi.dli_fbase, name);                                                      \
+        if (!a->field) {                                                                                               \
+            a->field = emu;                                                                                            \
+            a->emulated |= 1u << (op);                                                                                 \
+        }                                                                                                              \
     } while (0)
     PICK(memalign, "memalign", MT_WL_MEMALIGN, emu_memalign);
     PICK(posix_memalign, "posix_memalign", MT_WL_POSIX_MEMALIGN, emu_posix_memalign);

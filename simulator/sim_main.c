@@ -27,16 +27,21 @@
 #include "sim.h"
 #include "sim_help.h"
 
-
 /* ---- glibc settings ---------------------------------------------------------------------------- */
 
 static const struct {
     const char *name;
     int param;
 } mallopt_names[] = {
-    { "mmap_threshold", M_MMAP_THRESHOLD }, { "trim_threshold", M_TRIM_THRESHOLD }, { "top_pad", M_TOP_PAD },
-    { "mmap_max", M_MMAP_MAX },             { "arena_max", M_ARENA_MAX },           { "arena_test", M_ARENA_TEST },
-    { "perturb", M_PERTURB },               { "mxfast", M_MXFAST },                 { "check_action", M_CHECK_ACTION },
+    { "mmap_threshold", M_MMAP_THRESHOLD },
+    { "trim_threshold", M_TRIM_THRESHOLD },
+    { "top_pad", M_TOP_PAD },
+    { "mmap_max", M_MMAP_MAX },
+    { "arena_max", M_ARENA_MAX },
+    { "arena_test", M_ARENA_TEST },
+    { "perturb", M_PERTURB },
+    { "mxfast", M_MXFAST },
+    { "check_action", M_CHECK_ACTION },
 };
 
 /* NAME=VALUE with NAME as mmap_threshold, M_MMAP_THRESHOLD or a number, VALUE a number with an
@@ -312,7 +317,8 @@ static op_costs_t op_costs(const sim_opstat_t *total, const sim_counts_t *c, uin
     r.write_ns = (double)c->write_cycles / tsc_per_ns;
     const double by_clock = ((double)c->busy_cycles - (double)cycles - (double)c->write_cycles) / tsc_per_ns,
                  by_cpu = (double)c->cpu_ns - (double)(cycles - slow + c->write_cycles) / tsc_per_ns,
-                 own = by_cpu <= 0 || by_clock < by_cpu || c->blocked_switches * BLOCKED_PER_OPS > ops ? by_clock : by_cpu;
+                 own = by_cpu <= 0 || by_clock < by_cpu || c->blocked_switches * BLOCKED_PER_OPS > ops ? by_clock
+                                                                                                       : by_cpu;
     r.own_ns_per_op = own > 0 ? own / (double)ops : 0;
     return r;
 }
@@ -320,11 +326,16 @@ static op_costs_t op_costs(const sim_opstat_t *total, const sim_counts_t *c, uin
 static const char *touch_name(sim_touch_t touch)
 {
     switch (touch) {
-    case TOUCH_PAGES: return "pages";
-    case TOUCH_ENDS: return "ends";
-    case TOUCH_NONE: return "none";
-    case TOUCH_EVIDENCE: return "evidence";
-    default: return "auto";
+    case TOUCH_PAGES:
+        return "pages";
+    case TOUCH_ENDS:
+        return "ends";
+    case TOUCH_NONE:
+        return "none";
+    case TOUCH_EVIDENCE:
+        return "evidence";
+    default:
+        return "auto";
     }
 }
 
@@ -342,12 +353,18 @@ typedef struct sim_opts {
 static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
 {
     static const struct option longopts[] = {
-        { "json", required_argument, 0, 'j' },         { "rss-series", required_argument, 0, 's' },
-        { "label", required_argument, 0, 'l' },        { "allocator-lib", required_argument, 0, 'a' },
-        { "sample-ms", required_argument, 0, 'S' },    { "stall-timeout", required_argument, 0, 'T' },
-        { "quiet", no_argument, 0, 'q' },              { "timing", required_argument, 0, 't' },
-        { "touch", required_argument, 0, 'u' },        { "mallopt", required_argument, 0, 'm' },
-        { "help", no_argument, 0, 'h' },               { 0, 0, 0, 0 },
+        { "json", required_argument, 0, 'j' },
+        { "rss-series", required_argument, 0, 's' },
+        { "label", required_argument, 0, 'l' },
+        { "allocator-lib", required_argument, 0, 'a' },
+        { "sample-ms", required_argument, 0, 'S' },
+        { "stall-timeout", required_argument, 0, 'T' },
+        { "quiet", no_argument, 0, 'q' },
+        { "timing", required_argument, 0, 't' },
+        { "touch", required_argument, 0, 'u' },
+        { "mallopt", required_argument, 0, 'm' },
+        { "help", no_argument, 0, 'h' },
+        { 0, 0, 0, 0 },
     };
     static const char *const timings[] = MT_TIMING_CHOICES, *const touches[] = MT_TOUCH_CHOICES;
     static const sim_touch_t touch_modes[] = { TOUCH_AUTO, TOUCH_PAGES, TOUCH_ENDS, TOUCH_NONE };
@@ -362,10 +379,18 @@ static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
     unsigned long ms;
     while ((opt = mt_getopt("mtrace-sim", argc, argv, "h", longopts)) != -1) {
         switch (opt) {
-        case 'j': o->json_path = optarg; break;
-        case 's': o->series_path = optarg; break;
-        case 'l': o->label = optarg; break;
-        case 'a': o->allocator_lib = optarg; break;
+        case 'j':
+            o->json_path = optarg;
+            break;
+        case 's':
+            o->series_path = optarg;
+            break;
+        case 'l':
+            o->label = optarg;
+            break;
+        case 'a':
+            o->allocator_lib = optarg;
+            break;
         case 'S':
             if (mt_uint_option("mtrace-sim", "--sample-ms", optarg, 1, 60000, &ms) < 0)
                 return MT_EXIT_USAGE;
@@ -375,7 +400,9 @@ static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
             if (mt_double_option("mtrace-sim", "--stall-timeout", optarg, 0, 86400, &s->stall_s) < 0)
                 return MT_EXIT_USAGE;
             break;
-        case 'q': o->quiet = 1; break;
+        case 'q':
+            o->quiet = 1;
+            break;
         case 't':
             if ((pick = mt_choice_option("mtrace-sim", "--timing", optarg, timings)) < 0)
                 return MT_EXIT_USAGE;
@@ -388,21 +415,28 @@ static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
             s->touch = touch_modes[pick];
             break;
         case 'm': {
-            const int rc = o->nopts == SIM_MAX_MALLOPTS ? -1 : sim_parse_mallopt(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
+            const int rc = o->nopts == SIM_MAX_MALLOPTS
+                               ? -1
+                               : sim_parse_mallopt(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
             if (rc == -2) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
                         optarg, INT_MIN, INT_MAX);
                 return MT_EXIT_USAGE;
             }
             if (rc < 0) {
-                fprintf(stderr, "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n", optarg);
+                fprintf(stderr,
+                        "mtrace-sim: cannot read the setting '%s' (expected NAME=VALUE, e.g. mmap_threshold=65536)\n",
+                        optarg);
                 return MT_EXIT_USAGE;
             }
             o->opt_text[o->nopts++] = optarg;
             break;
         }
-        case 'h': fputs(mt_sim_help, stdout); return -1;
-        default: return mt_usage_error("mtrace-sim", mt_sim_help);
+        case 'h':
+            fputs(mt_sim_help, stdout);
+            return -1;
+        default:
+            return mt_usage_error("mtrace-sim", mt_sim_help);
         }
     }
     if (!(o->path = mt_one_operand("mtrace-sim", "WORKLOAD", argc, argv)))
@@ -453,8 +487,10 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     printf("%s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(r->max_rss_kb - r->start_rss_kb)),
            commas(b, sizeof b, (long long)r->start_rss_kb), commas(c, sizeof c, (long long)r->max_rss_kb));
     printf("%s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)r->ideal_kb));
-    printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64 " Kb (%.1f %% of max RSS)\n",
-           r->allocator, r->waits, r->sleeps, r->bookkeeping_kb, r->max_rss_kb ? 100.0 * (double)r->bookkeeping_kb / (double)r->max_rss_kb : 0);
+    printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64
+           " Kb (%.1f %% of max RSS)\n",
+           r->allocator, r->waits, r->sleeps, r->bookkeeping_kb,
+           r->max_rss_kb ? 100.0 * (double)r->bookkeeping_kb / (double)r->max_rss_kb : 0);
     uint64_t descheduled = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
         descheduled += descheduled_calls(&r->total[op]);
@@ -470,8 +506,8 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     }
     printf("time: %s usec in the allocator's calls, %s usec writing their blocks; the replay's own %.1f ns per op "
            "(its threads' time outside them, waits and pacing: decoding, slots, the program's own mappings)\n",
-           commas(a, sizeof a, (long long)(r->costs.alloc_ns / 1000)), commas(b, sizeof b, (long long)(r->costs.write_ns / 1000)),
-           r->costs.own_ns_per_op);
+           commas(a, sizeof a, (long long)(r->costs.alloc_ns / 1000)),
+           commas(b, sizeof b, (long long)(r->costs.write_ns / 1000)), r->costs.own_ns_per_op);
     if (r->emulated) {
         printf("emulated (the allocator does not define them):");
         for (unsigned op = 1; op < SIM_OPS; op++)
@@ -526,8 +562,7 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     if (h->source_peak_anon_kb && s->peak_anon_kb)
         printf("anonymous memory (RSS less file pages): traced program's peak %s Kb (sampled); replay %s Kb "
                "(%+.1f %%)\n",
-               commas(a, sizeof a, (long long)h->source_peak_anon_kb),
-               commas(b, sizeof b, (long long)s->peak_anon_kb),
+               commas(a, sizeof a, (long long)h->source_peak_anon_kb), commas(b, sizeof b, (long long)s->peak_anon_kb),
                100.0 * ((double)s->peak_anon_kb - (double)h->source_peak_anon_kb) / (double)h->source_peak_anon_kb);
 }
 
@@ -552,7 +587,8 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     if (o->series_path) {
         /* absolute, so the result can be read from anywhere (it is written after this JSON) */
         char abs[PATH_MAX];
-        if (o->series_path[0] != '/' && getcwd(abs, sizeof abs) && strlen(abs) + strlen(o->series_path) + 2 < sizeof abs) {
+        if (o->series_path[0] != '/' && getcwd(abs, sizeof abs) &&
+            strlen(abs) + strlen(o->series_path) + 2 < sizeof abs) {
             strcat(abs, "/");
             strcat(abs, o->series_path);
             mt_json_kv_cstr(&j, "rss_series", abs);
@@ -586,20 +622,23 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(r->costs.write_ns / 1000));
     mt_json_kv_double(&j, "replay_overhead_ns_per_op", r->costs.own_ns_per_op);
     mt_json_kv_u64(&j, "blocked_switches", s->totals->blocked_switches);
-    mt_json_kv_cstr(&j, "replay_overhead_rule", "the replay threads' time less allocator_us (every timed call) and "
-                                              "block_writes_us (writing the blocks the calls returned), per op of "
-                                              "the workload: the replay's own work; their time is the lower of "
-                                              "their clock time from start to end less their waits and pacing "
-                                              "(too high when descheduled) and their CPU time less their pacing "
-                                              "(too high when spinning in waits)");
-    mt_json_kv_double(&j, "fragmentation", r->ideal_pages_kb ? (double)(r->max_rss_kb - r->start_rss_kb) / (double)r->ideal_pages_kb : 0);
+    mt_json_kv_cstr(&j, "replay_overhead_rule",
+                    "the replay threads' time less allocator_us (every timed call) and "
+                    "block_writes_us (writing the blocks the calls returned), per op of "
+                    "the workload: the replay's own work; their time is the lower of "
+                    "their clock time from start to end less their waits and pacing "
+                    "(too high when descheduled) and their CPU time less their pacing "
+                    "(too high when spinning in waits)");
+    mt_json_kv_double(&j, "fragmentation",
+                      r->ideal_pages_kb ? (double)(r->max_rss_kb - r->start_rss_kb) / (double)r->ideal_pages_kb : 0);
     mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
     mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
     mt_json_kv_u64(&j, "max_anon_rss_kb", s->peak_anon_kb);
     mt_json_kv_u64(&j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
-    mt_json_kv_cstr(&j, "predicted_peak_rule", "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
-                                             "source_peak_anon_kb (the traced program's file-backed pages); 0 when "
-                                             "the trace has no RSS samples");
+    mt_json_kv_cstr(&j, "predicted_peak_rule",
+                    "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
+                    "source_peak_anon_kb (the traced program's file-backed pages); 0 when "
+                    "the trace has no RSS samples");
     mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
     mt_json_kv_u64(&j, "far_slots", r->far_slots);
     mt_json_key(&j, "emulated");
@@ -616,9 +655,10 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     for (unsigned op = 1; op < SIM_OPS; op++)
         mt_json_kv_u64(&j, mt_wl_op_name(op), r->total[op].calls);
     mt_json_end_object(&j);
-    mt_json_kv_cstr(&j, "avg_rule", "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
-                                    "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
-                                    "counts every call");
+    mt_json_kv_cstr(&j, "avg_rule",
+                    "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
+                    "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
+                    "counts every call");
     mt_json_kv_u64(&j, "descheduled_cycles", SIM_DESCHED_CYCLES);
     mt_json_kv_u64(&j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
     static const char *const keys[] = { "avg_cycles", "p50_cycles",        "p99_cycles",    "max_cycles",
@@ -712,8 +752,9 @@ static int setup(sim_t *s, const sim_opts_t *o)
     }
     sim_sync_init(s);
     if (o->nopts && !s->alloc.has_mallopt) /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
-        fprintf(stderr, "mtrace-sim: warning: %s does not define mallopt: the --mallopt settings would only reach "
-                        "glibc's allocator, which this replay does not use; replayed without them\n",
+        fprintf(stderr,
+                "mtrace-sim: warning: %s does not define mallopt: the --mallopt settings would only reach "
+                "glibc's allocator, which this replay does not use; replayed without them\n",
                 s->alloc.lib);
     for (int i = 0; i < o->nopts && s->alloc.has_mallopt; i++) {
         if (mallopt(o->opt_param[i], o->opt_value[i]) != 1)
@@ -868,7 +909,8 @@ static uint64_t say_failed_calls(const sim_opstat_t *total, int quiet)
         failed_calls += total[op].failed;
     if (failed_calls) {
         FILE *const f = quiet ? stderr : stdout;
-        fprintf(f, "%s%" PRIu64 " replayed call%s failed (the allocator returned NULL where the traced call got a block):",
+        fprintf(f,
+                "%s%" PRIu64 " replayed call%s failed (the allocator returned NULL where the traced call got a block):",
                 quiet ? "mtrace-sim: " : "", failed_calls, failed_calls == 1 ? "" : "s");
         for (unsigned op = 1; op < SIM_OPS; op++)
             if (total[op].failed)
@@ -899,8 +941,8 @@ static int write_outputs(const sim_t *s, const sim_opts_t *o, const sim_results_
         fprintf(f, "# t_s\trss_kb\tvmsize_kb\tideal_kb\tsource_rss_kb\tops_done\n");
         for (uint64_t i = 0; i < s->series_n; i++) {
             const sim_series_row_t *r = &s->series[i];
-            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.6f\n", r->t, r->rss_kb,
-                    r->vm_kb, r->ideal_kb, r->source_rss_kb, r->done);
+            fprintf(f, "%.4f\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%.6f\n", r->t, r->rss_kb, r->vm_kb,
+                    r->ideal_kb, r->source_rss_kb, r->done);
         }
     }
     if ((series_path && mt_out_commit(&series_out, &err) < 0) || (json_path && mt_out_commit(&json_out, &err) < 0)) {

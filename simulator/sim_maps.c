@@ -34,9 +34,8 @@ static void resident_add(sim_t *s, int64_t delta)
 {
     const int64_t now = atomic_fetch_add_explicit(&s->maps_resident, delta, memory_order_relaxed) + delta;
     int64_t peak = atomic_load_explicit(&s->maps_resident_peak, memory_order_relaxed);
-    while (now > peak &&
-           !atomic_compare_exchange_weak_explicit(&s->maps_resident_peak, &peak, now, memory_order_relaxed,
-                                                  memory_order_relaxed))
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&s->maps_resident_peak, &peak, now,
+                                                                memory_order_relaxed, memory_order_relaxed))
         ;
 }
 

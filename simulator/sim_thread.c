@@ -84,7 +84,6 @@ static void wake_all(sim_thread_t *t)
     futex(&t->wake_seq, FUTEX_WAKE_PRIVATE, 0x7fffffff);
 }
 
-
 void sim_stop_all(sim_t *s)
 {
     atomic_store(&s->failed, 1);
@@ -388,7 +387,6 @@ static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t
     s->slots[slot] = 0;
 }
 
-
 /* The end of thread t, whether it ran or not. */
 static void finish(sim_t *s, sim_thread_t *t)
 {
@@ -423,9 +421,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
                       "%s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a slot up to "
                       "%llu, the workload's slot count",
-                      mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur),
-                      t->index, (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2),
-                      (unsigned long long)s->nslots);
+                      mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur), t->index,
+                      (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
             thread_fail_at(s, t, &err);
             break;
         }
@@ -448,16 +445,28 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
             switch (r.op) {
-            case MT_WL_MALLOC: p = malloc(r.size); break;
-            case MT_WL_CALLOC: p = calloc(r.count, r.size); break;
-            case MT_WL_MEMALIGN: p = s->alloc.memalign(r.align, r.size); break;
+            case MT_WL_MALLOC:
+                p = malloc(r.size);
+                break;
+            case MT_WL_CALLOC:
+                p = calloc(r.count, r.size);
+                break;
+            case MT_WL_MEMALIGN:
+                p = s->alloc.memalign(r.align, r.size);
+                break;
             case MT_WL_POSIX_MEMALIGN:
                 if (s->alloc.posix_memalign(&p, r.align, r.size))
                     p = NULL;
                 break;
-            case MT_WL_ALIGNED_ALLOC: p = s->alloc.aligned_alloc(r.align, r.size); break;
-            case MT_WL_VALLOC: p = s->alloc.valloc(r.size); break;
-            default: p = s->alloc.pvalloc(r.size); break;
+            case MT_WL_ALIGNED_ALLOC:
+                p = s->alloc.aligned_alloc(r.align, r.size);
+                break;
+            case MT_WL_VALLOC:
+                p = s->alloc.valloc(r.size);
+                break;
+            default:
+                p = s->alloc.pvalloc(r.size);
+                break;
             }
             c1 = sim_cycles();
             account(t, r.op, c1 - c0);
@@ -547,8 +556,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_MMAP:
             /* Memory the program mapped itself: mapped and written as it was, not the allocator's.
              * MAP_NORESERVE: a reservation the program never wrote costs nothing here either. */
-            p = r.size ? mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                              -1, 0)
+            p = r.size ? mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                        : MAP_FAILED;
             if (p == MAP_FAILED) {
                 p = NULL;
@@ -561,8 +569,9 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             const int put = sim_maps_put(s, r.slot, p, r.size);
             sim_maps_writing(s, -writing);
             if (put < 0) {
-                thread_fail(s, t, "more of the program's own mappings live at once than the workload's header "
-                                  "counts mappings");
+                thread_fail(s, t,
+                            "more of the program's own mappings live at once than the workload's header "
+                            "counts mappings");
                 if (p)
                     munmap(p, r.size);
             }

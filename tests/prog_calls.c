@@ -29,9 +29,9 @@ int main(void)
     void *a = block("a", malloc(100));
     void *c = block("c", calloc(10, 24));
     void *r0 = block("r0", realloc(NULL, 64));
-    void *r1 = block("r1", realloc(r0, 32));      /* shrinks in place */
-    void *r2 = block("r2", realloc(r1, 100000));  /* grows: moves */
-    void *r3 = realloc(r2, 0);                    /* frees, returns NULL */
+    void *r1 = block("r1", realloc(r0, 32));     /* shrinks in place */
+    void *r2 = block("r2", realloc(r1, 100000)); /* grows: moves */
+    void *r3 = realloc(r2, 0);                   /* frees, returns NULL */
     put_ptr("r3", r3);
     void *ra = block("ra", reallocarray(NULL, 8, 16));
     void *pm = NULL;
@@ -43,7 +43,7 @@ int main(void)
     void *me = block("me", memalign(32, 100));
     void *va = block("va", valloc(1000));
     void *pv = block("pv", pvalloc(1000));
-    void *big = block("big", malloc(1 << 20)); /* above the mmap threshold */
+    void *big = block("big", malloc(1 << 20));               /* above the mmap threshold */
     put("m1", (uint64_t)(int64_t)mallopt(M_ARENA_TEST, -1)); /* ignored, returns 1 */
     put("m2", (uint64_t)(int64_t)mallopt(-100, -7));         /* unknown parameter */
     put("m3", (uint64_t)(int64_t)mallopt(M_MXFAST, 1000));   /* out of range: returns 0 */

@@ -27,8 +27,8 @@ int main(int argc, char **argv)
     flush_out();
     if (argc > 1 && strcmp(argv[1], "execl-long") == 0) {
 #define TEN "x", "x", "x", "x", "x", "x", "x", "x", "x", "x"
-        execl(argv[0], argv[0], "second", TEN, TEN, TEN, TEN, TEN, TEN, TEN, TEN, TEN, "x", "x", "x", "x", "x",
-              "x", "x", "x", (char *)NULL);
+        execl(argv[0], argv[0], "second", TEN, TEN, TEN, TEN, TEN, TEN, TEN, TEN, TEN, "x", "x", "x", "x", "x", "x",
+              "x", "x", (char *)NULL);
         return 127;
     }
     char *args[] = { argv[0], (char *)"second", NULL };

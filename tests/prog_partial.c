@@ -68,11 +68,21 @@ int main(int argc, char **argv)
     int c, keep = 0;
     while ((c = getopt(argc, argv, "n:l:f:s:k")) != -1) {
         switch (c) {
-        case 'n': rounds = arg(optarg, "-n", 100000000ul); break;
-        case 'l': live = arg(optarg, "-l", MAX_LIVE); break;
-        case 'f': percent = arg(optarg, "-f", 100); break;
-        case 's': seed = arg(optarg, "-s", 1ul << 40); break;
-        case 'k': keep = 1; break;
+        case 'n':
+            rounds = arg(optarg, "-n", 100000000ul);
+            break;
+        case 'l':
+            live = arg(optarg, "-l", MAX_LIVE);
+            break;
+        case 'f':
+            percent = arg(optarg, "-f", 100);
+            break;
+        case 's':
+            seed = arg(optarg, "-s", 1ul << 40);
+            break;
+        case 'k':
+            keep = 1;
+            break;
         default:
             fprintf(stderr, "usage: prog_partial [-n ROUNDS] [-l LIVE] [-f PERCENT] [-s SEED] [-k]\n");
             return 2;

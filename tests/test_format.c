@@ -124,12 +124,18 @@ static uint8_t read_byte(const char *path, uint64_t off)
 static uint64_t gen_size(rng_t *g)
 {
     switch (rng_below(g, 8)) {
-    case 0: return 0;
-    case 1: return UINT64_MAX;
-    case 2: return rng_below(g, 1ull << 40);
-    case 3: return rng_next(g);
-    case 4: return rng_below(g, 1 << 20);
-    default: return 1 + rng_below(g, 512);
+    case 0:
+        return 0;
+    case 1:
+        return UINT64_MAX;
+    case 2:
+        return rng_below(g, 1ull << 40);
+    case 3:
+        return rng_next(g);
+    case 4:
+        return rng_below(g, 1 << 20);
+    default:
+        return 1 + rng_below(g, 512);
     }
 }
 
@@ -137,10 +143,14 @@ static uint64_t gen_size(rng_t *g)
 static uint64_t gen_ptr(rng_t *g)
 {
     switch (rng_below(g, 16)) {
-    case 0: return 0;
-    case 1: return UINT64_MAX;
-    case 2: return rng_next(g);
-    default: return 0x55550000ull * 0x100 + rng_below(g, 1 << 24) * 16;
+    case 0:
+        return 0;
+    case 1:
+        return UINT64_MAX;
+    case 2:
+        return rng_next(g);
+    default:
+        return 0x55550000ull * 0x100 + rng_below(g, 1 << 24) * 16;
     }
 }
 
@@ -210,13 +220,12 @@ static mt_record_t gen_call(rng_t *g, uint64_t time)
     }
     r.result = gen_ptr(g);
     /* slack is signed on disk: a usable size below the request must survive too */
-    r.usable = requested + (rng_below(g, 16) ? rng_below(g, 64) : (uint64_t)-(int64_t)rng_below(g, 64));
+    r.usable = requested + (rng_below(g, 16) ? rng_below(g, 64) : (uint64_t) - (int64_t)rng_below(g, 64));
     return r;
 }
 
-static const unsigned varint_events[] = { MT_EV_THREAD_START, MT_EV_THREAD_EXIT, MT_EV_THREAD_CREATE,
-                                          MT_EV_FORK, MT_EV_RSS, MT_EV_TRUNCATED, MT_EV_CONTROL,
-                                          MT_EV_LOST };
+static const unsigned varint_events[] = { MT_EV_THREAD_START, MT_EV_THREAD_EXIT, MT_EV_THREAD_CREATE, MT_EV_FORK,
+                                          MT_EV_RSS,          MT_EV_TRUNCATED,   MT_EV_CONTROL,       MT_EV_LOST };
 static const unsigned byte_events[] = { MT_EV_EXEC, MT_EV_MARK, MT_EV_STACK, MT_EV_MODULE };
 
 /* A random event; opaque payloads are taken from `scratch` (at least 256 bytes). */
@@ -241,9 +250,12 @@ static mt_record_t gen_event(rng_t *g, uint64_t time, uint8_t *scratch)
 static uint64_t gen_time(rng_t *g, uint64_t t)
 {
     switch (rng_below(g, 32)) {
-    case 0: return t - rng_below(g, 1000);
-    case 1: return t + rng_below(g, 1ull << 40);
-    default: return t + rng_below(g, 300);
+    case 0:
+        return t - rng_below(g, 1000);
+    case 1:
+        return t + rng_below(g, 1ull << 40);
+    default:
+        return t + rng_below(g, 300);
     }
 }
 
@@ -268,46 +280,192 @@ static void build_every_op(rec_list_t *l)
     uint64_t t = 1000;
     mt_record_t r;
 #define PUSH() rec_list_push(l, &r)
-    r = exp_call(MT_OP_MALLOC, t += 10); r.size = 100; r.result = 0x555555559ac0; r.usable = 104; PUSH();
-    r = exp_call(MT_OP_MALLOC, t += 10); r.size = UINT64_MAX; r.flags = MT_FLAG_NULL; PUSH();
-    r = exp_call(MT_OP_MALLOC, t += 10); r.size = 0; r.result = 0x555555559b30; r.usable = 24; PUSH();
-    r = exp_call(MT_OP_CALLOC, t += 7); r.count = 10; r.size = 24; r.result = 0x555555559b50; r.usable = 248; PUSH();
-    r = exp_call(MT_OP_CALLOC, t += 7); r.count = 1ull << 62; r.size = 16; r.flags = MT_FLAG_NULL; PUSH();
-    r = exp_call(MT_OP_REALLOC, t += 3); r.ptr = 0; r.size = 64; r.result = 0x555555559c50; r.usable = 72; PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 10);
+    r.size = 100;
+    r.result = 0x555555559ac0;
+    r.usable = 104;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 10);
+    r.size = UINT64_MAX;
+    r.flags = MT_FLAG_NULL;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 10);
+    r.size = 0;
+    r.result = 0x555555559b30;
+    r.usable = 24;
+    PUSH();
+    r = exp_call(MT_OP_CALLOC, t += 7);
+    r.count = 10;
+    r.size = 24;
+    r.result = 0x555555559b50;
+    r.usable = 248;
+    PUSH();
+    r = exp_call(MT_OP_CALLOC, t += 7);
+    r.count = 1ull << 62;
+    r.size = 16;
+    r.flags = MT_FLAG_NULL;
+    PUSH();
+    r = exp_call(MT_OP_REALLOC, t += 3);
+    r.ptr = 0;
+    r.size = 64;
+    r.result = 0x555555559c50;
+    r.usable = 72;
+    PUSH();
     /* in place: the same address comes back */
-    r = exp_call(MT_OP_REALLOC, t += 3); r.ptr = 0x555555559c50; r.size = 32; r.result = 0x555555559c50; r.usable = 72; PUSH();
+    r = exp_call(MT_OP_REALLOC, t += 3);
+    r.ptr = 0x555555559c50;
+    r.size = 32;
+    r.result = 0x555555559c50;
+    r.usable = 72;
+    PUSH();
     /* moved */
-    r = exp_call(MT_OP_REALLOC, t += 3); r.ptr = 0x555555559c50; r.size = 100000; r.result = 0x55555555a000; r.usable = 100008; PUSH();
+    r = exp_call(MT_OP_REALLOC, t += 3);
+    r.ptr = 0x555555559c50;
+    r.size = 100000;
+    r.result = 0x55555555a000;
+    r.usable = 100008;
+    PUSH();
     /* realloc(p, 0) frees p and returns NULL */
-    r = exp_call(MT_OP_REALLOC, t += 3); r.ptr = 0x55555555a000; r.size = 0; r.flags = MT_FLAG_NULL; PUSH();
-    r = exp_call(MT_OP_REALLOCARRAY, t += 3); r.ptr = 0x555555559b50; r.count = 8; r.size = 16; r.result = 0x555555559b50; r.usable = 248; PUSH();
-    r = exp_call(MT_OP_REALLOCARRAY, t += 3); r.ptr = 0x555555559b50; r.count = 1ull << 62; r.size = 16; r.flags = MT_FLAG_NULL; PUSH();
-    r = exp_call(MT_OP_MEMALIGN, t += 5); r.align = 32; r.size = 100; r.result = 0x55555555b020; r.usable = 104; PUSH();
-    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5); r.align = 64; r.size = 200; r.result = 0x55555555b100; r.usable = 200; PUSH();
+    r = exp_call(MT_OP_REALLOC, t += 3);
+    r.ptr = 0x55555555a000;
+    r.size = 0;
+    r.flags = MT_FLAG_NULL;
+    PUSH();
+    r = exp_call(MT_OP_REALLOCARRAY, t += 3);
+    r.ptr = 0x555555559b50;
+    r.count = 8;
+    r.size = 16;
+    r.result = 0x555555559b50;
+    r.usable = 248;
+    PUSH();
+    r = exp_call(MT_OP_REALLOCARRAY, t += 3);
+    r.ptr = 0x555555559b50;
+    r.count = 1ull << 62;
+    r.size = 16;
+    r.flags = MT_FLAG_NULL;
+    PUSH();
+    r = exp_call(MT_OP_MEMALIGN, t += 5);
+    r.align = 32;
+    r.size = 100;
+    r.result = 0x55555555b020;
+    r.usable = 104;
+    PUSH();
+    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5);
+    r.align = 64;
+    r.size = 200;
+    r.result = 0x55555555b100;
+    r.usable = 200;
+    PUSH();
     /* posix_memalign's failure: no block, its error in arg[0] */
-    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5); r.align = 3; r.size = 10; r.flags = MT_FLAG_NULL; r.arg[0] = EINVAL; r.nargs = 1; PUSH();
-    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5); r.align = 64; r.size = UINT64_MAX; r.flags = MT_FLAG_NULL; r.arg[0] = ENOMEM; r.nargs = 1; PUSH();
-    r = exp_call(MT_OP_ALIGNED_ALLOC, t += 5); r.align = 128; r.size = 256; r.result = 0x55555555b200; r.usable = 264; PUSH();
-    r = exp_call(MT_OP_ALIGNED_ALLOC, t += 5); r.align = 1ull << 63; r.size = 1; r.flags = MT_FLAG_NULL; PUSH();
-    r = exp_call(MT_OP_VALLOC, t += 5); r.size = 1000; r.result = 0x55555555c000; r.usable = 1000; PUSH();
-    r = exp_call(MT_OP_PVALLOC, t += 5); r.size = 1000; r.result = 0x55555555d000; r.usable = 4096; PUSH();
-    r = exp_call(MT_OP_USABLE_SIZE, t += 1); r.ptr = 0x555555559ac0; r.size = 104; PUSH();
-    r = exp_call(MT_OP_USABLE_SIZE, t += 1); r.ptr = 0; r.size = 0; PUSH();
+    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5);
+    r.align = 3;
+    r.size = 10;
+    r.flags = MT_FLAG_NULL;
+    r.arg[0] = EINVAL;
+    r.nargs = 1;
+    PUSH();
+    r = exp_call(MT_OP_POSIX_MEMALIGN, t += 5);
+    r.align = 64;
+    r.size = UINT64_MAX;
+    r.flags = MT_FLAG_NULL;
+    r.arg[0] = ENOMEM;
+    r.nargs = 1;
+    PUSH();
+    r = exp_call(MT_OP_ALIGNED_ALLOC, t += 5);
+    r.align = 128;
+    r.size = 256;
+    r.result = 0x55555555b200;
+    r.usable = 264;
+    PUSH();
+    r = exp_call(MT_OP_ALIGNED_ALLOC, t += 5);
+    r.align = 1ull << 63;
+    r.size = 1;
+    r.flags = MT_FLAG_NULL;
+    PUSH();
+    r = exp_call(MT_OP_VALLOC, t += 5);
+    r.size = 1000;
+    r.result = 0x55555555c000;
+    r.usable = 1000;
+    PUSH();
+    r = exp_call(MT_OP_PVALLOC, t += 5);
+    r.size = 1000;
+    r.result = 0x55555555d000;
+    r.usable = 4096;
+    PUSH();
+    r = exp_call(MT_OP_USABLE_SIZE, t += 1);
+    r.ptr = 0x555555559ac0;
+    r.size = 104;
+    PUSH();
+    r = exp_call(MT_OP_USABLE_SIZE, t += 1);
+    r.ptr = 0;
+    r.size = 0;
+    PUSH();
     /* mallopt's parameters are signed: M_TOP_PAD is -2, values may be negative */
-    r = exp_call(MT_OP_MALLOPT, t += 1); r.arg[0] = -2; r.arg[1] = -5; r.arg[2] = 0; r.nargs = 3; PUSH();
-    r = exp_call(MT_OP_MALLOPT, t += 1); r.arg[0] = INT32_MIN; r.arg[1] = INT32_MAX; r.arg[2] = 1; r.nargs = 3; PUSH();
-    r = exp_call(MT_OP_FREE, t += 1); r.ptr = 0x555555559ac0; PUSH();
-    r = exp_call(MT_OP_FREE, t += 1); r.ptr = 0; PUSH(); /* free(NULL) */
+    r = exp_call(MT_OP_MALLOPT, t += 1);
+    r.arg[0] = -2;
+    r.arg[1] = -5;
+    r.arg[2] = 0;
+    r.nargs = 3;
+    PUSH();
+    r = exp_call(MT_OP_MALLOPT, t += 1);
+    r.arg[0] = INT32_MIN;
+    r.arg[1] = INT32_MAX;
+    r.arg[2] = 1;
+    r.nargs = 3;
+    PUSH();
+    r = exp_call(MT_OP_FREE, t += 1);
+    r.ptr = 0x555555559ac0;
+    PUSH();
+    r = exp_call(MT_OP_FREE, t += 1);
+    r.ptr = 0;
+    PUSH(); /* free(NULL) */
     /* glibc's path flags, stack ids, both in one extension byte */
-    r = exp_call(MT_OP_MALLOC, t += 1); r.size = 1 << 20; r.result = 0x7ffff7a00010; r.usable = (1 << 20) + 4080; r.flags = MT_FLAG_MMAPPED; PUSH();
-    r = exp_call(MT_OP_MALLOC, t += 1); r.size = 200000; r.result = 0x55555557a000; r.usable = 200008; r.flags = MT_FLAG_HEAP_GREW; PUSH();
-    r = exp_call(MT_OP_CALLOC, t += 1); r.count = 3; r.size = 5; r.result = 0x55555555e000; r.usable = 24; r.flags = MT_FLAG_STACK; r.stack = 7; PUSH();
-    r = exp_call(MT_OP_MALLOC, t += 1); r.size = 9; r.result = 0x7ffff7b00010; r.usable = 24; r.flags = MT_FLAG_MMAPPED | MT_FLAG_HEAP_GREW | MT_FLAG_STACK; r.stack = UINT32_MAX; PUSH();
-    r = exp_call(MT_OP_FREE, t += 1); r.ptr = 0x7ffff7b00010; r.flags = MT_FLAG_STACK | MT_FLAG_HEAP_GREW; r.stack = 1; PUSH();
-    r = exp_call(MT_OP_MALLOC, t += 1); r.size = 9; r.flags = MT_FLAG_NULL | MT_FLAG_STACK; r.stack = 3; PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 1);
+    r.size = 1 << 20;
+    r.result = 0x7ffff7a00010;
+    r.usable = (1 << 20) + 4080;
+    r.flags = MT_FLAG_MMAPPED;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 1);
+    r.size = 200000;
+    r.result = 0x55555557a000;
+    r.usable = 200008;
+    r.flags = MT_FLAG_HEAP_GREW;
+    PUSH();
+    r = exp_call(MT_OP_CALLOC, t += 1);
+    r.count = 3;
+    r.size = 5;
+    r.result = 0x55555555e000;
+    r.usable = 24;
+    r.flags = MT_FLAG_STACK;
+    r.stack = 7;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 1);
+    r.size = 9;
+    r.result = 0x7ffff7b00010;
+    r.usable = 24;
+    r.flags = MT_FLAG_MMAPPED | MT_FLAG_HEAP_GREW | MT_FLAG_STACK;
+    r.stack = UINT32_MAX;
+    PUSH();
+    r = exp_call(MT_OP_FREE, t += 1);
+    r.ptr = 0x7ffff7b00010;
+    r.flags = MT_FLAG_STACK | MT_FLAG_HEAP_GREW;
+    r.stack = 1;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC, t += 1);
+    r.size = 9;
+    r.flags = MT_FLAG_NULL | MT_FLAG_STACK;
+    r.stack = 3;
+    PUSH();
     /* a clock that steps back, and a usable size below the request (signed slack) */
-    r = exp_call(MT_OP_MALLOC, t -= 500); r.size = 50; r.result = 0x555555560000; r.usable = 40; PUSH();
-    r = exp_call(MT_OP_FREE, t += 1); r.ptr = UINT64_MAX; PUSH();
+    r = exp_call(MT_OP_MALLOC, t -= 500);
+    r.size = 50;
+    r.result = 0x555555560000;
+    r.usable = 40;
+    PUSH();
+    r = exp_call(MT_OP_FREE, t += 1);
+    r.ptr = UINT64_MAX;
+    PUSH();
 #undef PUSH
 
     /* every event, with the payloads the shim writes */
@@ -317,21 +475,36 @@ static void build_every_op(rec_list_t *l)
                    rss[] = { 1000, 200, 50, 123456789012ull }, err[] = { 28 }, ctl[] = { MT_CTL_PAUSE },
                    nlost[] = { UINT64_MAX }, pages[] = { 0x7ffff7a00010ull, 256, 64, MT_PAGES_AT_END },
                    vm[] = { MT_VM_UNMAP, 0x7ffff6000000ull, 1u << 20, 200 };
-    r = exp_event_varints(MT_EV_THREAD_START, t += 1, 1, creator); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_THREAD_CREATE, t += 1, 1, created); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_FORK, t += 1, 1, pid); rec_list_push(l, &r);
-    r = exp_event_bytes(MT_EV_EXEC, t += 1, "/bin/true", 9); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_RSS, t += 1, 4, rss); rec_list_push(l, &r);
-    r = exp_event_bytes(MT_EV_MARK, t += 1, "phase 1", 7); rec_list_push(l, &r);
-    r = exp_event_bytes(MT_EV_MARK, t += 1, "", 0); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_TRUNCATED, t += 1, 1, err); rec_list_push(l, &r);
-    r = exp_event_bytes(MT_EV_STACK, t += 1, stack_payload, sizeof stack_payload); rec_list_push(l, &r);
-    r = exp_event_bytes(MT_EV_MODULE, t += 1, module_payload, sizeof module_payload); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_CONTROL, t += 1, 1, ctl); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_LOST, t += 1, 1, nlost); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_PAGES, t += 1, 4, pages); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_VM, t += 1, 4, vm); rec_list_push(l, &r);
-    r = exp_event_varints(MT_EV_THREAD_EXIT, t += 1, 1, lost); rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_THREAD_START, t += 1, 1, creator);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_THREAD_CREATE, t += 1, 1, created);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_FORK, t += 1, 1, pid);
+    rec_list_push(l, &r);
+    r = exp_event_bytes(MT_EV_EXEC, t += 1, "/bin/true", 9);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_RSS, t += 1, 4, rss);
+    rec_list_push(l, &r);
+    r = exp_event_bytes(MT_EV_MARK, t += 1, "phase 1", 7);
+    rec_list_push(l, &r);
+    r = exp_event_bytes(MT_EV_MARK, t += 1, "", 0);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_TRUNCATED, t += 1, 1, err);
+    rec_list_push(l, &r);
+    r = exp_event_bytes(MT_EV_STACK, t += 1, stack_payload, sizeof stack_payload);
+    rec_list_push(l, &r);
+    r = exp_event_bytes(MT_EV_MODULE, t += 1, module_payload, sizeof module_payload);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_CONTROL, t += 1, 1, ctl);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_LOST, t += 1, 1, nlost);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_PAGES, t += 1, 4, pages);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_VM, t += 1, 4, vm);
+    rec_list_push(l, &r);
+    r = exp_event_varints(MT_EV_THREAD_EXIT, t += 1, 1, lost);
+    rec_list_push(l, &r);
 }
 
 START_TEST(every_op_round_trips)
@@ -733,7 +906,8 @@ static void check_rollover(int seal)
                 ck_assert_uint_eq(mt_cursor_used(&c), ref->h.used);
                 /* a chunk closes only when the next record no longer fits */
                 if (!last)
-                    ck_assert_uint_gt(ref->h.used, MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE - MT_MAX_CALL_RECORD - 256 - 21);
+                    ck_assert_uint_gt(ref->h.used,
+                                      MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE - MT_MAX_CALL_RECORD - 256 - 21);
             }
             rec += n;
         }
@@ -852,7 +1026,8 @@ static long matching_prefix(const char *path, const rec_list_t *full, mt_error_t
         while (rc >= 0 && (rc = mt_cursor_next(&c, &r, err)) > 0) {
             if ((size_t)n >= full->n || !record_eq(&r, &full->v[n])) {
                 char a[512];
-                snprintf(err->msg, sizeof err->msg, "record %ld is not the full file's: %s", n, record_str(&r, a, sizeof a));
+                snprintf(err->msg, sizeof err->msg, "record %ld is not the full file's: %s", n,
+                         record_str(&r, a, sizeof a));
                 rc = -1;
                 break;
             }
@@ -1242,14 +1417,38 @@ static char *write_header_file(const char *name, void (*edit)(mt_file_header_t *
     return path;
 }
 
-static void edit_nothing(mt_file_header_t *h) { (void)h; }
-static void edit_magic(mt_file_header_t *h) { memcpy(h->magic, "MTRACE\0\0", 8); }
-static void edit_version_new(mt_file_header_t *h) { h->version = MT_TRACE_VERSION + 1; }
-static void edit_version_zero(mt_file_header_t *h) { h->version = 0; }
-static void edit_chunk_size(mt_file_header_t *h) { h->chunk_size = 4096; }
-static void edit_ptr_size(mt_file_header_t *h) { h->ptr_size = 4; }
-static void edit_big_endian(mt_file_header_t *h) { h->little_endian = 0; }
-static void edit_header_size(mt_file_header_t *h) { h->header_size = 100; }
+static void edit_nothing(mt_file_header_t *h)
+{
+    (void)h;
+}
+static void edit_magic(mt_file_header_t *h)
+{
+    memcpy(h->magic, "MTRACE\0\0", 8);
+}
+static void edit_version_new(mt_file_header_t *h)
+{
+    h->version = MT_TRACE_VERSION + 1;
+}
+static void edit_version_zero(mt_file_header_t *h)
+{
+    h->version = 0;
+}
+static void edit_chunk_size(mt_file_header_t *h)
+{
+    h->chunk_size = 4096;
+}
+static void edit_ptr_size(mt_file_header_t *h)
+{
+    h->ptr_size = 4;
+}
+static void edit_big_endian(mt_file_header_t *h)
+{
+    h->little_endian = 0;
+}
+static void edit_header_size(mt_file_header_t *h)
+{
+    h->header_size = 100;
+}
 
 /* A FIFO given as a trace, workload or result is refused at once: opening it for reading would
  * otherwise wait for a writer forever (the test's timeout fails it). A directory too. */
@@ -1775,13 +1974,20 @@ START_TEST(escape_text)
     check_escape("plain text", "plain text");
     check_escape("a\x1b[2Jb\x07", "a\\x1b[2Jb\\x07");
     check_escape("back\\slash\x7f", "back\\x5cslash\\x7f");
-    check_escape("\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80", "\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80");
-    check_escape("\xc2\x9b" "31m", "\\xc2\\x9b" "31m");           /* C1 CSI, UTF-8 encoded */
-    check_escape("\x9b" "31m", "\\x9b" "31m");                     /* C1 CSI, a raw byte */
-    check_escape("\xc2\xa0nbsp", "\xc2\xa0nbsp");                 /* U+00A0 is text */
-    check_escape("\xc0\xaf", "\\xc0\\xaf");                       /* overlong */
-    check_escape("\xed\xa0\x80", "\\xed\\xa0\\x80");              /* a surrogate */
-    check_escape("\xe6\x97", "\\xe6\\x97");                       /* cut short */
+    check_escape("\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
+                 "\xc3\xa9t\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80");
+    check_escape("\xc2\x9b"
+                 "31m",
+                 "\\xc2\\x9b"
+                 "31m"); /* C1 CSI, UTF-8 encoded */
+    check_escape("\x9b"
+                 "31m",
+                 "\\x9b"
+                 "31m");                             /* C1 CSI, a raw byte */
+    check_escape("\xc2\xa0nbsp", "\xc2\xa0nbsp");    /* U+00A0 is text */
+    check_escape("\xc0\xaf", "\\xc0\\xaf");          /* overlong */
+    check_escape("\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
+    check_escape("\xe6\x97", "\\xe6\\x97");          /* cut short */
     char csv[256];
     FILE *f = fmemopen(csv, sizeof csv, "w");
     mt_put_csv_field(f, "say \"\xc3\xa9\x1b\"");

@@ -51,9 +51,8 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed, unsigned ver
         const uint8_t ext = below(8) ? 0 : (uint8_t)below(4);
         const uint32_t stack = (uint32_t)(1 + below(50));
         if (kind < 40 && nlive < 512) { /* an allocation */
-            static const unsigned ops[] = { MT_OP_MALLOC,   MT_OP_MALLOC,         MT_OP_CALLOC,
-                                            MT_OP_MEMALIGN, MT_OP_POSIX_MEMALIGN, MT_OP_ALIGNED_ALLOC,
-                                            MT_OP_VALLOC,   MT_OP_PVALLOC };
+            static const unsigned ops[] = { MT_OP_MALLOC,         MT_OP_MALLOC,        MT_OP_CALLOC, MT_OP_MEMALIGN,
+                                            MT_OP_POSIX_MEMALIGN, MT_OP_ALIGNED_ALLOC, MT_OP_VALLOC, MT_OP_PVALLOC };
             const unsigned op = ops[below(8)];
             const uint64_t size = below(4) ? 16 * (1 + below(8)) : below(100000);
             const uint64_t count = op == MT_OP_CALLOC ? 1 + below(4) : 0;
@@ -78,10 +77,10 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed, unsigned ver
                 top += usable + 8;
             }
             const unsigned b0 = op | (below(30) ? 0 : MT_RF_MMAPPED);
-            const uint64_t n1 =
-                op == MT_OP_CALLOC                                                                  ? count
-                : (op == MT_OP_MEMALIGN || op == MT_OP_POSIX_MEMALIGN || op == MT_OP_ALIGNED_ALLOC) ? 64
-                                                                                                    : size;
+            const uint64_t n1 = op == MT_OP_CALLOC ? count
+                                : (op == MT_OP_MEMALIGN || op == MT_OP_POSIX_MEMALIGN || op == MT_OP_ALIGNED_ALLOC)
+                                    ? 64
+                                    : size;
             p = mt_enc_call(&e, p, version, b0, ext, t, 0, n1, size, r, (int64_t)(usable - requested), stack);
             live[nlive] = r;
             live_usable[nlive++] = usable;
@@ -131,8 +130,7 @@ static size_t heap_chunk(uint8_t *buf, size_t limit, uint64_t seed, unsigned ver
             const size_t len = below(4) ? below(12) : below(256);
             for (size_t i = 0; i < len; i++)
                 payload[i] = (uint8_t)rnd();
-            p = mt_enc_event(&e, p, MT_FIRST_EVENT + (unsigned)below(MT_EV_LOST - MT_FIRST_EVENT + 1), t,
-                             payload, len);
+            p = mt_enc_event(&e, p, MT_FIRST_EVENT + (unsigned)below(MT_EV_LOST - MT_FIRST_EVENT + 1), t, payload, len);
         }
     }
     return (size_t)(p - buf);
@@ -175,8 +173,7 @@ START_TEST(round_trip_heap_chunks)
         const long z = encode_ok(enc, rec, n, seed % 2 ? 3 : 19, payload);
         decode_equal(dec, payload, (size_t)z, rec, n);
         if (seed > 2) { /* smaller than plain zstd of the same bytes: the references are taken */
-            const size_t plain =
-                ZSTD_compress(payload2, ZSTD_compressBound(MT_CHUNK_SIZE), rec, n, seed % 2 ? 3 : 19);
+            const size_t plain = ZSTD_compress(payload2, ZSTD_compressBound(MT_CHUNK_SIZE), rec, n, seed % 2 ? 3 : 19);
             ck_assert_msg(!ZSTD_isError(plain) && (size_t)z < plain, "modeled %ld, plain %zu", z, plain);
         }
     }
@@ -198,9 +195,7 @@ START_TEST(refuses_what_it_cannot_model)
 {
     mt_pack_model_t *m = mt_pack_model_new(MT_TRACE_VERSION);
     uint8_t *payload = payload_buf();
-    static const uint8_t long_varint[] = {
-        MT_OP_MALLOC, 0x81, 0x00, 0x10, 0x02, 0x00
-    }; /* time 1 in 2 bytes */
+    static const uint8_t long_varint[] = { MT_OP_MALLOC, 0x81, 0x00, 0x10, 0x02, 0x00 }; /* time 1 in 2 bytes */
     static const uint8_t zero_op[] = { MT_OP_FREE, 0x01, 0x02, 0x00, 0x01, 0x02 };
     static const uint8_t undefined_op[] = { 13, 0x01, 0x02 };
     static const uint8_t cut[] = { MT_OP_MALLOC, 0x01, 0x10 };
@@ -214,9 +209,8 @@ START_TEST(refuses_what_it_cannot_model)
         { cut_event, sizeof cut_event },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        ck_assert_int_eq(
-            mt_pack_model_encode(m, cases[i].p, cases[i].n, 3, payload, ZSTD_compressBound(MT_CHUNK_SIZE)),
-            0);
+        ck_assert_int_eq(mt_pack_model_encode(m, cases[i].p, cases[i].n, 3, payload, ZSTD_compressBound(MT_CHUNK_SIZE)),
+                         0);
     /* a payload that would not fit in the room given */
     uint8_t rec[4096];
     const size_t n = heap_chunk(rec, sizeof rec, 7, MT_TRACE_VERSION);
@@ -312,8 +306,8 @@ START_TEST(hand_made_payloads)
     size_t l[MT_PACK_MODEL_STREAMS] = { 0 };
     const char *why;
     /* malloc(16) = literal 0x1000, then free of allocation 1 back: fine */
-    static const uint8_t ops[] = { MT_OP_MALLOC, MT_OP_FREE }, times[] = { 1, 1 }, size[] = { 16 },
-                         slack[] = { 16 }, rcode[] = { 0 }, rlit[] = { 0x80, 0x40 }, pcode_ok[] = { 2 };
+    static const uint8_t ops[] = { MT_OP_MALLOC, MT_OP_FREE }, times[] = { 1, 1 }, size[] = { 16 }, slack[] = { 16 },
+                         rcode[] = { 0 }, rlit[] = { 0x80, 0x40 }, pcode_ok[] = { 2 };
     s[OPS] = ops, l[OPS] = 2;
     s[TIME] = times, l[TIME] = 2;
     s[SIZE] = size, l[SIZE] = 1;
@@ -387,8 +381,7 @@ END_TEST
 /* More records than a chunk holds: refused when the output would pass its end. */
 START_TEST(output_bounded)
 {
-    static uint8_t ops[MT_PACK_MODEL_STREAM_MAX], times[MT_PACK_MODEL_STREAM_MAX],
-        pcodes[MT_PACK_MODEL_STREAM_MAX];
+    static uint8_t ops[MT_PACK_MODEL_STREAM_MAX], times[MT_PACK_MODEL_STREAM_MAX], pcodes[MT_PACK_MODEL_STREAM_MAX];
     memset(ops, MT_OP_FREE, sizeof ops);
     memset(times, 0x7f, sizeof times);
     memset(pcodes, 1, sizeof pcodes); /* free(NULL) */

@@ -52,7 +52,8 @@ START_TEST(large_tables_find_every_key_and_go_back_when_outgrown)
     }
     ck_assert_uint_eq(m.n, KEYS);
     ck_assert_uint_ge(m.cap * sizeof *m.v, 16u << 20);
-    ck_assert_msg(((uintptr_t)m.v & ((2u << 20) - 1)) == 0, "a large table not aligned to a huge page: %p", (void *)m.v);
+    ck_assert_msg(((uintptr_t)m.v & ((2u << 20) - 1)) == 0, "a large table not aligned to a huge page: %p",
+                  (void *)m.v);
     ck_assert_ptr_nonnull(outgrown);
     ck_assert_msg(!mapped(outgrown), "an outgrown table of 4 MiB or more is still mapped at %p", outgrown);
     for (uint64_t i = 0; i < KEYS; i += 2) {

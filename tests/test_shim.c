@@ -47,18 +47,18 @@ static void dir_teardown(void)
 /* ---- running programs -------------------------------------------------------------------------- */
 
 typedef struct run_opts {
-    const char *prog;      /* file name in MT_PROG_DIR */
-    const char *args[4];   /* after argv[0] */
-    int preload;           /* run under the shim */
-    const char *trace;     /* MTRACE_OUT, or NULL */
-    const char *env[6];    /* more NAME=VALUE */
-    rlim_t fsize;          /* RLIMIT_FSIZE for the program, 0: as is */
+    const char *prog;    /* file name in MT_PROG_DIR */
+    const char *args[4]; /* after argv[0] */
+    int preload;         /* run under the shim */
+    const char *trace;   /* MTRACE_OUT, or NULL */
+    const char *env[6];  /* more NAME=VALUE */
+    rlim_t fsize;        /* RLIMIT_FSIZE for the program, 0: as is */
 } run_opts_t;
 
 typedef struct run_result {
-    int status;   /* from waitpid */
-    char *out;    /* stdout, NUL-terminated */
-    char *err;    /* stderr */
+    int status; /* from waitpid */
+    char *out;  /* stdout, NUL-terminated */
+    char *err;  /* stderr */
 } run_result_t;
 
 static char *prog_path(const char *name)
@@ -153,8 +153,8 @@ static void run_free(run_result_t *r)
 
 static void assert_exit(const run_result_t *r, int code)
 {
-    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
-                  "status %#x, expected exit %d; stderr: %s", r->status, code, r->err);
+    ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code, "status %#x, expected exit %d; stderr: %s",
+                  r->status, code, r->err);
 }
 
 /* The value the program printed for `key`. */
@@ -618,8 +618,8 @@ START_TEST(exit_from_a_signal_handler_inside_the_recorder)
         thread_records(t, 0, &recs); /* reads the stream to its end, or fails */
         ck_assert_uint_gt(count_op(&recs, MT_OP_MALLOC), 0);
         for (size_t i = 0; i + 1 < recs.n; i++)
-            ck_assert_msg(recs.v[i].op != MT_EV_THREAD_EXIT, "run %d: record %zu of %zu follows THREAD_EXIT",
-                          round, i + 1, recs.n);
+            ck_assert_msg(recs.v[i].op != MT_EV_THREAD_EXIT, "run %d: record %zu of %zu follows THREAD_EXIT", round,
+                          i + 1, recs.n);
         rec_list_free(&recs);
         mt_trace_close(t);
         free(path);
@@ -647,8 +647,7 @@ START_TEST(thread_create_names_the_new_thread)
         if (main_recs.v[i].op != MT_EV_THREAD_CREATE)
             continue;
         const int64_t no = main_recs.v[i].arg[0];
-        ck_assert_msg(no >= 2 && no <= (int64_t)n + 1 && !seen[no], "THREAD_CREATE names thread %lld",
-                      (long long)no);
+        ck_assert_msg(no >= 2 && no <= (int64_t)n + 1 && !seen[no], "THREAD_CREATE names thread %lld", (long long)no);
         seen[no] = 1;
         creates++;
     }
@@ -724,8 +723,8 @@ static int check_short_thread(const mt_trace_t *t, size_t ti)
     ck_assert_msg(calls.n == SHORT_CALLS, "thread %llu: %zu calls", (unsigned long long)k + 2, calls.n);
     for (size_t i = 0; i + 1 < calls.n; i += 2) {
         const mt_record_t *m = &calls.v[i], *f = &calls.v[i + 1];
-        ck_assert_msg(m->op == MT_OP_MALLOC && m->size == 64 + (k * 7 + i) % 448 && m->result &&
-                          f->op == MT_OP_FREE && f->ptr == m->result,
+        ck_assert_msg(m->op == MT_OP_MALLOC && m->size == 64 + (k * 7 + i) % 448 && m->result && f->op == MT_OP_FREE &&
+                          f->ptr == m->result,
                       "thread %llu: call %zu is not the program's", (unsigned long long)k + 2, i);
     }
     rec_list_free(&recs);
@@ -773,9 +772,8 @@ START_TEST(sigkill_keeps_the_records_of_ended_threads)
 {
     char *trace = path_in(g_dir, "short-killed.mtr");
     const int nul = open("/dev/null", O_WRONLY);
-    const pid_t pid = spawn(&(run_opts_t){ .prog = "prog_shortthreads", .args = { "100000000" }, .preload = 1,
-                                           .trace = trace },
-                            nul, nul);
+    const pid_t pid = spawn(
+        &(run_opts_t){ .prog = "prog_shortthreads", .args = { "100000000" }, .preload = 1, .trace = trace }, nul, nul);
     close(nul);
     struct stat st;
     while (stat(trace, &st) != 0 || st.st_size < (8 << 20)) {
@@ -1080,8 +1078,10 @@ START_TEST(bad_option_values)
     static const struct {
         const char *env, *name;
     } cases[] = {
-        { "MTRACE_STACKS=abc", "MTRACE_STACKS" },     { "MTRACE_STACKS=65", "MTRACE_STACKS" },
-        { "MTRACE_RSS_MS=-5", "MTRACE_RSS_MS" },      { "MTRACE_MAX_SIZE=0", "MTRACE_MAX_SIZE" },
+        { "MTRACE_STACKS=abc", "MTRACE_STACKS" },
+        { "MTRACE_STACKS=65", "MTRACE_STACKS" },
+        { "MTRACE_RSS_MS=-5", "MTRACE_RSS_MS" },
+        { "MTRACE_MAX_SIZE=0", "MTRACE_MAX_SIZE" },
         { "MTRACE_MAX_SIZE=99999999999999999999", "MTRACE_MAX_SIZE" },
     };
     run_result_t plain;
@@ -1308,8 +1308,8 @@ START_TEST(control_api_without_the_shim)
     run(&(run_opts_t){ .prog = "prog_control" }, &r);
     assert_exit(&r, 0);
     ck_assert_str_eq(r.err, "");
-    static const char *const keys[] = { "rc_start", "rc_mark", "rc_pause", "rc_resume", "rc_sync", "rc_stop",
-                                        "rc_after_stop" };
+    static const char *const keys[] = { "rc_start", "rc_mark", "rc_pause",     "rc_resume",
+                                        "rc_sync",  "rc_stop", "rc_after_stop" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_int_eq((int64_t)value(&r, keys[i]), -ENODEV);
     ck_assert_uint_ne(value(&r, "recorded2"), 0); /* and the program did its work */
@@ -1349,7 +1349,8 @@ static void check_exec(const char *how, const char *name)
     ck_assert_uint_eq(ex->len, strlen(prog));
     ck_assert_mem_eq(ex->data, prog, ex->len);
     for (size_t i = 0; i < recs.n; i++)
-        ck_assert_msg(recs.v[i].op != MT_OP_MALLOC || recs.v[i].size != 444, "the second image's call in the first file");
+        ck_assert_msg(recs.v[i].op != MT_OP_MALLOC || recs.v[i].size != 444,
+                      "the second image's call in the first file");
     rec_list_free(&recs);
     mt_trace_close(t);
 

@@ -82,9 +82,9 @@ int read_thread(const mt_trace_t *t, size_t thread_index, rec_list_t *out, mt_er
 
 int record_eq(const mt_record_t *a, const mt_record_t *b)
 {
-    if (a->op != b->op || a->flags != b->flags || a->time != b->time || a->ptr != b->ptr ||
-        a->result != b->result || a->size != b->size || a->count != b->count || a->align != b->align ||
-        a->usable != b->usable || a->stack != b->stack || a->nargs != b->nargs || a->len != b->len)
+    if (a->op != b->op || a->flags != b->flags || a->time != b->time || a->ptr != b->ptr || a->result != b->result ||
+        a->size != b->size || a->count != b->count || a->align != b->align || a->usable != b->usable ||
+        a->stack != b->stack || a->nargs != b->nargs || a->len != b->len)
         return 0;
     for (unsigned i = 0; i < 4; i++)
         if (a->arg[i] != b->arg[i])
@@ -98,11 +98,11 @@ char *record_str(const mt_record_t *r, char *buf, size_t cap)
 {
     const char *name = mt_op_name(r->op);
     snprintf(buf, cap,
-             "%s(op %u) flags=%#x time=%" PRIu64 " ptr=%#" PRIx64 " result=%#" PRIx64 " size=%" PRIu64
-             " count=%" PRIu64 " align=%" PRIu64 " usable=%" PRIu64 " stack=%u nargs=%u arg={%" PRId64
-             ",%" PRId64 ",%" PRId64 ",%" PRId64 "} len=%u",
-             name ? name : "?", r->op, r->flags, r->time, r->ptr, r->result, r->size, r->count, r->align,
-             r->usable, r->stack, r->nargs, r->arg[0], r->arg[1], r->arg[2], r->arg[3], r->len);
+             "%s(op %u) flags=%#x time=%" PRIu64 " ptr=%#" PRIx64 " result=%#" PRIx64 " size=%" PRIu64 " count=%" PRIu64
+             " align=%" PRIu64 " usable=%" PRIu64 " stack=%u nargs=%u arg={%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+             "} len=%u",
+             name ? name : "?", r->op, r->flags, r->time, r->ptr, r->result, r->size, r->count, r->align, r->usable,
+             r->stack, r->nargs, r->arg[0], r->arg[1], r->arg[2], r->arg[3], r->len);
     return buf;
 }
 

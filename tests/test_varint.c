@@ -8,13 +8,18 @@
 #include "test_util.h"
 
 static const uint64_t unsigned_cases[] = {
-    0, 1, 127, 128, 255, 16383, 16384, (1ull << 21) - 1, 1ull << 21, (1ull << 56) - 1, 1ull << 56,
-    (1ull << 63) - 1, 1ull << 63, UINT64_MAX - 1, UINT64_MAX,
+    0,          1,
+    127,        128,
+    255,        16383,
+    16384,      (1ull << 21) - 1,
+    1ull << 21, (1ull << 56) - 1,
+    1ull << 56, (1ull << 63) - 1,
+    1ull << 63, UINT64_MAX - 1,
+    UINT64_MAX,
 };
 
 static const int64_t signed_cases[] = {
-    0, 1, -1, 63, -64, 64, -65, 8191, -8192, INT32_MAX, INT32_MIN, INT64_MAX - 1, INT64_MAX,
-    INT64_MIN + 1, INT64_MIN,
+    0, 1, -1, 63, -64, 64, -65, 8191, -8192, INT32_MAX, INT32_MIN, INT64_MAX - 1, INT64_MAX, INT64_MIN + 1, INT64_MIN,
 };
 
 /* Bytes a varint of v takes: one per started group of 7 bits. */

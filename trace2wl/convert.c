@@ -98,8 +98,8 @@ static inline uint32_t *deque_at(const slot_deque_t *d, uint64_t k)
 typedef struct cthread {
     slot_deque_t freed;
     mt_thread_cursor_t cur;
-    const mt_record_t *head; /* the next record to apply, ring[ring_pos]; NULL once all are */
-    mt_record_t *ring;       /* LOOKAHEAD decoded records, from ring_pos on */
+    const mt_record_t *head;          /* the next record to apply, ring[ring_pos]; NULL once all are */
+    mt_record_t *ring;                /* LOOKAHEAD decoded records, from ring_pos on */
     uint8_t (*payload)[PAYLOAD_KEPT]; /* payload[k]: ring[k]'s payload */
     uint32_t ring_pos, ring_n;
     /* ns[k]: ring[k]'s time in nanoseconds, converted as it is decoded, LOOKAHEAD records before
@@ -108,14 +108,14 @@ typedef struct cthread {
     uint64_t ns[LOOKAHEAD];
     int cursor_done;
     tstate_t state;
-    uint64_t key;        /* what a blocked thread waits for: an address or a thread number */
-    uint64_t *waited;    /* per other thread: the highest count already waited for */
+    uint64_t key;     /* what a blocked thread waits for: an address or a thread number */
+    uint64_t *waited; /* per other thread: the highest count already waited for */
     uint32_t thread_no;
     uint32_t creator;    /* index + 1 */
     uint64_t create_seq; /* the creator's op count when it created this thread; 0: unknown yet */
     int create_seen;
-    int exited;          /* the trace recorded its exit */
-    uint64_t *pending;   /* exits of children to wait for at the next op: pairs (index, count) */
+    int exited;        /* the trace recorded its exit */
+    uint64_t *pending; /* exits of children to wait for at the next op: pairs (index, count) */
     uint32_t npending, cap_pending;
 } cthread_t;
 
@@ -124,27 +124,27 @@ typedef struct conv {
     mt_wl_writer_t *out;
     cthread_t *t;
     uint32_t n;
-    mt_merge_heap_t heap; /* runnable threads by head time */
-    uint64_t *key;        /* key[i]: thread i's head time */
+    mt_merge_heap_t heap;  /* runnable threads by head time */
+    uint64_t *key;         /* key[i]: thread i's head time */
     uint32_t blocked;      /* threads held back, for any reason */
     uint32_t hard_blocked; /* held back on a live address or a thread creation */
     mt_ptr_map_t live;
     slot_info_t *slots; /* indexed by slot */
     uint64_t slots_cap;
     uint64_t next_slot;
-    uint32_t victim; /* where the next search for another thread's freed slot starts */
+    uint32_t victim;        /* where the next search for another thread's freed slot starts */
     uint64_t *recent_frees; /* freed addresses, direct-mapped: tells a double free from an unknown one */
     double rate;
     uint64_t t0;
     uint64_t live_bytes, peak_bytes, peak_time_ns;
     uint64_t source_peak_rss_kb, source_peak_anon_kb;
     uint32_t page_kb;
-    mt_touch_t touch;  /* page evidence of large blocks */
-    mt_touch_t vtouch; /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
-    mt_vmap_t vmap;    /* the program's own mappings */
+    mt_touch_t touch;    /* page evidence of large blocks */
+    mt_touch_t vtouch;   /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
+    mt_vmap_t vmap;      /* the program's own mappings */
     mt_vmap_cut_t *cuts; /* scratch for mt_vmap_cut */
     size_t ncuts, cap_cuts;
-    int touch_failed;  /* out of memory deciding a block's entry */
+    int touch_failed; /* out of memory deciding a block's entry */
     mt_convert_stats_t *st;
     mt_error_t *err;
 } conv_t;
@@ -155,7 +155,6 @@ static uint64_t to_ns(const conv_t *c, uint64_t time)
 {
     return time > c->t0 ? mt_ticks_ns(time - c->t0, c->rate) : 0;
 }
-
 
 static inline __attribute__((always_inline)) void prefetch_record(const conv_t *c, const mt_record_t *r)
 {
@@ -531,8 +530,8 @@ static void vm_touched(conv_t *c, mt_vmap_map_t *m, uint32_t i)
 
 /* Starts thread i's op on `part` of mapping m: a wait for the mapping's last user first (the slot
  * and the part's offset and length go into *w). */
-static int part_op(conv_t *c, uint32_t i, const mt_vmap_map_t *m, const mt_vmap_cut_t *part, uint8_t op,
-                   uint64_t ns, mt_wl_rec_t *w)
+static int part_op(conv_t *c, uint32_t i, const mt_vmap_map_t *m, const mt_vmap_cut_t *part, uint8_t op, uint64_t ns,
+                   mt_wl_rec_t *w)
 {
     *w = wl_rec(op, ns);
     w->slot = m->slot;
@@ -706,8 +705,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         if (r->ptr) {
             b = mt_ptr_map_find(&c->live, r->ptr);
             if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
-            return 0; /* freed unseen by the recorder's set: nothing waits for it */
-        if (!b && c->hard_blocked && !force) {
+                return 0; /* freed unseen by the recorder's set: nothing waits for it */
+            if (!b && c->hard_blocked && !force) {
                 block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
                 *out = HELD;
                 return 0;
@@ -1154,7 +1153,8 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     }
     mt_wl_header_t hdr;
     uint64_t last_time = 0;
-    if ((rc = conv_start(&c, trace_path, err)) == 0 && (rc = conv_open_output(&c, trace_path, wl_path, &hdr, err)) == 0 &&
+    if ((rc = conv_start(&c, trace_path, err)) == 0 &&
+        (rc = conv_open_output(&c, trace_path, wl_path, &hdr, err)) == 0 &&
         (rc = conv_merge(&c, wl_path, opts, &last_time, err)) == 0)
         rc = conv_close_output(&c, wl_path, &hdr, last_time, err);
     conv_free(&c);

@@ -52,8 +52,10 @@ const char mt_convert_help[] =
 int mt_convert_main(const char *prog, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "output", required_argument, 0, 'o' }, { "force", no_argument, 0, 'f' },
-        { "quiet", no_argument, 0, 'q' },        { "help", no_argument, 0, 'h' },
+        { "output", required_argument, 0, 'o' },
+        { "force", no_argument, 0, 'f' },
+        { "quiet", no_argument, 0, 'q' },
+        { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     const char *in = NULL, *out = NULL;
@@ -62,11 +64,20 @@ int mt_convert_main(const char *prog, int argc, char **argv)
     optind = 0; /* 0, not 1: glibc starts afresh, ordering too, after mtrace's own options */
     while ((c = mt_getopt(prog, argc, argv, "o:fqh", longopts)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 'f': opts.force = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(mt_convert_help, stdout); return 0;
-        default: return mt_usage_error(prog, mt_convert_help);
+        case 'o':
+            out = optarg;
+            break;
+        case 'f':
+            opts.force = 1;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            fputs(mt_convert_help, stdout);
+            return 0;
+        default:
+            return mt_usage_error(prog, mt_convert_help);
         }
     }
     if (optind < argc)

@@ -9,10 +9,10 @@
 #include "mtrace/workload_format.h"
 
 typedef struct mt_touch_block {
-    uint64_t op;       /* the allocation op's number in its thread's stream */
-    uint64_t pages;    /* whole pages */
-    uint64_t made;     /* resident when it was made */
-    uint64_t ended;    /* resident before the call that ended it; UINT64_MAX: not seen */
+    uint64_t op;    /* the allocation op's number in its thread's stream */
+    uint64_t pages; /* whole pages */
+    uint64_t made;  /* resident when it was made */
+    uint64_t ended; /* resident before the call that ended it; UINT64_MAX: not seen */
     uint32_t thread;
     uint32_t next_free; /* free list of the array, index + 1 */
     int uncounted;      /* MT_TOUCH_*_UNCOUNTED: evidence not counted (estimated, never exact) */
@@ -25,9 +25,9 @@ typedef struct mt_touch {
     uint32_t free_head; /* index + 1 of the first unused entry of blk; 0: none */
     mt_wl_touch_entry_t *out;
     uint64_t nout, cap_out;
-    uint64_t exact_pages, exact_written; /* over the blocks made of fresh memory */
+    uint64_t exact_pages, exact_written;               /* over the blocks made of fresh memory */
     uint64_t blocks, exact, estimated, pages, written; /* the workload header's large_* */
-    int seen; /* the trace had any page evidence */
+    int seen;                                          /* the trace had any page evidence */
 } mt_touch_t;
 
 int mt_touch_init(mt_touch_t *t);

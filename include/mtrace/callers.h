@@ -91,8 +91,8 @@ typedef struct mt_callers_opts {
 } mt_callers_opts_t;
 
 /* Builds both trees. 0 or -ENOMEM. */
-int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
-                     size_t nstacks, const mt_callers_opts_t *o);
+int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stack_in_t *stacks, size_t nstacks,
+                     const mt_callers_opts_t *o);
 void mt_callers_free(mt_callers_t *c);
 
 /* The children of a node sorted by calls, then bytes, descending, into a new array (free it);
@@ -101,8 +101,8 @@ uint32_t *mt_caller_children(const mt_caller_tree_t *t, uint32_t node, uint32_t 
 
 /* Text: the tree's first `roots` top nodes and, below each, at most `width` children per node down
  * to `depth` levels; `arrow` marks a child ("<-" for callers, "->" for callees). */
-void mt_caller_tree_print(const mt_caller_tree_t *t, FILE *f, const char *arrow, unsigned roots,
-                          unsigned width, unsigned depth);
+void mt_caller_tree_print(const mt_caller_tree_t *t, FILE *f, const char *arrow, unsigned roots, unsigned width,
+                          unsigned depth);
 /* JSON: an array of nodes under `key`, each with its children under `child_key`; width 0: all. */
 void mt_caller_tree_json(const mt_caller_tree_t *t, mt_json_t *j, const char *key, const char *child_key,
                          unsigned width, unsigned depth);

@@ -16,16 +16,16 @@ typedef struct mt_convert_opts {
 } mt_convert_opts_t;
 
 typedef struct mt_convert_stats {
-    uint64_t records;       /* read from the trace */
-    uint64_t calls;         /* call records among them */
-    uint64_t ops;           /* written to the workload */
+    uint64_t records; /* read from the trace */
+    uint64_t calls;   /* call records among them */
+    uint64_t ops;     /* written to the workload */
     uint32_t threads;
     uint64_t slots;         /* peak live blocks */
     uint64_t waits;         /* cross-thread sync points */
     uint64_t inversions;    /* records applied later than their timestamp said, to respect causality */
     uint64_t unknown_frees; /* frees and reallocs of blocks allocated before tracing began: dropped */
     uint64_t double_frees;
-    uint64_t forced;        /* inconsistencies got past by dropping a live block */
+    uint64_t forced; /* inconsistencies got past by dropping a live block */
     uint64_t peak_live_bytes;
     uint64_t first_double_free_offset; /* trace offset of the first double free, for the report */
     uint64_t first_unknown_free_offset;

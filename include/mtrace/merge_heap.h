@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 typedef struct mt_merge_heap {
-    uint32_t *v;        /* capacity: one per thread */
+    uint32_t *v; /* capacity: one per thread */
     uint32_t n;
     const uint64_t *key; /* key[i]: thread i's next time */
 } mt_merge_heap_t;

@@ -18,16 +18,16 @@ typedef struct mt_replay_opts {
     const char *workload;
     const char *allocators[MT_REPLAY_MAX]; /* names (glibc, jemalloc, tcmalloc, mimalloc) or .so paths */
     int nallocators;
-    const char *mallopts[MT_REPLAY_MAX];   /* NAME=VALUE */
+    const char *mallopts[MT_REPLAY_MAX]; /* NAME=VALUE */
     int nmallopts;
-    const char *tunables;                  /* GLIBC_TUNABLES for the child, or NULL */
-    const char *timing;                    /* asap | recorded, or NULL */
-    const char *touch;                     /* pages | ends | none, or NULL */
-    const char *json;                      /* result file (several allocators: NAME inserted) */
-    const char *series;                    /* RSS series file (likewise) */
-    const char *sim;                       /* the mtrace-sim program; NULL: found next to this one */
-    int quiet;                             /* the child's summary is not shown */
-    int repeat;                            /* runs of each allocator, 1 to MT_REPLAY_MAX_REPEAT (0: 1) */
+    const char *tunables; /* GLIBC_TUNABLES for the child, or NULL */
+    const char *timing;   /* asap | recorded, or NULL */
+    const char *touch;    /* pages | ends | none, or NULL */
+    const char *json;     /* result file (several allocators: NAME inserted) */
+    const char *series;   /* RSS series file (likewise) */
+    const char *sim;      /* the mtrace-sim program; NULL: found next to this one */
+    int quiet;            /* the child's summary is not shown */
+    int repeat;           /* runs of each allocator, 1 to MT_REPLAY_MAX_REPEAT (0: 1) */
 } mt_replay_opts_t;
 
 /* The library file for an allocator name, or the name itself if it is a path. Returns NULL and
@@ -41,9 +41,9 @@ const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why
  * several allocators, FILE.NAME.json; with repeat > 1 the run's number (1...) is inserted too:
  * FILE.1.json or FILE.NAME.1.json. Writes each result's JSON path into results[k], in the order run
  * (room for nallocators * repeat). Returns 0, or the first child's failure as an exit status (1 bad
- * input, 2 usage), MT_EXIT_FAILED_CALLS when every run ended but calls failed in some, or 128 + N when signal N (SIGINT, SIGTERM, SIGHUP) came: it is passed on to the
- * child, whose files of that run are removed, and no further run starts. A child also dies with
- * this process. */
+ * input, 2 usage), MT_EXIT_FAILED_CALLS when every run ended but calls failed in some, or 128 + N when signal N
+ * (SIGINT, SIGTERM, SIGHUP) came: it is passed on to the child, whose files of that run are removed, and no further run
+ * starts. A child also dies with this process. */
 int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults);
 
 #ifdef __cplusplus

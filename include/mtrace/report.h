@@ -35,36 +35,36 @@ typedef struct mt_report {
     uint32_t threads;
     double duration_s;
     uint64_t calls[MT_OP_LAST_CALL + 1];
-    uint64_t bytes[MT_OP_LAST_CALL + 1];    /* bytes requested by the calls that returned a block */
+    uint64_t bytes[MT_OP_LAST_CALL + 1]; /* bytes requested by the calls that returned a block */
     uint64_t failures[MT_OP_LAST_CALL + 1];
-    uint64_t allocations;                    /* calls that made a block */
+    uint64_t allocations; /* calls that made a block */
     uint64_t peak_live_bytes, peak_live_blocks;
     double peak_time_s;
     uint64_t leaked_blocks, leaked_bytes;
-    uint64_t temporary, temporary_bytes;     /* by temporary_rule */
-    int temporary_rule;                      /* MT_TEMP_* */
+    uint64_t temporary, temporary_bytes; /* by temporary_rule */
+    int temporary_rule;                  /* MT_TEMP_* */
     /* What successful realloc/reallocarray calls did to their block: growth sums new - old where the
      * block grew (old = 0 for realloc(NULL, n) and for a block allocated before tracing began), shrink
      * old - new where it shrank. bytes[] still counts each call's whole new size. */
     uint64_t realloc_growth, realloc_shrink;
     uint64_t unknown_frees;
-    uint64_t size_hist[MT_HIST_BUCKETS];     /* bucket k: sizes in [2^(k-1), 2^k), bucket 0: size 0 */
-    uint64_t life_hist[MT_HIST_BUCKETS];     /* bucket k: lifetimes in [2^(k-1), 2^k) ns */
+    uint64_t size_hist[MT_HIST_BUCKETS]; /* bucket k: sizes in [2^(k-1), 2^k), bucket 0: size 0 */
+    uint64_t life_hist[MT_HIST_BUCKETS]; /* bucket k: lifetimes in [2^(k-1), 2^k) ns */
     struct mt_report_thread {
         uint32_t thread, tid;
         uint64_t calls, allocations, bytes, frees, temporary;
         double start_s, end_s;
-    } *thread;
+    } * thread;
     struct mt_report_point {
         double t;
         uint64_t live_bytes, rss_kb, vm_kb; /* rss_kb, vm_kb: the program's, 0 where not sampled */
-    } *series;                               /* at every RSS sample, else every 65536 calls */
+    } * series;                             /* at every RSS sample, else every 65536 calls */
     size_t nseries;
-    mt_callsite_t *callsites;                /* sorted by calls, descending */
+    mt_callsite_t *callsites; /* sorted by calls, descending */
     size_t ncallsites;
-    mt_callers_t callers;                    /* the caller trees and the wrappers skipped */
-    unsigned tree_depth;                     /* levels of the trees printed */
-    mt_leaks_t leaks;                        /* with stacks: the leaks by stack (mtrace/leaks.h) */
+    mt_callers_t callers; /* the caller trees and the wrappers skipped */
+    unsigned tree_depth;  /* levels of the trees printed */
+    mt_leaks_t leaks;     /* with stacks: the leaks by stack (mtrace/leaks.h) */
     int has_stacks;
     int truncated, complete;
     /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
@@ -80,17 +80,17 @@ typedef struct mt_report {
 } mt_report_t;
 
 typedef struct mt_report_opts {
-    const char *folded;     /* write folded stacks here (weight: see flame_weight) */
-    const char *flamegraph; /* write an SVG flame graph here */
+    const char *folded;       /* write folded stacks here (weight: see flame_weight) */
+    const char *flamegraph;   /* write an SVG flame graph here */
     const char *flame_weight; /* bytes (default), calls, leaked, peak */
     const char *callsites_csv;
     const char *const *skip; /* --skip-frames: fnmatch patterns of allocation wrappers */
     size_t nskip;
-    int no_auto_skip;        /* no detection of wrappers */
-    unsigned tree_depth;     /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
-    const char *suppress;    /* --suppress: a file of leak suppressions (mtrace/suppress.h) */
-    int temporary_rule;      /* --temporary: MT_TEMP_THREAD (default) or MT_TEMP_HEAPTRACK */
-    unsigned jobs;           /* -j: threads reading the trace (0 or 1: the calling thread alone) */
+    int no_auto_skip;     /* no detection of wrappers */
+    unsigned tree_depth;  /* levels of the caller trees printed (0: MT_TREE_DEPTH) */
+    const char *suppress; /* --suppress: a file of leak suppressions (mtrace/suppress.h) */
+    int temporary_rule;   /* --temporary: MT_TEMP_THREAD (default) or MT_TEMP_HEAPTRACK */
+    unsigned jobs;        /* -j: threads reading the trace (0 or 1: the calling thread alone) */
 } mt_report_opts_t;
 
 /* Which allocations are temporary (doc/report.md, "Temporary allocations"):
@@ -123,7 +123,7 @@ typedef struct mt_report_total {
     uint64_t traces, threads;
     uint64_t calls[MT_OP_LAST_CALL + 1], bytes[MT_OP_LAST_CALL + 1], failures[MT_OP_LAST_CALL + 1];
     uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
-    uint64_t peak_sum, peak_max; /* the processes' live peaks summed (not at one time), and the largest */
+    uint64_t peak_sum, peak_max;    /* the processes' live peaks summed (not at one time), and the largest */
     uint64_t incomplete, truncated; /* traces not finished, traces truncated */
 } mt_report_total_t;
 /* Adds a trace's report to the totals (zeroed first by the caller). */

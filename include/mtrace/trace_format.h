@@ -28,7 +28,7 @@ extern "C" {
 /* Packed traces: the header chunk as in a raw trace with MT_HDR_PACKED set, then frames. */
 #define MT_PACK_FRAME_MAGIC 0x5a43544du /* "MTCZ": the chunk's records in one zstd frame */
 #define MT_PACK_MODEL_MAGIC 0x4d43544du /* "MTCM": the records modeled into streams (pack_model.h) */
-#define MT_PACK_FRAME_HEADER_SIZE 8u /* magic, compressed size; the chunk header follows */
+#define MT_PACK_FRAME_HEADER_SIZE 8u    /* magic, compressed size; the chunk header follows */
 
 /* Header flags (mt_file_header_t.flags). */
 enum {
@@ -44,15 +44,15 @@ enum {
 /* Header string tags (TLV list at MT_HEADER_STRINGS_OFFSET). */
 enum {
     MT_STR_END = 0,
-    MT_STR_CMDLINE = 1,   /* /proc/self/cmdline: arguments separated by NUL */
-    MT_STR_EXE = 2,       /* /proc/self/exe target */
-    MT_STR_GLIBC = 3,     /* gnu_get_libc_version() */
-    MT_STR_ALLOCATOR = 4, /* file name of the object that defines the malloc the shim calls */
-    MT_STR_ENV = 5,       /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
-    MT_STR_HOST = 6,      /* uname nodename */
-    MT_STR_PATH = 7,      /* the trace file's own path as opened */
+    MT_STR_CMDLINE = 1,      /* /proc/self/cmdline: arguments separated by NUL */
+    MT_STR_EXE = 2,          /* /proc/self/exe target */
+    MT_STR_GLIBC = 3,        /* gnu_get_libc_version() */
+    MT_STR_ALLOCATOR = 4,    /* file name of the object that defines the malloc the shim calls */
+    MT_STR_ENV = 5,          /* one NAME=VALUE for each MALLOC_*, GLIBC_TUNABLES, MTRACE_* variable */
+    MT_STR_HOST = 6,         /* uname nodename */
+    MT_STR_PATH = 7,         /* the trace file's own path as opened */
     MT_STR_BOUND_MALLOC = 8, /* with MT_HDR_BYPASSED: the object whose malloc the program calls */
-    MT_STR_CLOCK = 9,     /* the recorder's time source and one read's cost, measured at start */
+    MT_STR_CLOCK = 9,        /* the recorder's time source and one read's cost, measured at start */
 };
 
 /* The string list's writer and reader, one for the recorder, the trace writer, trace2wl (the workload
@@ -135,10 +135,10 @@ typedef struct mt_file_header {
     uint64_t end_mono_ns;
     uint64_t ticks_per_sec; /* rate of recorded time (0: unknown, estimate from RSS samples) */
     int32_t truncated_errno;
-    uint32_t threads;     /* threads seen, at finish */
-    uint64_t chunks_used; /* chunks claimed (header chunk included), at finish */
-    uint64_t lost_calls;  /* calls not recorded (nested in the shim, or after truncation), at finish */
-    uint64_t data_offset; /* packed traces: offset of the first frame; raw traces: 0 (chunk 1 follows) */
+    uint32_t threads;       /* threads seen, at finish */
+    uint64_t chunks_used;   /* chunks claimed (header chunk included), at finish */
+    uint64_t lost_calls;    /* calls not recorded (nested in the shim, or after truncation), at finish */
+    uint64_t data_offset;   /* packed traces: offset of the first frame; raw traces: 0 (chunk 1 follows) */
     uint64_t packed_frames; /* packed traces: frames written (0: not recorded, older files); raw: 0 */
     uint8_t reserved[128];
 } mt_file_header_t;
@@ -148,13 +148,13 @@ _Static_assert(sizeof(mt_file_header_t) <= MT_HEADER_STRINGS_OFFSET, "strings fo
 
 /* Chunk header: the first 32 bytes of every record chunk. */
 typedef struct mt_chunk_header {
-    uint32_t magic;   /* MT_CHUNK_MAGIC, stored last by the writer */
-    uint16_t kind;    /* MT_CHUNK_THREAD */
-    uint16_t flags;   /* MT_CHUNK_SEALED */
-    uint32_t thread;  /* sequential thread number, 1 = the first thread seen */
-    uint32_t tid;     /* OS thread id */
-    uint32_t seq;     /* chunk number within its thread, from 0 */
-    uint32_t used;    /* record bytes, valid when sealed */
+    uint32_t magic;     /* MT_CHUNK_MAGIC, stored last by the writer */
+    uint16_t kind;      /* MT_CHUNK_THREAD */
+    uint16_t flags;     /* MT_CHUNK_SEALED */
+    uint32_t thread;    /* sequential thread number, 1 = the first thread seen */
+    uint32_t tid;       /* OS thread id */
+    uint32_t seq;       /* chunk number within its thread, from 0 */
+    uint32_t used;      /* record bytes, valid when sealed */
     uint64_t base_time; /* time base of the first record's delta */
 } mt_chunk_header_t;
 
@@ -291,12 +291,12 @@ static inline uint64_t mt_whole_pages(uint64_t a, uint64_t bytes, uint64_t page,
 }
 
 enum {
-    MT_PAGES_AT_ALLOC = 0, /* after the call that made the block (before the program used it) */
-    MT_PAGES_AT_END = 1,   /* before the free or realloc that ends it */
+    MT_PAGES_AT_ALLOC = 0,  /* after the call that made the block (before the program used it) */
+    MT_PAGES_AT_END = 1,    /* before the free or realloc that ends it */
     MT_PAGES_UNCOUNTED = 2, /* or'ed in: not counted (the thread's time for counting is spent); the
                              * resident field is 0 and means nothing */
-    MT_PAGES_AT_EXIT = 4,  /* at the process's exit, for a block still live (a reader that knows only
-                            * the values above takes it as AT_END: the same count, the block not ended) */
+    MT_PAGES_AT_EXIT = 4,   /* at the process's exit, for a block still live (a reader that knows only
+                             * the values above takes it as AT_END: the same count, the block not ended) */
 };
 
 /* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by
@@ -389,7 +389,6 @@ static inline uint32_t mt_load_u32(const uint8_t *p)
     return v;
 }
 
-
 /* ---- the record encoder: the one writer of records, used by the shim and by mt_writer -------- */
 
 /* Delta bases of one chunk's records; both start at the chunk's base_time and 0. */
@@ -429,8 +428,7 @@ static inline int mt_ptr_low_ok(uint8_t lo)
     return lo >= 1 && lo <= 15;
 }
 
-static inline __attribute__((always_inline)) uint8_t *mt_enc_ptr(mt_enc_t *e, uint8_t *q, uint64_t v,
-                                                                 unsigned version)
+static inline __attribute__((always_inline)) uint8_t *mt_enc_ptr(mt_enc_t *e, uint8_t *q, uint64_t v, unsigned version)
 {
     q = mt_put_ptr(q, e->prev_ptr, v, version);
     e->prev_ptr = v;
@@ -447,9 +445,10 @@ static inline __attribute__((always_inline)) uint8_t *mt_enc_ptr(mt_enc_t *e, ui
  * Writes the record at p with its first byte stored last and returns the end. At most
  * MT_MAX_CALL_RECORD bytes. Always inlined: with a constant op (the preload shim's hot path) the
  * switch and the op tests below fold away, about 20 instructions of every recorded call. */
-static inline __attribute__((always_inline)) uint8_t *
-mt_enc_call(mt_enc_t *e, uint8_t *p, unsigned version, unsigned b0, uint8_t ext, uint64_t time, uint64_t ptr,
-            uint64_t n1, uint64_t n2, uint64_t result, int64_t slack, uint32_t stack)
+static inline __attribute__((always_inline)) uint8_t *mt_enc_call(mt_enc_t *e, uint8_t *p, unsigned version,
+                                                                  unsigned b0, uint8_t ext, uint64_t time, uint64_t ptr,
+                                                                  uint64_t n1, uint64_t n2, uint64_t result,
+                                                                  int64_t slack, uint32_t stack)
 {
     const unsigned op = b0 & MT_RF_OPMASK;
     uint8_t *q = p + 1;
@@ -476,8 +475,8 @@ mt_enc_call(mt_enc_t *e, uint8_t *p, unsigned version, unsigned b0, uint8_t ext,
         if (op == MT_OP_REALLOC || op == MT_OP_REALLOCARRAY)
             q = mt_enc_ptr(e, q, ptr, version);
         q = mt_put_uvarint(q, n1);
-        if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY || op == MT_OP_MEMALIGN ||
-            op == MT_OP_ALIGNED_ALLOC || op == MT_OP_POSIX_MEMALIGN)
+        if (op == MT_OP_CALLOC || op == MT_OP_REALLOCARRAY || op == MT_OP_MEMALIGN || op == MT_OP_ALIGNED_ALLOC ||
+            op == MT_OP_POSIX_MEMALIGN)
             q = mt_put_uvarint(q, n2);
         if (!(b0 & MT_RF_NULL)) {
             q = mt_enc_ptr(e, q, result, version);
@@ -496,8 +495,8 @@ mt_enc_call(mt_enc_t *e, uint8_t *p, unsigned version, unsigned b0, uint8_t ext,
 }
 
 /* An event record: op, time delta, payload length, payload. Needs len + 21 bytes. */
-static inline uint8_t *mt_enc_event(mt_enc_t *e, uint8_t *p, unsigned op, uint64_t time,
-                                    const void *payload, size_t len)
+static inline uint8_t *mt_enc_event(mt_enc_t *e, uint8_t *p, unsigned op, uint64_t time, const void *payload,
+                                    size_t len)
 {
     uint8_t *q = mt_put_svarint(p + 1, (int64_t)(time - e->prev_time));
     e->prev_time = time;

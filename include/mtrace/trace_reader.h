@@ -35,34 +35,34 @@ typedef struct mt_error {
  * usable is the usable size of the returned block; result is 0 when MT_FLAG_NULL is set. */
 typedef struct mt_record {
     uint8_t op;
-    uint32_t flags;   /* MT_FLAG_* */
-    uint64_t time;    /* absolute, in the trace's time unit */
+    uint32_t flags; /* MT_FLAG_* */
+    uint64_t time;  /* absolute, in the trace's time unit */
     uint64_t ptr;
     uint64_t result;
     uint64_t size;
     uint64_t count;
     uint64_t align;
     uint64_t usable;
-    uint32_t stack;   /* stack id when MT_FLAG_STACK */
+    uint32_t stack; /* stack id when MT_FLAG_STACK */
     uint32_t nargs;
     int64_t arg[4];
     const uint8_t *data; /* event payload, valid until the cursor moves on */
     uint32_t len;
-    uint64_t offset;  /* byte offset of the record in the raw trace (in the chunk image when packed) */
+    uint64_t offset; /* byte offset of the record in the raw trace (in the chunk image when packed) */
 } mt_record_t;
 
 typedef struct mt_chunk_ref {
-    uint64_t offset;   /* raw: the chunk's offset; packed: its frame's offset */
-    uint32_t stored;   /* bytes stored after the chunk header (compressed size when packed) */
-    uint32_t modeled;  /* packed: the frame is a modeled one ("MTCM"), else plain ("MTCZ") */
+    uint64_t offset;  /* raw: the chunk's offset; packed: its frame's offset */
+    uint32_t stored;  /* bytes stored after the chunk header (compressed size when packed) */
+    uint32_t modeled; /* packed: the frame is a modeled one ("MTCM"), else plain ("MTCZ") */
     mt_chunk_header_t h;
 } mt_chunk_ref_t;
 
 typedef struct mt_thread_info {
-    uint32_t thread;  /* sequential number */
+    uint32_t thread; /* sequential number */
     uint32_t tid;
     uint32_t nchunks;
-    uint32_t first;   /* index into mt_trace_thread_chunks() of its first chunk */
+    uint32_t first; /* index into mt_trace_thread_chunks() of its first chunk */
 } mt_thread_info_t;
 
 typedef struct mt_trace mt_trace_t;
@@ -106,14 +106,14 @@ typedef struct mt_cursor {
     const mt_trace_t *trace;
     mt_chunk_codec_t *codec; /* NULL: the trace's (not owned) */
     size_t chunk;
-    uint8_t *buf;          /* MT_CHUNK_SIZE bytes, owned by the cursor */
+    uint8_t *buf; /* MT_CHUNK_SIZE bytes, owned by the cursor */
     const uint8_t *p;
-    const uint8_t *end;    /* end of the bytes present (a cut file ends early) */
+    const uint8_t *end; /* end of the bytes present (a cut file ends early) */
     uint64_t prev_time;
     uint64_t prev_ptr;
-    uint64_t base_offset;  /* file offset of buf[0] (raw traces) */
+    uint64_t base_offset; /* file offset of buf[0] (raw traces) */
     int sealed;
-    int complete;          /* all of the chunk's bytes are present */
+    int complete; /* all of the chunk's bytes are present */
 } mt_cursor_t;
 
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t);
@@ -128,7 +128,7 @@ size_t mt_cursor_used(const mt_cursor_t *c);
 typedef struct mt_thread_cursor {
     mt_cursor_t c;
     const mt_thread_info_t *info;
-    uint32_t next;  /* next chunk of the thread to load */
+    uint32_t next; /* next chunk of the thread to load */
     int loaded;
 } mt_thread_cursor_t;
 

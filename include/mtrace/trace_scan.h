@@ -14,7 +14,7 @@ typedef struct mt_trace_stats {
     uint64_t records, calls, events;
     uint64_t per_op[MT_OP_MAX + 1];
     uint64_t first_time, last_time;
-    unsigned last_op; /* the op of the latest record (of the last one read at that time) */
+    unsigned last_op;         /* the op of the latest record (of the last one read at that time) */
     uint64_t bytes_requested; /* by the calls that returned a block, as mtrace report counts them */
     uint64_t failed;          /* mt_call_failed() */
 } mt_trace_stats_t;

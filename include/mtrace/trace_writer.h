@@ -52,8 +52,8 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
 
 /* Appends an event record (op MT_EV_*) with its payload as given. -EINVAL for an op that is not a
  * known event, -EMSGSIZE when the payload cannot fit in a chunk. */
-int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, uint64_t time,
-                    const void *payload, size_t len);
+int mt_writer_event(mt_writer_t *w, uint32_t thread, uint32_t tid, unsigned op, uint64_t time, const void *payload,
+                    size_t len);
 
 /* Chunks written so far or still open (the header chunk not counted). */
 uint64_t mt_writer_chunks(const mt_writer_t *w);

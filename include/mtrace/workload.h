@@ -31,7 +31,7 @@ typedef struct mt_wl_rec {
     uint64_t time_ns; /* since the start of the trace */
     uint64_t slot, slot2;
     uint64_t size, count, align; /* mmap, munmap: size is the length in bytes */
-    uint64_t old_size; /* requested bytes of the block in `slot` that free or realloc names */
+    uint64_t old_size;           /* requested bytes of the block in `slot` that free or realloc names */
     int64_t a, b;
     uint32_t thread;
     uint64_t n; /* wait: the count; munmap: the offset in the mapping (and a: 1 when it is the last part) */
@@ -255,8 +255,8 @@ typedef struct mt_wl_cursor {
     const mt_wl_t *w;
     uint32_t thread;
     uint32_t next_frame;
-    uint8_t *raw, *z;  /* MT_WL_STREAM_BUF_SIZE bytes; ZSTD_compressBound() of that */
-    void *dctx;        /* a ZSTD_DCtx */
+    uint8_t *raw, *z; /* MT_WL_STREAM_BUF_SIZE bytes; ZSTD_compressBound() of that */
+    void *dctx;       /* a ZSTD_DCtx */
     const uint8_t *p, *end, *op_at;
     uint64_t frame_off;
     uint64_t prev_ns;
@@ -275,8 +275,14 @@ void mt_wl_cursor_init(mt_wl_cursor_t *c, const mt_wl_t *w, uint32_t thread, uin
 int mt_wl_cursor_next(mt_wl_cursor_t *c, mt_wl_rec_t *r, mt_error_t *err);
 /* Where the op last returned lies, for messages about it: its frame's file offset, and its byte in
  * the frame's data. */
-static inline uint64_t mt_wl_cursor_frame_offset(const mt_wl_cursor_t *c) { return c->frame_off; }
-static inline size_t mt_wl_cursor_op_byte(const mt_wl_cursor_t *c) { return (size_t)(c->op_at - c->raw); }
+static inline uint64_t mt_wl_cursor_frame_offset(const mt_wl_cursor_t *c)
+{
+    return c->frame_off;
+}
+static inline size_t mt_wl_cursor_op_byte(const mt_wl_cursor_t *c)
+{
+    return (size_t)(c->op_at - c->raw);
+}
 void mt_wl_cursor_close(mt_wl_cursor_t *c);
 
 /* Where a thread's frames are in the file (for tools that read frames themselves: the fuzzers). */

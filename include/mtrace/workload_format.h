@@ -19,7 +19,7 @@ extern "C" {
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
 #define MT_WL_VERSION 4u
-#define MT_WL_VERSION_MIN 2u /* version 2: the same without the touch table */
+#define MT_WL_VERSION_MIN 2u          /* version 2: the same without the touch table */
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
 #define MT_WL_FRAME_RAW_MAX 65536u    /* ops of one thread per frame, before compression */
@@ -33,33 +33,33 @@ typedef struct mt_wl_header {
     uint32_t version;
     uint32_t header_size; /* offset of the first frame */
     uint32_t threads;
-    uint32_t flags;       /* MT_WLH_* */
-    uint64_t slots;       /* peak live blocks: the replayer's slot table size */
-    uint64_t ops;         /* ops in all streams */
-    uint64_t waits;       /* WAIT ops */
+    uint32_t flags;        /* MT_WLH_* */
+    uint64_t slots;        /* peak live blocks: the replayer's slot table size */
+    uint64_t ops;          /* ops in all streams */
+    uint64_t waits;        /* WAIT ops */
     uint64_t index_offset; /* the frame index; 0 if the writer did not finish */
     uint64_t frames;
     uint64_t source_pid;
     uint64_t source_start_realtime_ns;
-    uint64_t peak_live_bytes;  /* requested bytes live at the peak */
+    uint64_t peak_live_bytes; /* requested bytes live at the peak */
     uint64_t peak_live_time_ns;
     uint64_t source_peak_rss_kb; /* from the trace's RSS samples; 0 if none */
     uint64_t duration_ns;        /* first to last op */
     /* what the conversion dropped or repaired */
-    uint64_t unknown_frees;     /* frees/reallocs of blocks allocated before tracing began */
+    uint64_t unknown_frees; /* frees/reallocs of blocks allocated before tracing began */
     uint64_t double_frees;
-    uint64_t inversions;        /* records applied out of timestamp order to respect causality */
-    uint64_t forced;            /* live blocks dropped to get past an inconsistency */
+    uint64_t inversions; /* records applied out of timestamp order to respect causality */
+    uint64_t forced;     /* live blocks dropped to get past an inconsistency */
     /* version 3: the pages a replay writes in large blocks (MT_WLH_PAGES; see mt_wl_touch_entry_t) */
-    uint64_t touch_offset;      /* the touch table, after the index's frame entries; 0: none */
+    uint64_t touch_offset; /* the touch table, after the index's frame entries; 0: none */
     uint64_t touch_entries;
-    uint64_t large_blocks;      /* blocks the trace has page evidence for */
-    uint64_t large_exact;       /* of which made of fresh memory: the pages written are known */
-    uint64_t large_estimated;   /* of which the pages written were estimated (see the spec) */
-    uint64_t large_pages;       /* their whole pages */
-    uint64_t large_touched;     /* of which written, as the table says */
-    uint64_t program_maps;      /* MMAP ops: anonymous mappings the program made itself */
-    uint64_t program_peak_bytes; /* the most bytes of them mapped at once */
+    uint64_t large_blocks;        /* blocks the trace has page evidence for */
+    uint64_t large_exact;         /* of which made of fresh memory: the pages written are known */
+    uint64_t large_estimated;     /* of which the pages written were estimated (see the spec) */
+    uint64_t large_pages;         /* their whole pages */
+    uint64_t large_touched;       /* of which written, as the table says */
+    uint64_t program_maps;        /* MMAP ops: anonymous mappings the program made itself */
+    uint64_t program_peak_bytes;  /* the most bytes of them mapped at once */
     uint64_t source_peak_anon_kb; /* from the RSS samples: resident less file-backed; 0 if none */
     /* version 4 (0 in older versions) */
     uint64_t program_brk_peak_bytes; /* of program_peak_bytes, the most the program's brk/sbrk held */
@@ -70,7 +70,7 @@ typedef struct mt_wl_header {
 _Static_assert(sizeof(mt_wl_header_t) == 256, "workload header is 256 bytes");
 
 enum {
-    MT_WLH_COMPLETE = 1u << 0,    /* the writer finished: index and counts are valid */
+    MT_WLH_COMPLETE = 1u << 0,      /* the writer finished: index and counts are valid */
     MT_WLH_SRC_TRUNCATED = 1u << 1, /* the source trace was truncated */
     MT_WLH_PAGES = 1u << 2,         /* the source trace has page evidence (format 3 under glibc) */
 };
@@ -91,10 +91,10 @@ _Static_assert(sizeof(mt_wl_touch_entry_t) == 16, "touch entry is 16 bytes");
 /* Frame: header then zstd data holding raw_size bytes of one thread's ops. */
 typedef struct mt_wl_frame_header {
     uint32_t magic;
-    uint32_t thread;    /* thread index, 0-based */
+    uint32_t thread; /* thread index, 0-based */
     uint32_t raw_size;
     uint32_t zsize;
-    uint64_t first_op;  /* sequence number of the frame's first op in its thread */
+    uint64_t first_op; /* sequence number of the frame's first op in its thread */
     uint32_t nops;
     uint32_t reserved;
 } mt_wl_frame_header_t;
@@ -106,10 +106,10 @@ _Static_assert(sizeof(mt_wl_frame_header_t) == 32, "frame header is 32 bytes");
 typedef struct mt_wl_thread_entry {
     uint32_t thread_no; /* the trace's sequential thread number */
     uint32_t tid;
-    uint32_t creator;   /* thread index of the creator + 1, 0 if none */
+    uint32_t creator; /* thread index of the creator + 1, 0 if none */
     uint32_t frames;
     uint64_t ops;
-    uint64_t start_ns;  /* time of its first op, from the start of the trace */
+    uint64_t start_ns; /* time of its first op, from the start of the trace */
     uint64_t end_ns;
 } mt_wl_thread_entry_t;
 
@@ -122,16 +122,16 @@ typedef struct mt_wl_frame_entry {
 /* Ops: a byte, then a varint time delta in ns from the thread's previous op, then the fields. */
 typedef enum mt_wl_op {
     MT_WL_NONE = 0,
-    MT_WL_MALLOC = 1,        /* slot, size */
-    MT_WL_FREE = 2,          /* slot (0: free(NULL)), then the block's requested size if slot != 0 */
-    MT_WL_CALLOC = 3,        /* slot, count, size */
-    MT_WL_REALLOC = 4,       /* old slot (0: NULL), new slot (0: NULL returned), size, then the old
-                              * block's requested size if old slot != 0 */
-    MT_WL_REALLOCARRAY = 5,  /* old slot, new slot, count, size, old size as for realloc */
-    MT_WL_MEMALIGN = 6,      /* slot, align, size */
+    MT_WL_MALLOC = 1,       /* slot, size */
+    MT_WL_FREE = 2,         /* slot (0: free(NULL)), then the block's requested size if slot != 0 */
+    MT_WL_CALLOC = 3,       /* slot, count, size */
+    MT_WL_REALLOC = 4,      /* old slot (0: NULL), new slot (0: NULL returned), size, then the old
+                             * block's requested size if old slot != 0 */
+    MT_WL_REALLOCARRAY = 5, /* old slot, new slot, count, size, old size as for realloc */
+    MT_WL_MEMALIGN = 6,     /* slot, align, size */
     MT_WL_POSIX_MEMALIGN = 7,
     MT_WL_ALIGNED_ALLOC = 8,
-    MT_WL_VALLOC = 9,        /* slot, size */
+    MT_WL_VALLOC = 9, /* slot, size */
     MT_WL_PVALLOC = 10,
     MT_WL_USABLE_SIZE = 11,  /* slot */
     MT_WL_MALLOPT = 12,      /* param (zigzag), value (zigzag) */

@@ -6,13 +6,17 @@
 
 void *callee_alloc(size_t n, unsigned *line)
 {
+    /* clang-format off */
     void *p = malloc(n); *line = __LINE__;
+    /* clang-format on */
     return p;
 }
 
 void callee_call(void (*fn)(void), unsigned *line)
 {
+    /* clang-format off */
     fn(); *line = __LINE__;
+    /* clang-format on */
 }
 
 /* A function with no symbol once the library is stripped (test_symbolize): static and not inlined. */

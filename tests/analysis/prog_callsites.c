@@ -9,8 +9,12 @@
 int main(void)
 {
     unsigned callee_line = 0;
+    /* clang-format off */
     void *a = malloc(100); const unsigned main_line = __LINE__;
+    /* clang-format on */
+    /* clang-format off */
     void *b = callee_alloc(200, &callee_line); const unsigned call_line = __LINE__;
+    /* clang-format on */
     printf("main_line %u\ncallee_line %u\ncall_line %u\n", main_line, callee_line, call_line);
     free(b);
     free(a);

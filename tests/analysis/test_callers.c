@@ -67,17 +67,16 @@ static void setup(void)
     g_frames[F_CALL_MAIN].sym.file = g_frames[F_STRIPPED_START].sym.file = NULL;
 }
 
-#define STACK(calls, ...)                                                                                    \
-    (mt_stack_in_t)                                                                                          \
-    {                                                                                                        \
-        .frame = (const uint32_t[]){ __VA_ARGS__ }, .nframes = sizeof((uint32_t[]){ __VA_ARGS__ }) / 4,      \
-        .fig = {                                                                                             \
-            calls,                                                                                           \
-            10 * (calls),                                                                                    \
-            0,                                                                                               \
-            0,                                                                                               \
-            0                                                                                                \
-        }                                                                                                    \
+#define STACK(calls, ...)                                                                                              \
+    (mt_stack_in_t)                                                                                                    \
+    {                                                                                                                  \
+        .frame = (const uint32_t[]){ __VA_ARGS__ }, .nframes = sizeof((uint32_t[]){ __VA_ARGS__ }) / 4, .fig = {       \
+            calls,                                                                                                     \
+            10 * (calls),                                                                                              \
+            0,                                                                                                         \
+            0,                                                                                                         \
+            0                                                                                                          \
+        }                                                                                                              \
     }
 
 static const char *leaf_name(const mt_callers_t *c, const mt_stack_in_t *s, size_t i)

@@ -124,8 +124,8 @@ static char *stack_str(trace_stacks_t *ts, const mt_stack_def_t *s)
     for (uint32_t i = 0; i < s->nframes; i++) {
         mt_symbol_t sym;
         mt_symbolize(ts->sym, s->frames[i], &sym);
-        fprintf(f, "  #%u 0x%llx %s %s+0x%llx %s:%u%s\n", i, (unsigned long long)s->frames[i], sym.function,
-                sym.module, (unsigned long long)sym.offset, sym.file ? sym.file : "-", sym.line,
+        fprintf(f, "  #%u 0x%llx %s %s+0x%llx %s:%u%s\n", i, (unsigned long long)s->frames[i], sym.function, sym.module,
+                (unsigned long long)sym.offset, sym.file ? sym.file : "-", sym.line,
                 mt_symbol_is_allocator_frame(&sym) ? " (allocator)" : "");
     }
     fclose(f);
@@ -300,7 +300,9 @@ static __attribute__((noinline)) void capture(void)
 
 static __attribute__((noinline)) void call_here(void (*fn)(void), unsigned *line)
 {
+    /* clang-format off */
     fn(); *line = __LINE__;
+    /* clang-format on */
 }
 
 static int write_module(struct dl_phdr_info *info, size_t size, void *arg)

@@ -12,7 +12,10 @@
 #include "test_util.h"
 
 #define FRAMES(...) ((const char *const[]){ __VA_ARGS__ })
-#define STACK(w, ...) { FRAMES(__VA_ARGS__), sizeof FRAMES(__VA_ARGS__) / sizeof(const char *), w }
+#define STACK(w, ...)                                                                                                  \
+    {                                                                                                                  \
+        FRAMES(__VA_ARGS__), sizeof FRAMES(__VA_ARGS__) / sizeof(const char *), w                                      \
+    }
 
 static char *folded(const mt_folded_t *st, size_t n)
 {
@@ -190,8 +193,8 @@ static void assert_xml_by(const char *doc, int python)
     fputs(doc, f);
     ck_assert_int_eq(fclose(f), 0);
     char *cmd = NULL;
-    ck_assert_int_ge(asprintf(&cmd, "python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '%s'",
-                              path), 0);
+    ck_assert_int_ge(
+        asprintf(&cmd, "python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '%s'", path), 0);
     const int st = system(cmd);
     ck_assert_msg(st == 0, "python3's XML parser refuses the SVG (status %d)", st);
     free(cmd);
@@ -253,8 +256,8 @@ START_TEST(folded_text)
         STACK(10, "main", "a", "b"),
         STACK(5, "main", "a", "c"),
         STACK(3, "main", "d;e"),
-        { none, 0, 2 },              /* no frames */
-        STACK(0, "main", "x"),       /* no weight: left out */
+        { none, 0, 2 },        /* no frames */
+        STACK(0, "main", "x"), /* no weight: left out */
         STACK(1, "main", NULL),
         STACK(4, "main", "new\nline"),
         STACK(18446744073709551615ull, "big"),
@@ -347,11 +350,8 @@ START_TEST(svg_merges_and_is_deterministic)
 {
     /* the same stacks split and shuffled: the same picture, byte for byte */
     const mt_folded_t shuffled[] = {
-        STACK(200, "other"),
-        STACK(250, "main", "a", "c"),
-        STACK(100, "main", "d"),
-        STACK(600, "main", "a", "b"),
-        STACK(50, "main", "a", "c"),
+        STACK(200, "other"),          STACK(250, "main", "a", "c"), STACK(100, "main", "d"),
+        STACK(600, "main", "a", "b"), STACK(50, "main", "a", "c"),
     };
     char *one = svg("T", "bytes", g_stacks, 4);
     char *two = svg("T", "bytes", shuffled, 5);
@@ -366,8 +366,9 @@ START_TEST(svg_merges_and_is_deterministic)
     rect_t l1, l2;
     ck_assert_int_eq(frame_rect(doc, "leaf", &l1), 2);
     const char *second = strstr(strstr(doc, "<title>leaf (") + 1, "<title>leaf (");
-    ck_assert_int_eq(sscanf(strstr(second, "<rect "), "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"15\" fill=\"rgb(%u,%u,%u)\"",
-                            &l2.x, &l2.y, &l2.width, &l2.r, &l2.g, &l2.b),
+    ck_assert_int_eq(sscanf(strstr(second, "<rect "),
+                            "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"15\" fill=\"rgb(%u,%u,%u)\"", &l2.x,
+                            &l2.y, &l2.width, &l2.r, &l2.g, &l2.b),
                      6);
     ck_assert(l1.r == l2.r && l1.g == l2.g && l1.b == l2.b);
     assert_near(l1.width, l2.width, "leaf widths");
@@ -392,7 +393,7 @@ START_TEST(svg_hides_narrow_frames)
     rect_t r;
     ck_assert_int_eq(frame_rect(doc, "big", &r), 1);
     ck_assert_int_eq(frame_rect(doc, "deepest", &r), 1);
-    ck_assert_ptr_null(strstr(doc, "tiny")); /* 1/1100002 of 1180 px: under 0.1 px */
+    ck_assert_ptr_null(strstr(doc, "tiny"));                    /* 1/1100002 of 1180 px: under 0.1 px */
     ck_assert_int_eq(count_str(doc, "<g class=\"frame\">"), 5); /* all, big, mid, deeper, deepest */
     free(doc);
 
@@ -414,7 +415,10 @@ START_TEST(svg_escapes_names)
     const mt_folded_t st[] = {
         STACK(50, "main", "a<b>&\"c'"),
         STACK(30, "main", "_ZN3fooltEv", "operator<<(std::ostream&, int)"),
-        STACK(20, "ctl\x01\x1f" "chars", "bad\xff\xfeutf8", "ok\xc3\xa9"),
+        STACK(20,
+              "ctl\x01\x1f"
+              "chars",
+              "bad\xff\xfeutf8", "ok\xc3\xa9"),
         STACK(5, "main", longname),
     };
     char *doc = svg("T & <\"x\">", "'u'", st, 4);
@@ -460,8 +464,19 @@ START_TEST(xml_check_refuses_bad_documents)
 {
     ck_assert_uint_eq(xml_error("<?xml version=\"1.0\"?>\n<a x=\"1\"><b/>t &amp; &#60;<![CDATA[<&]]></a>\n"), 0);
     static const char *const bad[] = {
-        "<a>", "<a></b>", "<a><b></a></b>", "<a>x & y</a>", "<a>x < y</a>", "<a x=1/>", "<a x=\"<\"/>",
-        "<a x=\"1\"y=\"2\"/>", "<a/><b/>", "text<a/>", "<a>\x01</a>", "<a>&bogus;</a>", "",
+        "<a>",
+        "<a></b>",
+        "<a><b></a></b>",
+        "<a>x & y</a>",
+        "<a>x < y</a>",
+        "<a x=1/>",
+        "<a x=\"<\"/>",
+        "<a x=\"1\"y=\"2\"/>",
+        "<a/><b/>",
+        "text<a/>",
+        "<a>\x01</a>",
+        "<a>&bogus;</a>",
+        "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(xml_error(bad[i]) != 0, "taken as well-formed: %s", bad[i]);

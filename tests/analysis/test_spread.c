@@ -9,10 +9,10 @@
 #include "mtrace/spread.h"
 #include "test_util.h"
 
-#define SPREAD(s, ...)                                                                                        \
-    do {                                                                                                     \
-        double v_[] = { __VA_ARGS__ };                                                                       \
-        mt_spread_of(&(s), v_, sizeof v_ / sizeof v_[0]);                                                    \
+#define SPREAD(s, ...)                                                                                                 \
+    do {                                                                                                               \
+        double v_[] = { __VA_ARGS__ };                                                                                 \
+        mt_spread_of(&(s), v_, sizeof v_ / sizeof v_[0]);                                                              \
     } while (0)
 
 static void assert_close(double got, double want, const char *what)

@@ -52,8 +52,8 @@ static void assert_unresolved(mt_symbolizer_t *s, uint64_t ra, const char *modul
                   sym.function ? sym.function : "(null)");
     ck_assert_ptr_null(sym.file);
     ck_assert_uint_eq(sym.line, 0);
-    ck_assert_msg(sym.module && !strcmp(sym.module, module), "0x%llx: module %s, expected %s",
-                  (unsigned long long)ra, sym.module ? sym.module : "(null)", module);
+    ck_assert_msg(sym.module && !strcmp(sym.module, module), "0x%llx: module %s, expected %s", (unsigned long long)ra,
+                  sym.module ? sym.module : "(null)", module);
     ck_assert_msg(sym.offset == offset, "0x%llx: offset 0x%llx, expected 0x%llx", (unsigned long long)ra,
                   (unsigned long long)sym.offset, (unsigned long long)offset);
 }
@@ -205,10 +205,10 @@ START_TEST(not_elf_files)
     mt_module_def_t m[] = {
         module(1, 0x100000, 0, 0x1000, text),
         module(1, 0x200000, 0, 0x1000, empty),
-        module(1, 0x300000, 0, 0x1000, dir),          /* a directory */
+        module(1, 0x300000, 0, 0x1000, dir), /* a directory */
         module(1, 0x400000, 0, 0x1000, "/"),
         module(1, 0x500000, 0, 0x1000, "linux-gate.so.1"), /* no path: not looked up in the cwd */
-        module(1, 0x600000, 0, 0x1000, ""),           /* the main program, with no path given */
+        module(1, 0x600000, 0, 0x1000, ""),                /* the main program, with no path given */
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         m[i].build_id_len = 8;
@@ -373,8 +373,8 @@ START_TEST(symbol_table_covers_whole_functions)
             /* mt_symbolize takes a return address and looks up the byte before it */
             ck_assert_int_eq(mt_symbolize(s, (uint64_t)(uintptr_t)fn + at[j] + 1, &sym), 0);
             void *named = dlsym(self, sym.function);
-            ck_assert_msg(!strcmp(sym.function, names[k]) || named == fn,
-                          "%s+%llu symbolized as %s", names[k], (unsigned long long)at[j], sym.function);
+            ck_assert_msg(!strcmp(sym.function, names[k]) || named == fn, "%s+%llu symbolized as %s", names[k],
+                          (unsigned long long)at[j], sym.function);
         }
     }
     dlclose(self);

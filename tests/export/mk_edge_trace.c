@@ -18,8 +18,15 @@ static void call(uint32_t thread, unsigned op, uint32_t flags, uint32_t stack, u
                  uint64_t size, uint64_t align, uint64_t result)
 {
     now += 700;
-    mt_record_t r = { .op = (uint8_t)op, .flags = flags | (stack ? MT_FLAG_STACK : 0), .stack = stack, .time = now,
-                      .ptr = ptr, .count = count, .size = size, .align = align, .result = result,
+    mt_record_t r = { .op = (uint8_t)op,
+                      .flags = flags | (stack ? MT_FLAG_STACK : 0),
+                      .stack = stack,
+                      .time = now,
+                      .ptr = ptr,
+                      .count = count,
+                      .size = size,
+                      .align = align,
+                      .result = result,
                       .usable = result ? size * (count ? count : 1) : 0 };
     if (op == MT_OP_POSIX_MEMALIGN && (flags & MT_FLAG_NULL))
         r.arg[0] = ENOMEM, r.nargs = 1;
@@ -59,7 +66,14 @@ static void rss(uint32_t thread, uint64_t pages)
         exit(1);
 }
 
-enum { M = MT_OP_MALLOC, F = MT_OP_FREE, C = MT_OP_CALLOC, R = MT_OP_REALLOC, RA = MT_OP_REALLOCARRAY, NUL = MT_FLAG_NULL };
+enum {
+    M = MT_OP_MALLOC,
+    F = MT_OP_FREE,
+    C = MT_OP_CALLOC,
+    R = MT_OP_REALLOC,
+    RA = MT_OP_REALLOCARRAY,
+    NUL = MT_FLAG_NULL
+};
 
 int main(int argc, char **argv)
 {
@@ -96,8 +110,8 @@ int main(int argc, char **argv)
     call(1, M, 0, 0, 0, 0, 50, 0, E);
     call(1, R, NUL, 1, E, 0, 5000, 0, 0); /* failed: E stays */
     rss(2, 9);
-    call(1, R, 0, 1, E, 0, 80, 0, E);     /* in place */
-    call(1, R, 0, 2, E, 0, 8000, 0, Fb);  /* moved */
+    call(1, R, 0, 1, E, 0, 80, 0, E);    /* in place */
+    call(1, R, 0, 2, E, 0, 8000, 0, Fb); /* moved */
     call(1, RA, 0, 1, Fb, 4, 100, 0, G);
     call(1, F, 0, 0, 0, 0, 0, 0, 0);         /* free(NULL) */
     call(1, F, 0, 0, 0xdead000, 0, 0, 0, 0); /* never allocated */
@@ -114,9 +128,9 @@ int main(int argc, char **argv)
     call(2, MT_OP_POSIX_MEMALIGN, NUL, 0, 0, 0, (uint64_t)1 << 50, 64, 0);
     call(1, MT_OP_USABLE_SIZE, 0, 0, I, 0, 256, 0, 0);
     call(1, MT_OP_MALLOPT, 0, 0, 0, 0, 0, 0, 0);
-    call(2, M, 0, 5, 0, 0, 1000, 0, 0x100000);                   /* stack 5: never defined */
-    call(2, M, 0, (1u << 24) + 5, 0, 0, 2000, 0, 0x110000);      /* an id past the range */
-    call(1, M, 0, 3, 0, 0, 0, 0, N);                             /* size 0 */
+    call(2, M, 0, 5, 0, 0, 1000, 0, 0x100000);              /* stack 5: never defined */
+    call(2, M, 0, (1u << 24) + 5, 0, 0, 2000, 0, 0x110000); /* an id past the range */
+    call(1, M, 0, 3, 0, 0, 0, 0, N);                        /* size 0 */
     call(2, F, 0, 0, K, 0, 0, 0, 0);
     call(1, F, 0, 0, J, 0, 0, 0, 0);
     rss(1, 3);

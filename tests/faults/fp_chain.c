@@ -32,16 +32,30 @@ int main(int argc, char **argv)
     char *args[] = { argv[0], argv[1], next, argv[3], NULL };
     if (!strcmp(argv[3], "v")) {
         switch (n % 4) {
-        case 0: execv(argv[0], args); break;
-        case 1: execve(argv[0], args, environ); break;
-        case 2: execvp(argv[0], args); break; /* argv[0] has a slash: no search */
-        case 3: execvpe(argv[0], args, environ); break;
+        case 0:
+            execv(argv[0], args);
+            break;
+        case 1:
+            execve(argv[0], args, environ);
+            break;
+        case 2:
+            execvp(argv[0], args);
+            break; /* argv[0] has a slash: no search */
+        case 3:
+            execvpe(argv[0], args, environ);
+            break;
         }
     } else {
         switch (n % 3) {
-        case 0: execl(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL); break;
-        case 1: execle(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL, environ); break;
-        case 2: execlp(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL); break;
+        case 0:
+            execl(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL);
+            break;
+        case 1:
+            execle(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL, environ);
+            break;
+        case 2:
+            execlp(argv[0], argv[0], argv[1], next, argv[3], (char *)NULL);
+            break;
         }
     }
     return 127;

@@ -18,8 +18,8 @@
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "probe")) {
-        fp_say("secure %lu\nshim %d\ncontrol %d\n", getauxval(AT_SECURE),
-               dlsym(RTLD_DEFAULT, "mtrace_control") != NULL, mtrace_sync());
+        fp_say("secure %lu\nshim %d\ncontrol %d\n", getauxval(AT_SECURE), dlsym(RTLD_DEFAULT, "mtrace_control") != NULL,
+               mtrace_sync());
         return 0;
     }
     unsigned long sum = 0;

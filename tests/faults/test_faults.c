@@ -87,8 +87,8 @@ typedef struct job {
     int preload;          /* LD_PRELOAD the shim */
     const char *trace;    /* MTRACE_OUT */
     const char *cwd;
-    const char *wrap[8];  /* a command put in front (setpriv ...), or nothing */
-    unsigned timeout_s;   /* 0: 45 */
+    const char *wrap[8]; /* a command put in front (setpriv ...), or nothing */
+    unsigned timeout_s;  /* 0: 45 */
 } job_t;
 
 typedef struct result {
@@ -202,8 +202,7 @@ static void result_free(result_t *r)
 static void assert_exit(const result_t *r, int code, const char *what)
 {
     ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
-                  "%s: status %#x, expected exit %d; stdout: %s; stderr: %s", what, r->status, code, r->out,
-                  r->err);
+                  "%s: status %#x, expected exit %d; stdout: %s; stderr: %s", what, r->status, code, r->out, r->err);
 }
 
 /* Runs the job untraced (argument `info_arg` replaced by "", so the untraced run writes no info
@@ -392,9 +391,10 @@ static void assert_calls(const rec_list_t *calls, const want_t *want, size_t n, 
         const int ok = c->op == w->op && c->size == w->size && c->count == w->count && c->align == w->align &&
                        (!w->ptr || c->ptr == w->ptr) && (!w->result || c->result == w->result) &&
                        !(c->flags & MT_FLAG_NULL);
-        ck_assert_msg(ok, "%s: call %zu is %s; expected op %u size %" PRIu64 " count %" PRIu64 " ptr %#" PRIx64
-                      " result %#" PRIx64, what, i, record_str(c, buf, sizeof buf), w->op, w->size, w->count,
-                      w->ptr, w->result);
+        ck_assert_msg(ok,
+                      "%s: call %zu is %s; expected op %u size %" PRIu64 " count %" PRIu64 " ptr %#" PRIx64
+                      " result %#" PRIx64,
+                      what, i, record_str(c, buf, sizeof buf), w->op, w->size, w->count, w->ptr, w->result);
     }
     if (calls->n != n) {
         char *all = NULL;
@@ -447,8 +447,8 @@ enum { KILL_MAX_THREADS = 8 };
 
 typedef struct kill_progress {
     int ready;
-    int64_t tid[KILL_MAX_THREADS];       /* -1: not reported */
-    uint64_t done[KILL_MAX_THREADS];     /* iterations reported finished */
+    int64_t tid[KILL_MAX_THREADS];   /* -1: not reported */
+    uint64_t done[KILL_MAX_THREADS]; /* iterations reported finished */
     char partial[256];
     size_t plen;
 } kill_progress_t;
@@ -529,10 +529,10 @@ static uint64_t check_worker_seq(const mt_trace_t *t, size_t ti, int k, int fini
         }
         if (r.op == MT_OP_MALLOC && k < 0 && !pending && iter == 0)
             k = (int)((r.size - 1) % 16);
-        const int ok = r.op == MT_OP_MALLOC   ? (k >= 0 && !pending && r.size == fp_seq_size((unsigned)k, iter) &&
-                                                 r.result != 0 && !(r.flags & MT_FLAG_NULL))
-                       : r.op == MT_OP_FREE   ? (pending && r.ptr == pending)
-                                              : 0;
+        const int ok = r.op == MT_OP_MALLOC ? (k >= 0 && !pending && r.size == fp_seq_size((unsigned)k, iter) &&
+                                               r.result != 0 && !(r.flags & MT_FLAG_NULL))
+                       : r.op == MT_OP_FREE ? (pending && r.ptr == pending)
+                                            : 0;
         if (!ok)
             ck_abort_msg("%s: worker %d, record %" PRIu64 " (iteration %" PRIu64 ") breaks the sequence: %s", what, k,
                          nrec, iter, record_str(&r, buf, sizeof buf));
@@ -662,7 +662,8 @@ static void kill_run(unsigned nthreads, unsigned delay_us, int early, const char
                 seen[kk]++;
                 ck_assert_msg(iter >= p.done[kk],
                               "%s: worker %d: %" PRIu64 " iterations in the trace, the program reported %" PRIu64
-                              " before the kill", what, kk, iter, p.done[kk]);
+                              " before the kill",
+                              what, kk, iter, p.done[kk]);
             }
         }
         if (!early)
@@ -687,8 +688,8 @@ START_TEST(kill_at_random_moments)
     for (int run = 0; run < 54; run++) {
         const unsigned n = threads[run % 3];
         const unsigned delay = (unsigned)rng_below(&rng, 51);
-        snprintf(what, sizeof what, "run %d (seed %" PRIu64 ", %u threads, kill after %u ms)", run, faults_seed(),
-                 n, delay);
+        snprintf(what, sizeof what, "run %d (seed %" PRIu64 ", %u threads, kill after %u ms)", run, faults_seed(), n,
+                 delay);
         kill_run(n, delay * 1000, 0, what, NULL);
     }
     /* 24 runs killed 0-40 ms after the start: in the loader, in the shim's start-up (the file made,
@@ -697,12 +698,12 @@ START_TEST(kill_at_random_moments)
     for (int run = 0; run < 24; run++) {
         const unsigned n = threads[run % 3];
         const unsigned delay = (unsigned)rng_below(&rng, 40000);
-        snprintf(what, sizeof what, "early run %d (seed %" PRIu64 ", %u threads, kill after %u us)", run,
-                 faults_seed(), n, delay);
+        snprintf(what, sizeof what, "early run %d (seed %" PRIu64 ", %u threads, kill after %u us)", run, faults_seed(),
+                 n, delay);
         kill_run(n, delay, 1, what, outcome);
     }
-    fprintf(stderr, "early kills: %d without a file, %d without the magic (refused), %d readable traces\n",
-            outcome[0], outcome[1], outcome[2]);
+    fprintf(stderr, "early kills: %d without a file, %d without the magic (refused), %d readable traces\n", outcome[0],
+            outcome[1], outcome[2]);
 }
 END_TEST
 
@@ -734,7 +735,8 @@ START_TEST(fork_storm)
     ck_assert_uint_eq(tr.n, 1);
     rec_list_t calls = { 0 };
     calls_of(&tr.thr[0], &calls, 1);
-    const want_t pw[] = { { .op = MT_OP_MALLOC, .size = 100 }, { .op = MT_OP_FREE, .ptr = calls.n ? calls.v[0].result : 0 } };
+    const want_t pw[] = { { .op = MT_OP_MALLOC, .size = 100 },
+                          { .op = MT_OP_FREE, .ptr = calls.n ? calls.v[0].result : 0 } };
     assert_calls(&calls, pw, 2, "parent");
     rec_list_free(&calls);
     ck_assert_uint_eq(count_op(&tr.thr[0], MT_EV_FORK), NCHILD);
@@ -776,7 +778,8 @@ START_TEST(fork_storm)
         if (i % 10 == 0) {
             grand = info1(text, "grand %d", i);
             const mt_record_t *f = find_op(l, MT_EV_FORK);
-            ck_assert_msg(f && (uint64_t)f->arg[0] == grand, "%s: no FORK event naming its child %" PRIu64, what, grand);
+            ck_assert_msg(f && (uint64_t)f->arg[0] == grand, "%s: no FORK event naming its child %" PRIu64, what,
+                          grand);
         }
         ck_assert_uint_eq(count_op(l, MT_EV_FORK), i % 10 == 0);
         free_trace(&tr);
@@ -886,7 +889,8 @@ START_TEST(vfork_and_posix_spawn)
     ck_assert_ptr_null(find_op(&tr.thr[0], MT_EV_EXEC));
     rec_list_t calls = { 0 };
     calls_of(&tr.thr[0], &calls, 1);
-    const want_t w[] = { { .op = MT_OP_MALLOC, .size = 123 }, { .op = MT_OP_FREE, .ptr = calls.n ? calls.v[0].result : 0 } };
+    const want_t w[] = { { .op = MT_OP_MALLOC, .size = 123 },
+                         { .op = MT_OP_FREE, .ptr = calls.n ? calls.v[0].result : 0 } };
     assert_calls(&calls, w, 2, "fp_spawn");
     rec_list_free(&calls);
     free_trace(&tr);
@@ -1107,8 +1111,9 @@ static void check_signals(const char *mode, const char *nsig, const char *max_it
     char *info = in_dir("signal.%s.%s.info", mode, env ? "stacks" : "plain");
     char *trace = in_dir("signal.%s.%s.mtr", mode, env ? "stacks" : "plain");
     result_t r;
-    const job_t j = { .argv = { prog, info, mode, nsig, max_iter }, .env = { env }, .preload = 1, .trace = trace,
-                      .timeout_s = 50 };
+    const job_t j = {
+        .argv = { prog, info, mode, nsig, max_iter }, .env = { env }, .preload = 1, .trace = trace, .timeout_s = 50
+    };
     run_pair(&j, 1, 0, &r);
     char *text = slurp(info);
     const uint64_t handled = info1(text, "handled"), hcalls = info1(text, "handler_calls"),
@@ -1149,7 +1154,8 @@ static void check_signals(const char *mode, const char *nsig, const char *max_it
                 for (uint64_t f = 0; f < foreign && f < 16; f++)
                     is_foreign |= rec.ptr && foreign_ptr[f] == rec.ptr;
             } else if (!((rec.op == MT_OP_MALLOC && rec.size >= 1 && rec.size <= 512) ||
-                         (rec.op == MT_OP_MALLOC && rec.size == 777) || (rec.op == MT_OP_USABLE_SIZE && rec.ptr == 0))) {
+                         (rec.op == MT_OP_MALLOC && rec.size == 777) ||
+                         (rec.op == MT_OP_USABLE_SIZE && rec.ptr == 0))) {
                 if (foreign < 16)
                     foreign_ptr[foreign] = rec.result;
                 is_foreign = 1;
@@ -1168,7 +1174,8 @@ static void check_signals(const char *mode, const char *nsig, const char *max_it
     ck_assert_msg(lost != UINT64_MAX, "%s: the main thread has no THREAD_EXIT", what);
     ck_assert_uint_eq(h->lost_calls, all_lost);
     ck_assert_msg(foreign <= 4, "%s: %" PRIu64 " calls that are neither the loop's nor the handler's", what, foreign);
-    fprintf(stderr, "%s: %" PRIu64 " signals, %" PRIu64 " handler calls (%" PRIu64 " times skipped inside malloc), %" PRIu64
+    fprintf(stderr,
+            "%s: %" PRIu64 " signals, %" PRIu64 " handler calls (%" PRIu64 " times skipped inside malloc), %" PRIu64
             " loop calls, %" PRIu64 " recorded, %" PRIu64 " lost (nested in a record being written)\n",
             what, handled, hcalls, skipped, loop, recorded, lost);
     ck_assert_msg(recorded + lost == loop + hcalls,
@@ -1260,8 +1267,8 @@ static size_t check_dl_trace(const char *trace, unsigned rounds, int exact, int 
                 if (f + 1 == s.nframes && s.frames[f] == 0)
                     break; /* the cut marker: the stack went on past the frame limit (spec: "Callsites") */
                 ck_assert_msg(module_of(&cur, s.frames[f] - 1) != NULL,
-                              "%s: stack %u frame %u (%#" PRIx64 ") lies in no object of snapshot %" PRIu64, what,
-                              s.id, f, s.frames[f], last_gen);
+                              "%s: stack %u frame %u (%#" PRIx64 ") lies in no object of snapshot %" PRIu64, what, s.id,
+                              f, s.frames[f], last_gen);
             }
             if (s.id >= ndefs) {
                 defs = realloc(defs, (s.id + 1) * sizeof *defs);
@@ -1294,8 +1301,10 @@ static size_t check_dl_trace(const char *trace, unsigned rounds, int exact, int 
                 ck_assert_msg(def_lib[r->stack] == tag,
                               "%s: %s: its stack %u was defined with frames in %s, the call was made in %s", what,
                               record_str(r, buf, sizeof buf), r->stack,
-                              def_lib[r->stack] == 1 ? "fp_dl_a" : def_lib[r->stack] == 2 ? "fp_dl_b"
-                                                                 : def_lib[r->stack] ? "both" : "neither library",
+                              def_lib[r->stack] == 1   ? "fp_dl_a"
+                              : def_lib[r->stack] == 2 ? "fp_dl_b"
+                              : def_lib[r->stack]      ? "both"
+                                                       : "neither library",
                               tag == 1 ? "fp_dl_a" : "fp_dl_b");
             }
         }
@@ -1314,8 +1323,9 @@ START_TEST(dlopen_dlclose)
     char *prog = fp_path("fp_dl");
     char *trace = in_dir("dl.mtr");
     result_t r;
-    const job_t j = { .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1,
-                      .trace = trace };
+    const job_t j = {
+        .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1, .trace = trace
+    };
     run_pair(&j, 0, 0, &r);
     ck_assert_str_eq(r.out, "dl: 30 rounds, 40 loads\n");
     check_dl_trace(trace, 30, 1, 0, "dlopen");
@@ -1326,8 +1336,10 @@ START_TEST(dlopen_dlclose)
      * the frees of its blocks by the program are recorded. The trace must still read back whole and
      * the MODULE snapshots follow the loads. */
     char *trace2 = in_dir("dldeep.mtr");
-    const job_t j2 = { .argv = { prog, FP_DL_A, FP_DL_B, "30", "deepbind" }, .env = { "MTRACE_STACKS=8" },
-                       .preload = 1, .trace = trace2 };
+    const job_t j2 = { .argv = { prog, FP_DL_A, FP_DL_B, "30", "deepbind" },
+                       .env = { "MTRACE_STACKS=8" },
+                       .preload = 1,
+                       .trace = trace2 };
     run_pair(&j2, 0, 0, &r);
     ck_assert_str_eq(r.out, "dl: 30 rounds, 40 loads\n");
     check_dl_trace(trace2, 30, 0, 0, "dlopen RTLD_DEEPBIND");
@@ -1356,8 +1368,9 @@ START_TEST(dlopen_stack_ids)
     char *prog = fp_path("fp_dl");
     char *trace = in_dir("dlids.mtr");
     result_t r;
-    const job_t j = { .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1,
-                      .trace = trace };
+    const job_t j = {
+        .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1, .trace = trace
+    };
     run_pair(&j, 0, 0, &r);
     check_dl_trace(trace, 30, 1, 1, "dlopen, same address");
     result_free(&r);
@@ -1495,8 +1508,7 @@ START_TEST(stack_table)
     ck_assert_uint_eq(c->calls[1], threads * 2u << 16);
     assert_patterns_apart(c->canon[0], 1u << 13, "2^13 patterns");
     assert_patterns_apart(c->canon[1], 1u << 16, "2^16 patterns");
-    ck_assert_msg(c->few_distinct <= 2u << 13, "%zu stack ids for the 8192 stacks of the first phase",
-                  c->few_distinct);
+    ck_assert_msg(c->few_distinct <= 2u << 13, "%zu stack ids for the 8192 stacks of the first phase", c->few_distinct);
     for (size_t i = 0; i < c->ndef; i++)
         free(c->def[i].f);
     free(c->def);
@@ -1608,9 +1620,12 @@ START_TEST(allocation_before_startup)
     calls_of(&tr.thr[0], &calls, 1);
     const uint64_t eb = info1(text, "early_block"), ef = info1(text, "early_freed"), mb = info1(text, "main_block");
     const want_t w[] = {
-        { .op = MT_OP_MALLOC, .size = 5151, .result = eb }, { .op = MT_OP_MALLOC, .size = 5152, .result = ef },
-        { .op = MT_OP_FREE, .ptr = ef },                    { .op = MT_OP_FREE, .ptr = eb },
-        { .op = MT_OP_MALLOC, .size = 7171, .result = mb }, { .op = MT_OP_FREE, .ptr = mb },
+        { .op = MT_OP_MALLOC, .size = 5151, .result = eb },
+        { .op = MT_OP_MALLOC, .size = 5152, .result = ef },
+        { .op = MT_OP_FREE, .ptr = ef },
+        { .op = MT_OP_FREE, .ptr = eb },
+        { .op = MT_OP_MALLOC, .size = 7171, .result = mb },
+        { .op = MT_OP_FREE, .ptr = mb },
     };
     assert_calls(&calls, w, 6, "fp_early");
     rec_list_free(&calls);
@@ -1639,9 +1654,12 @@ START_TEST(allocation_before_startup)
     const uint64_t pb = info1(text, "pre_block");
     const uint64_t eb2 = info1(text, "early_block"), ef2 = info1(text, "early_freed"), mb2 = info1(text, "main_block");
     const want_t w2[] = {
-        { .op = MT_OP_MALLOC, .size = 5151, .result = eb2 }, { .op = MT_OP_MALLOC, .size = 5152, .result = ef2 },
-        { .op = MT_OP_FREE, .ptr = ef2 },                    { .op = MT_OP_FREE, .ptr = pb },
-        { .op = MT_OP_FREE, .ptr = eb2 },                    { .op = MT_OP_MALLOC, .size = 7171, .result = mb2 },
+        { .op = MT_OP_MALLOC, .size = 5151, .result = eb2 },
+        { .op = MT_OP_MALLOC, .size = 5152, .result = ef2 },
+        { .op = MT_OP_FREE, .ptr = ef2 },
+        { .op = MT_OP_FREE, .ptr = pb },
+        { .op = MT_OP_FREE, .ptr = eb2 },
+        { .op = MT_OP_MALLOC, .size = 7171, .result = mb2 },
         { .op = MT_OP_FREE, .ptr = mb2 },
     };
     assert_calls(&calls, w2, 7, "fp_preinit");
@@ -1692,8 +1710,10 @@ static const char *secure_unavailable(void)
     free(copy);
     free(cmd);
     if (!strstr(out, "secure 1")) {
-        snprintf(why, sizeof why, "a setuid-root program run by uid 65534 gets no AT_SECURE here (nosuid mount, "
-                                  "no_new_privs or a user namespace); it said: %.120s", out);
+        snprintf(why, sizeof why,
+                 "a setuid-root program run by uid 65534 gets no AT_SECURE here (nosuid mount, "
+                 "no_new_privs or a user namespace); it said: %.120s",
+                 out);
         return why;
     }
     if (!strstr(out, "shim 1"))
@@ -1736,7 +1756,9 @@ START_TEST(secure_execution)
     /* No LD_PRELOAD: the loader ignores it in a setuid program (a path with a slash), and setpriv,
      * which is not setuid, would be traced as root up to its exec. The shim is linked in. */
     const job_t probe = { .wrap = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups" },
-                          .argv = { copy, "probe" }, .env = { out_env, index_env }, .cwd = w };
+                          .argv = { copy, "probe" },
+                          .env = { out_env, index_env },
+                          .cwd = w };
     run_job(&probe, &r);
     assert_exit(&r, 0, "setuid probe");
     /* the shim is there (linked in), secure mode is on, and it traces nothing */

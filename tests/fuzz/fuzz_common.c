@@ -227,8 +227,8 @@ void fz_trace_expand(const uint8_t *in, size_t n, int force_packed, fz_buf_t *ou
     size_t p = doff;
     unsigned nframes = 0;
     /* Modeled frames ("MTCM") are kept as they are, in a packed trace only. */
-    while (n - p >= TRACE_FRAME_HEAD && (mt_load_u32(in + p) == MT_PACK_FRAME_MAGIC ||
-                                         (packed && mt_load_u32(in + p) == MT_PACK_MODEL_MAGIC))) {
+    while (n - p >= TRACE_FRAME_HEAD &&
+           (mt_load_u32(in + p) == MT_PACK_FRAME_MAGIC || (packed && mt_load_u32(in + p) == MT_PACK_MODEL_MAGIC))) {
         const uint32_t len = mt_load_u32(in + p + 4);
         const uint8_t *payload = in + p + TRACE_FRAME_HEAD;
         const size_t have = n - p - TRACE_FRAME_HEAD;
@@ -256,7 +256,8 @@ void fz_trace_expand(const uint8_t *in, size_t n, int force_packed, fz_buf_t *ou
             /* A cut frame is a cut chunk: the file ends inside it. */
             const int cut = len > have;
             const size_t take = cut ? have : len;
-            const size_t keep = take < MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE ? take : MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
+            const size_t keep =
+                take < MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE ? take : MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
             fz_put(out, &ch, sizeof ch);
             fz_put(out, payload, keep);
             p += TRACE_FRAME_HEAD + take;
@@ -546,7 +547,8 @@ void fz_wl_expand(const uint8_t *in, size_t n, int decompress, fz_buf_t *out)
     memcpy(out->p, &h, sizeof h);
     /* The frame entries: offsets of moved frames follow them. */
     const uint64_t entries = new_io + 8 + (uint64_t)h.threads * sizeof(mt_wl_thread_entry_t);
-    for (uint64_t f = 0; f < h.frames && entries <= out->n && (out->n - entries) / sizeof(mt_wl_frame_entry_t) > f; f++) {
+    for (uint64_t f = 0; f < h.frames && entries <= out->n && (out->n - entries) / sizeof(mt_wl_frame_entry_t) > f;
+         f++) {
         uint8_t *e = out->p + entries + f * sizeof(mt_wl_frame_entry_t);
         const uint64_t off = mt_load_u64(e);
         for (unsigned k = 0; k < nmoves; k++) {
@@ -603,8 +605,7 @@ void fz_walk_wl(const char *path, fz_wl_stats_t *st)
                 st->max_slot = r.slot;
             if (r.slot2 > st->max_slot)
                 st->max_slot = r.slot2;
-            if (r.op == MT_WL_WAIT &&
-                (r.thread >= nthreads || r.thread == i || r.n > mt_wl_thread(w, r.thread)->ops))
+            if (r.op == MT_WL_WAIT && (r.thread >= nthreads || r.thread == i || r.n > mt_wl_thread(w, r.thread)->ops))
                 st->bad_wait = 1;
         }
         if (rc < 0)

@@ -41,8 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mt_json_load(path, &v, &err) < 0)
         return 0;
     volatile double sink = walk(v, 0);
-    static const char *const keys[] = { "kind", "allocator", "settings", "glibc_tunables", "rss_series", "wall_us", "cpu_us",
-                                        "max_rss_kb", "ideal_pages_kb", "fragmentation", "avg_cycles", "p99_cycles", "" };
+    static const char *const keys[] = {
+        "kind",       "allocator",      "settings",      "glibc_tunables", "rss_series", "wall_us", "cpu_us",
+        "max_rss_kb", "ideal_pages_kb", "fragmentation", "avg_cycles",     "p99_cycles", ""
+    };
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         sink += mt_json_num(v, keys[k], 0);
         const char *s = mt_json_str_at(v, keys[k], NULL);

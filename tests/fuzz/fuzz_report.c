@@ -24,8 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_trace_expand(data, size, 0, &buf);
     const char *in = fz_memfile(0, buf.p, buf.n);
     static const char *const weights[] = { "bytes", "calls", "leaked", "peak" };
-    const mt_report_opts_t o = { .folded = folded, .flamegraph = svg, .callsites_csv = csv,
-                                 .flame_weight = weights[size % 4] };
+    const mt_report_opts_t o = {
+        .folded = folded, .flamegraph = svg, .callsites_csv = csv, .flame_weight = weights[size % 4]
+    };
     mt_report_t r;
     mt_error_t err;
     static int skip_known = -1;

@@ -71,4 +71,3 @@ int main(int argc, char **argv)
     fz_buf_free(&dst);
     return rc;
 }
-

@@ -5,6 +5,8 @@
 
 void *report_callee_alloc(size_t n, unsigned *line)
 {
+    /* clang-format off */
     void *p = malloc(n); *line = __LINE__;
+    /* clang-format on */
     return p;
 }

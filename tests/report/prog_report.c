@@ -56,7 +56,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     unsigned lib_line = 0;
+    /* clang-format off */
     void *keep = malloc(1000); const unsigned main_line = __LINE__;
+    /* clang-format on */
     void *lib = report_callee_alloc(3000, &lib_line);
     memset(keep, 2, 1000);
     memset(lib, 3, 3000);

@@ -29,8 +29,12 @@ static mt_report_t *make_report(char (**names)[16])
     ck_assert(r && c && *names);
     for (size_t i = 0; i < NSITES; i++) {
         snprintf((*names)[i], sizeof **names, "f%zu", i);
-        c[i] = (mt_callsite_t){ .function = (*names)[i], .module = "prog", .calls = NSITES - i,
-                                .bytes = i + 1, .peak_bytes = i % 3 == 0 ? 7 : 0, .leaked_bytes = 5 };
+        c[i] = (mt_callsite_t){ .function = (*names)[i],
+                                .module = "prog",
+                                .calls = NSITES - i,
+                                .bytes = i + 1,
+                                .peak_bytes = i % 3 == 0 ? 7 : 0,
+                                .leaked_bytes = 5 };
     }
     r->path = "many-callsites.mtr";
     r->callsites = c;
@@ -61,7 +65,7 @@ START_TEST(callsites_ranked_in_n_log_n_equal_keys_in_report_order)
 {
     char *dir = make_temp_dir("callsite-rank");
     char *out = path_in(dir, "report.txt");
-    char (*names)[16];
+    char(*names)[16];
     mt_report_t *r = make_report(&names);
 
     const pid_t pid = fork();

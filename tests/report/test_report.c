@@ -219,18 +219,12 @@ START_TEST(calls_bytes_failures)
         unsigned op;
         uint64_t calls, bytes, failures;
     } want[] = {
-        { MT_OP_MALLOC, 2, 10, 1 },
-        { MT_OP_FREE, 3, 0, 0 },
-        { MT_OP_CALLOC, 2, 21, 1 },
-        { MT_OP_REALLOC, 5, 50 + 100 + 30, 1 },
-        { MT_OP_REALLOCARRAY, 2, 100, 1 },
-        { MT_OP_MEMALIGN, 1, 100, 0 },
-        { MT_OP_POSIX_MEMALIGN, 2, 200, 1 },
-        { MT_OP_ALIGNED_ALLOC, 1, 48, 0 },
-        { MT_OP_VALLOC, 1, 4096, 0 },
-        { MT_OP_PVALLOC, 1, 100, 0 },
-        { MT_OP_USABLE_SIZE, 1, 0, 0 },
-        { MT_OP_MALLOPT, 1, 0, 0 },
+        { MT_OP_MALLOC, 2, 10, 1 },          { MT_OP_FREE, 3, 0, 0 },
+        { MT_OP_CALLOC, 2, 21, 1 },          { MT_OP_REALLOC, 5, 50 + 100 + 30, 1 },
+        { MT_OP_REALLOCARRAY, 2, 100, 1 },   { MT_OP_MEMALIGN, 1, 100, 0 },
+        { MT_OP_POSIX_MEMALIGN, 2, 200, 1 }, { MT_OP_ALIGNED_ALLOC, 1, 48, 0 },
+        { MT_OP_VALLOC, 1, 4096, 0 },        { MT_OP_PVALLOC, 1, 100, 0 },
+        { MT_OP_USABLE_SIZE, 1, 0, 0 },      { MT_OP_MALLOPT, 1, 0, 0 },
     };
     ck_assert_uint_eq(sizeof want / sizeof want[0], MT_OP_LAST_CALL);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -273,28 +267,28 @@ START_TEST(leaks_exact)
     char *path = path_in(g_dir, "leaks.mtr");
     mt_writer_t *w = open_trace(path, NULL);
     uint64_t t = 100;
-    w_malloc(w, 1, t += 10, 100, 0xa0);             /* A */
-    w_malloc(w, 1, t += 10, 200, 0xb0);             /* B */
-    w_calloc(w, 1, t += 10, 10, 30, 0xc0);          /* C: 300 */
-    w_realloc(w, 1, t += 10, 0xa0, 150, 0xa0);      /* A in place: 150 */
-    w_realloc(w, 1, t += 10, 0xb0, 500, 0xd0);      /* B moved to D: 500 */
-    w_realloc(w, 1, t += 10, 0xc0, 0, 0);           /* C freed by realloc(p, 0) */
-    w_realloc(w, 1, t += 10, 0xd0, 1ull << 40, 0);  /* fails: D stays */
-    w_malloc(w, 1, t += 10, 7, 0xe0);               /* E */
+    w_malloc(w, 1, t += 10, 100, 0xa0);            /* A */
+    w_malloc(w, 1, t += 10, 200, 0xb0);            /* B */
+    w_calloc(w, 1, t += 10, 10, 30, 0xc0);         /* C: 300 */
+    w_realloc(w, 1, t += 10, 0xa0, 150, 0xa0);     /* A in place: 150 */
+    w_realloc(w, 1, t += 10, 0xb0, 500, 0xd0);     /* B moved to D: 500 */
+    w_realloc(w, 1, t += 10, 0xc0, 0, 0);          /* C freed by realloc(p, 0) */
+    w_realloc(w, 1, t += 10, 0xd0, 1ull << 40, 0); /* fails: D stays */
+    w_malloc(w, 1, t += 10, 7, 0xe0);              /* E */
     w_free(w, 1, t += 10, 0xe0);
-    w_malloc(w, 2, t += 10, 1000, 0xf0);            /* F, freed by thread 1 */
+    w_malloc(w, 2, t += 10, 1000, 0xf0); /* F, freed by thread 1 */
     w_free(w, 1, t += 10, 0xf0);
-    w_malloc(w, 2, t += 10, 33, 0x100);             /* G */
-    w_malloc(w, 1, t += 10, 64, 0x110);             /* H at an address used again: */
+    w_malloc(w, 2, t += 10, 33, 0x100); /* G */
+    w_malloc(w, 1, t += 10, 64, 0x110); /* H at an address used again: */
     w_free(w, 1, t += 10, 0x110);
-    w_malloc(w, 2, t += 10, 65, 0x110);             /* H': 65 */
-    w_reallocarray(w, 1, t += 10, 0, 3, 3, 0x120);  /* I: 9 */
+    w_malloc(w, 2, t += 10, 65, 0x110);            /* H': 65 */
+    w_reallocarray(w, 1, t += 10, 0, 3, 3, 0x120); /* I: 9 */
     w_free(w, 2, t += 10, 0x120);
     close_trace(w);
 
     mt_report_t rep;
     build(&rep, path, NULL);
-    ck_assert_uint_eq(rep.leaked_blocks, 4);                 /* A, D, G, H' */
+    ck_assert_uint_eq(rep.leaked_blocks, 4); /* A, D, G, H' */
     ck_assert_uint_eq(rep.leaked_bytes, 150 + 500 + 33 + 65);
     ck_assert_uint_eq(rep.unknown_frees, 0);
     ck_assert_uint_eq(rep.failures[MT_OP_REALLOC], 1);
@@ -373,9 +367,9 @@ START_TEST(size_histogram)
     uint64_t t = 10, addr = 0x10000;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         w_malloc(w, 1, t += 10, sizes[i], addr += 0x1000);
-    w_malloc(w, 1, t += 10, 5, 0);                  /* failed: not in the histogram */
-    w_calloc(w, 1, t += 10, 3, 7, addr += 0x1000);  /* 21 */
-    w_realloc(w, 1, t += 10, addr, 4096, addr);     /* 4096 */
+    w_malloc(w, 1, t += 10, 5, 0);                 /* failed: not in the histogram */
+    w_calloc(w, 1, t += 10, 3, 7, addr += 0x1000); /* 21 */
+    w_realloc(w, 1, t += 10, addr, 4096, addr);    /* 4096 */
     w_free(w, 1, t += 10, addr);
     close_trace(w);
 
@@ -411,8 +405,8 @@ START_TEST(lifetime_histogram)
     }
     w_malloc(w, 1, t += 10, 16, addr += 0x100);
     w_realloc(w, 1, t += 5, addr, 32, addr + 0x80); /* the old block lived 5 ns */
-    w_free(w, 1, t += 7, addr + 0x80);             /* the new one 7 ns */
-    w_malloc(w, 1, t += 10, 16, addr += 0x100);    /* leaked: no lifetime */
+    w_free(w, 1, t += 7, addr + 0x80);              /* the new one 7 ns */
+    w_malloc(w, 1, t += 10, 16, addr += 0x100);     /* leaked: no lifetime */
     close_trace(w);
 
     mt_report_t rep;
@@ -443,7 +437,7 @@ START_TEST(microsecond_ticks)
     h.start_time = 500;
     mt_writer_t *w = open_trace(path, &h);
     w_malloc(w, 1, 1000, 100, 0xa0);
-    w_free(w, 1, 1003, 0xa0);       /* lived 3 us = 3000 ns: [2048, 4096) */
+    w_free(w, 1, 1003, 0xa0); /* lived 3 us = 3000 ns: [2048, 4096) */
     w_malloc(w, 1, 1500, 40, 0xb0);
     w_malloc(w, 1, 2000, 70, 0xc0); /* the peak: 110 bytes, 1500 us after the start (500) */
     w_free(w, 1, 2001, 0xb0);       /* lived 501 us = 501000 ns: [2^18, 2^19) */
@@ -473,16 +467,16 @@ static void write_peak_trace(const char *path, const char *cmdline, size_t cmdli
     mt_writer_t *w = open_trace(path, NULL);
     if (cmdline)
         ck_assert_int_eq(mt_writer_header_string(w, MT_STR_CMDLINE, cmdline, cmdline_len), 0);
-    w_malloc(w, 1, 100, 100, 0xa1);             /* 100, 1 block */
-    w_malloc(w, 2, 200, 300, 0xb1);             /* 400, 2 */
-    w_malloc(w, 1, 300, 50, 0xa2);              /* 450, 3 */
-    w_free(w, 2, 400, 0xb1);                    /* 150, 2 */
-    w_malloc(w, 2, 500, 200, 0xb2);             /* 350, 3 */
-    w_realloc(w, 1, 600, 0xa2, 350, 0xa2);      /* 650, 3: the peak */
-    w_free(w, 1, 700, 0xa1);                    /* 550, 2 */
-    w_malloc(w, 2, 800, 100, 0xb3);             /* 650, 3: equal, not a new peak */
-    w_free(w, 2, 900, 0xb2);                    /* 450, 2 */
-    w_malloc(w, 1, 1000, 1000, 0);              /* failure */
+    w_malloc(w, 1, 100, 100, 0xa1);        /* 100, 1 block */
+    w_malloc(w, 2, 200, 300, 0xb1);        /* 400, 2 */
+    w_malloc(w, 1, 300, 50, 0xa2);         /* 450, 3 */
+    w_free(w, 2, 400, 0xb1);               /* 150, 2 */
+    w_malloc(w, 2, 500, 200, 0xb2);        /* 350, 3 */
+    w_realloc(w, 1, 600, 0xa2, 350, 0xa2); /* 650, 3: the peak */
+    w_free(w, 1, 700, 0xa1);               /* 550, 2 */
+    w_malloc(w, 2, 800, 100, 0xb3);        /* 650, 3: equal, not a new peak */
+    w_free(w, 2, 900, 0xb2);               /* 450, 2 */
+    w_malloc(w, 1, 1000, 1000, 0);         /* failure */
     close_trace(w);
 }
 
@@ -515,20 +509,22 @@ START_TEST(unknown_frees)
     char *path = path_in(g_dir, "unknown.mtr");
     mt_writer_t *w = open_trace(path, NULL);
     uint64_t t = 0;
-    w_free(w, 1, t += 10, 0xdead0);               /* never allocated */
+    w_free(w, 1, t += 10, 0xdead0); /* never allocated */
     w_malloc(w, 1, t += 10, 10, 0xa0);
     w_free(w, 1, t += 10, 0xa0);
-    w_free(w, 2, t += 10, 0xa0);                  /* a second free of the same block */
-    w_free(w, 1, t += 10, 0);                     /* free(NULL): not one */
-    w_realloc(w, 1, t += 10, 0, 5, 0xb0);         /* realloc(NULL, n): not one */
+    w_free(w, 2, t += 10, 0xa0);          /* a second free of the same block */
+    w_free(w, 1, t += 10, 0);             /* free(NULL): not one */
+    w_realloc(w, 1, t += 10, 0, 5, 0xb0); /* realloc(NULL, n): not one */
     w_free(w, 1, t += 10, 0xb0);
-    w_realloc(w, 1, t += 10, 0xbeef0, 10, 0xc0);  /* realloc of a block allocated before tracing */
+    w_realloc(w, 1, t += 10, 0xbeef0, 10, 0xc0); /* realloc of a block allocated before tracing */
     close_trace(w);
 
     mt_report_t rep;
     build(&rep, path, NULL);
-    ck_assert_msg(rep.unknown_frees == 3, "%" PRIu64 " unknown frees, expected 3 (free of a block never "
-                  "allocated, a double free, realloc of an unknown block)", rep.unknown_frees);
+    ck_assert_msg(rep.unknown_frees == 3,
+                  "%" PRIu64 " unknown frees, expected 3 (free of a block never "
+                  "allocated, a double free, realloc of an unknown block)",
+                  rep.unknown_frees);
     ck_assert_uint_eq(rep.leaked_blocks, 1);
     ck_assert_uint_eq(rep.leaked_bytes, 10);
     ck_assert_uint_eq(rep.calls[MT_OP_FREE], 5);
@@ -588,9 +584,9 @@ START_TEST(calloc_count_times_size)
 {
     char *path = path_in(g_dir, "calloc.mtr");
     mt_writer_t *w = open_trace(path, NULL);
-    w_calloc(w, 1, 10, 1000, 1000, 0xa0);   /* 1,000,000: [2^19, 2^20) */
-    w_calloc(w, 1, 20, 0, 5, 0xb0);         /* 0 */
-    w_calloc(w, 1, 30, 3, 7, 0xc0);         /* 21 */
+    w_calloc(w, 1, 10, 1000, 1000, 0xa0); /* 1,000,000: [2^19, 2^20) */
+    w_calloc(w, 1, 20, 0, 5, 0xb0);       /* 0 */
+    w_calloc(w, 1, 30, 3, 7, 0xc0);       /* 21 */
     w_free(w, 1, 40, 0xc0);
     close_trace(w);
 
@@ -829,12 +825,16 @@ static __attribute__((noinline)) void capture(void)
 /* Each stores the line of its call to capture(): the return address maps back to that line. */
 static __attribute__((noinline)) void site_one(unsigned *line)
 {
+    /* clang-format off */
     capture(); *line = __LINE__;
+    /* clang-format on */
 }
 
 static __attribute__((noinline)) void site_two(unsigned *line)
 {
+    /* clang-format off */
     capture(); *line = __LINE__;
+    /* clang-format on */
 }
 
 /* A MODULE event for each loaded object, as the shim writes them (doc/trace-format.md). */
@@ -947,11 +947,11 @@ static void assert_site(const mt_callsite_t *c, const char *fn, unsigned line, u
     ck_assert_msg(c->line == line, "%s: line %u, expected %u", fn, c->line, line);
     ck_assert_str_eq(c->module, "test_report");
     ck_assert_msg(c->calls == calls && c->bytes == bytes && c->leaked_blocks == leaked_blocks &&
-                  c->leaked_bytes == leaked_bytes && c->peak_bytes == peak,
+                      c->leaked_bytes == leaked_bytes && c->peak_bytes == peak,
                   "%s: calls %" PRIu64 " bytes %" PRIu64 " leaked %" PRIu64 "/%" PRIu64 " peak %" PRIu64
                   ", expected %" PRIu64 " %" PRIu64 " %" PRIu64 "/%" PRIu64 " %" PRIu64,
-                  fn, c->calls, c->bytes, c->leaked_blocks, c->leaked_bytes, c->peak_bytes, calls, bytes,
-                  leaked_blocks, leaked_bytes, peak);
+                  fn, c->calls, c->bytes, c->leaked_blocks, c->leaked_bytes, c->peak_bytes, calls, bytes, leaked_blocks,
+                  leaked_bytes, peak);
 }
 
 START_TEST(stored_stacks_callsites)
@@ -978,7 +978,8 @@ START_TEST(stored_stacks_callsites)
     free(text);
     text = slurp(svg);
     ck_assert_msg(strstr(text, "<svg") && strstr(text, "</svg>") && strstr(text, "site_one") &&
-                  strstr(text, "site_two"), "flame graph: %.300s", text);
+                      strstr(text, "site_two"),
+                  "flame graph: %.300s", text);
     free(text);
     text = slurp(csv);
     char *want = NULL;
@@ -986,7 +987,8 @@ START_TEST(stored_stacks_callsites)
                               "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
                               "\"site_one\",\"%s\",%u,\"test_report\",3,610,2,510,510\n"
                               "\"site_two\",\"%s\",%u,\"test_report\",2,1200,1,200,1000\n",
-                              rep.callsites[0].file, one_line, rep.callsites[1].file, two_line), 0);
+                              rep.callsites[0].file, one_line, rep.callsites[1].file, two_line),
+                     0);
     ck_assert_str_eq(text, want);
     free(want);
     free(text);
@@ -1050,6 +1052,8 @@ END_TEST
  * under report --html), the callers' names are interned too; intern() in analysis/report.c looks only
  * at the latest 64 strings, and callsites are matched by string pointer, so site_one's strings are
  * interned again once 64 others came after them and the one callsite becomes several entries. */
+/* The callers are laid out by hand: clang-format's layout of them changes from run to run. */
+/* clang-format off */
 #define CALLER(n)                                                                                      \
     static __attribute__((noinline)) uint64_t caller_##n(void)                                       \
     {                                                                                                  \
@@ -1065,6 +1069,7 @@ CALLERS10(1) CALLERS10(2) CALLERS10(3) CALLERS10(4) CALLERS10(5) CALLERS10(6) CA
         caller_##n##6, caller_##n##7, caller_##n##8, caller_##n##9
 static uint64_t (*const g_callers[])(void) = { REF10(1), REF10(2), REF10(3), REF10(4),
                                                 REF10(5), REF10(6), REF10(7), REF10(8) };
+/* clang-format on */
 enum { NCALLERS = sizeof g_callers / sizeof g_callers[0] };
 
 static void many_stacks_one_site(int with_flame)
@@ -1102,11 +1107,14 @@ static void many_stacks_one_site(int with_flame)
     for (size_t i = 0; i < rep.ncallsites; i++)
         calls += rep.callsites[i].calls;
     ck_assert_uint_eq(calls, NCALLERS);
-    ck_assert_msg(rep.ncallsites == 1, "%s: %zu callsites, expected 1 (site_one, line %u); the first has %" PRIu64
-                  " calls, the last %s:%u %" PRIu64, with_flame ? "with folded stacks" : "without", rep.ncallsites,
-                  one_line, rep.callsites[0].calls, rep.callsites[rep.ncallsites - 1].function,
-                  rep.callsites[rep.ncallsites - 1].line, rep.callsites[rep.ncallsites - 1].calls);
-    assert_site(&rep.callsites[0], "site_one", one_line, NCALLERS, 10 * NCALLERS, NCALLERS, 10 * NCALLERS, 10 * NCALLERS);
+    ck_assert_msg(rep.ncallsites == 1,
+                  "%s: %zu callsites, expected 1 (site_one, line %u); the first has %" PRIu64
+                  " calls, the last %s:%u %" PRIu64,
+                  with_flame ? "with folded stacks" : "without", rep.ncallsites, one_line, rep.callsites[0].calls,
+                  rep.callsites[rep.ncallsites - 1].function, rep.callsites[rep.ncallsites - 1].line,
+                  rep.callsites[rep.ncallsites - 1].calls);
+    assert_site(&rep.callsites[0], "site_one", one_line, NCALLERS, 10 * NCALLERS, NCALLERS, 10 * NCALLERS,
+                10 * NCALLERS);
     if (with_flame) {
         char *text = slurp(folded);
         ck_assert_msg(strstr(text, "caller_10;site_one 10\n") && strstr(text, "caller_89;site_one 10\n"),
@@ -1323,8 +1331,8 @@ static void assert_jhist(const mt_jval_t *root, const char *key, const uint64_t 
     ck_assert_msg(a->n == n, "JSON: \"%s\" has %zu entries, expected %zu", key, a->n, n);
     for (size_t i = 0; i < n; i++) {
         ck_assert_msg((uint64_t)jnum(&a->items[i], "from") == want[i][0] &&
-                      (uint64_t)jnum(&a->items[i], "to") == want[i][1] &&
-                      (uint64_t)jnum(&a->items[i], "count") == want[i][2],
+                          (uint64_t)jnum(&a->items[i], "to") == want[i][1] &&
+                          (uint64_t)jnum(&a->items[i], "count") == want[i][2],
                       "%s[%zu]: {%g, %g, %g}, expected {%" PRIu64 ", %" PRIu64 ", %" PRIu64 "}", key, i,
                       jnum(&a->items[i], "from"), jnum(&a->items[i], "to"), jnum(&a->items[i], "count"), want[i][0],
                       want[i][1], want[i][2]);
@@ -1397,8 +1405,9 @@ START_TEST(json_output)
     static const char *const tkeys[] = { "thread", "tid", "calls", "allocations", "bytes", "frees", "temporary" };
     for (size_t i = 0; i < 2; i++)
         for (size_t k = 0; k < 7; k++)
-            ck_assert_msg((uint64_t)jnum(&tl->items[i], tkeys[k]) == th[i][k], "thread_list[%zu].%s: %g, expected %" PRIu64,
-                          i, tkeys[k], jnum(&tl->items[i], tkeys[k]), th[i][k]);
+            ck_assert_msg((uint64_t)jnum(&tl->items[i], tkeys[k]) == th[i][k],
+                          "thread_list[%zu].%s: %g, expected %" PRIu64, i, tkeys[k], jnum(&tl->items[i], tkeys[k]),
+                          th[i][k]);
     const mt_jval_t *sites = mt_json_get(j, "callsites");
     ck_assert_msg(sites && sites->type == MT_JARR && sites->n == 0, "callsites: an empty array without stacks");
     mt_json_free(j);
@@ -1429,8 +1438,9 @@ START_TEST(csv_output)
         char name[64];
         uint64_t calls, bytes, failures;
         double pct;
-        ck_assert_msg(sscanf(line, "%63[^,],%" SCNu64 ",%lf,%" SCNu64 ",%" SCNu64, name, &calls, &pct, &bytes,
-                             &failures) == 5, "CSV line: %s", line);
+        ck_assert_msg(
+            sscanf(line, "%63[^,],%" SCNu64 ",%lf,%" SCNu64 ",%" SCNu64, name, &calls, &pct, &bytes, &failures) == 5,
+            "CSV line: %s", line);
         ck_assert_str_eq(name, mt_op_name(op));
         ck_assert_uint_eq(calls, rep.calls[op]);
         ck_assert_uint_eq(bytes, rep.bytes[op]);
@@ -1553,13 +1563,13 @@ START_TEST(realloc_growth_and_shrink)
     char *path = path_in(g_dir, "realloc-growth.mtr");
     mt_writer_t *w = open_trace(path, NULL);
     w_malloc(w, 1, 1, 100, 0xa0);
-    w_realloc(w, 1, 2, 0xa0, 200, 0xb0);             /* grows by 100, moved */
-    w_realloc(w, 1, 3, 0xb0, 50, 0xb0);              /* shrinks by 150, in place */
-    w_realloc(w, 1, 4, 0, 30, 0xc0);                 /* realloc(NULL, 30): grows by 30 */
-    w_realloc(w, 1, 5, 0xdead0, 70, 0xd0);           /* a block from before the trace: grows by 70 */
-    w_reallocarray(w, 1, 6, 0xb0, 10, 10, 0xb0);     /* 50 -> 100: grows by 50 */
-    w_realloc(w, 1, 7, 0xc0, 1u << 20, 0);           /* failed: changes nothing */
-    w_realloc(w, 1, 8, 0xc0, 0, 0);                  /* realloc(p, 0) frees: no shrink, a free */
+    w_realloc(w, 1, 2, 0xa0, 200, 0xb0);         /* grows by 100, moved */
+    w_realloc(w, 1, 3, 0xb0, 50, 0xb0);          /* shrinks by 150, in place */
+    w_realloc(w, 1, 4, 0, 30, 0xc0);             /* realloc(NULL, 30): grows by 30 */
+    w_realloc(w, 1, 5, 0xdead0, 70, 0xd0);       /* a block from before the trace: grows by 70 */
+    w_reallocarray(w, 1, 6, 0xb0, 10, 10, 0xb0); /* 50 -> 100: grows by 50 */
+    w_realloc(w, 1, 7, 0xc0, 1u << 20, 0);       /* failed: changes nothing */
+    w_realloc(w, 1, 8, 0xc0, 0, 0);              /* realloc(p, 0) frees: no shrink, a free */
     close_trace(w);
 
     mt_report_t rep;
@@ -1681,8 +1691,9 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
 
     char *text;
     char *out = print_to_file(&rep, MT_TABLE_TEXT, "leaks.txt", &text);
-    ck_assert_msg(strstr(text, "  growing      50 B in 5 blocks") && strstr(text, "  at exit      1010 B in 3 blocks") &&
-                  strstr(text, "leaks by stack (largest first)\n  1000 B in 1 blocks, at exit\n      site_two  "),
+    ck_assert_msg(strstr(text, "  growing      50 B in 5 blocks") &&
+                      strstr(text, "  at exit      1010 B in 3 blocks") &&
+                      strstr(text, "leaks by stack (largest first)\n  1000 B in 1 blocks, at exit\n      site_two  "),
                   "%s", text);
     free(text);
     free(out);
@@ -1713,8 +1724,7 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
     const char *first = strstr(sec, "<details><summary>1000 B in 1 blocks, at exit: <code>site_two</code>");
     const char *second = strstr(sec, "<details><summary>50 B in 5 blocks, growing: <code>site_one</code>");
     const char *third = strstr(sec, "<details><summary>10 B in 2 blocks, at exit: <code>site_one</code>");
-    ck_assert_msg(first && second && third && first < second && second < third, "the page's leak stacks: %.2000s",
-                  sec);
+    ck_assert_msg(first && second && third && first < second && second < third, "the page's leak stacks: %.2000s", sec);
     /* the third opens on its two frames, innermost first, and closes */
     const char *end = strstr(third, "</details>");
     const char *f1 = strstr(third, "</summary>\n<div class=\"leaf\"><code>site_one</code>");
@@ -1767,7 +1777,8 @@ START_TEST(leaks_suppressed_by_pattern)
     char *text;
     char *out = print_to_file(&rep, MT_TABLE_TEXT, "supp.txt", &text);
     char *want;
-    ck_assert_int_ge(asprintf(&want, "  suppressed   1010 B in 3 blocks from 2 stacks, by 2 patterns of %s\n", file), 0);
+    ck_assert_int_ge(asprintf(&want, "  suppressed   1010 B in 3 blocks from 2 stacks, by 2 patterns of %s\n", file),
+                     0);
     ck_assert_msg(strstr(text, want), "no '%s' in:\n%s", want, text);
     free(want);
     free(text);
@@ -1784,8 +1795,9 @@ START_TEST(leaks_suppressed_by_pattern)
     free(text);
     free(out);
     text = html_page(&rep, "supp.html");
-    ck_assert_int_ge(asprintf(&want, "<tr><td>suppressed</td><td>1010 B in 3 blocks from 2 stacks</td><td>by 2 "
-                                     "patterns of <code>%s</code></td></tr>",
+    ck_assert_int_ge(asprintf(&want,
+                              "<tr><td>suppressed</td><td>1010 B in 3 blocks from 2 stacks</td><td>by 2 "
+                              "patterns of <code>%s</code></td></tr>",
                               file),
                      0);
     const char *sec = strstr(text, "<h2>Leaks by stack</h2>");

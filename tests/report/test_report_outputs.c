@@ -72,8 +72,13 @@ static char *write_trace_calls(uint64_t calls)
         ck_assert_int_eq(mt_writer_event(w, 1, 1001, MT_EV_STACK, 20, payload, (size_t)(q - payload)), 0);
     }
     for (uint64_t i = 0; i < calls; i++) {
-        mt_record_t r = { .op = MT_OP_MALLOC, .time = 100 + i, .result = 0x1000 + 0x100 * i, .size = 32 + i,
-                          .usable = 32 + i, .flags = MT_FLAG_STACK, .stack = 1 + (uint32_t)(i % 2) };
+        mt_record_t r = { .op = MT_OP_MALLOC,
+                          .time = 100 + i,
+                          .result = 0x1000 + 0x100 * i,
+                          .size = 32 + i,
+                          .usable = 32 + i,
+                          .flags = MT_FLAG_STACK,
+                          .stack = 1 + (uint32_t)(i % 2) };
         ck_assert_msg(mt_writer_call(w, 1, 1001, &r) == 0, "%s", mt_writer_error(w));
     }
     ck_assert_msg(mt_writer_close(w, 1, &err) == 0, "%s", err.msg);
@@ -105,8 +110,8 @@ START_TEST(report_symlinks_replaced)
     ck_assert_int_eq(symlink(victim, folded), 0);
     ck_assert_int_eq(symlink(victim, flame), 0);
     ck_assert_int_eq(symlink(victim, csv), 0);
-    const char *const argv[] = { MTRACE_EXE, "report", trace, "--folded", folded, "--flamegraph", flame,
-                                 "--callsites-csv", csv, NULL };
+    const char *const argv[] = { MTRACE_EXE, "report",          trace, "--folded", folded, "--flamegraph",
+                                 flame,      "--callsites-csv", csv,   NULL };
     ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 0);
     assert_replaced(folded, victim);
     assert_replaced(flame, victim);
@@ -142,8 +147,7 @@ START_TEST(plot_failure_leaves_no_data)
     ck_assert_msg(why && strstr(why, "0 points in time") && lines == 1, "the message: %s", why ? why : "(none)");
     free(why);
     char *text = read_text(victim, NULL);
-    ck_assert_msg(text && !strcmp(text, "precious\n"), "the symlink's target was written: %s",
-                  text ? text : "(gone)");
+    ck_assert_msg(text && !strcmp(text, "precious\n"), "the symlink's target was written: %s", text ? text : "(gone)");
     free(text);
     struct stat st;
     ck_assert_int_eq(lstat(dat, &st), 0);
@@ -170,8 +174,8 @@ START_TEST(failing_runs_leave_nothing)
 {
     char *bad = path_in(g_dir, "bad.mtr"), *err = path_in(g_dir, "stderr");
     write_text(bad, "hello, this is not a trace\n");
-    const char *const bad_argv[] = { MTRACE_EXE, "report", bad, "--folded", "f.folded", "--flamegraph", "f.svg",
-                                     "--callsites-csv", "c.csv", NULL };
+    const char *const bad_argv[] = { MTRACE_EXE, "report",          bad,     "--folded", "f.folded", "--flamegraph",
+                                     "f.svg",    "--callsites-csv", "c.csv", NULL };
     char *cwd = getcwd(NULL, 0);
     ck_assert_int_eq(chdir(g_dir), 0);
     const int rc = run(bad_argv, NULL, err, NULL, 60);
@@ -187,8 +191,8 @@ START_TEST(failing_runs_leave_nothing)
     char *trace = write_trace();
     char *folded = path_in(g_dir, "f.folded"), *flame = path_in(g_dir, "f.svg");
     char *csv = path_in(g_dir, "no-such-dir/c.csv");
-    const char *const argv[] = { MTRACE_EXE, "report", trace, "--folded", folded, "--flamegraph", flame,
-                                 "--callsites-csv", csv, NULL };
+    const char *const argv[] = { MTRACE_EXE, "report",          trace, "--folded", folded, "--flamegraph",
+                                 flame,      "--callsites-csv", csv,   NULL };
     ck_assert_int_eq(run(argv, NULL, err, NULL, 60), 1);
     const char *const needles[] = { csv, "No such file or directory", NULL };
     assert_one_line(err, "unwritable CSV", needles);

@@ -173,8 +173,8 @@ void wlb_realloc(wlb_t *b, uint32_t th, uint64_t old_slot, uint64_t new_slot, ui
 
 void wlb_aligned(wlb_t *b, uint32_t th, unsigned op, uint64_t slot, uint64_t align, uint64_t size)
 {
-    ck_assert(op == MT_WL_MEMALIGN || op == MT_WL_POSIX_MEMALIGN || op == MT_WL_ALIGNED_ALLOC ||
-              op == MT_WL_VALLOC || op == MT_WL_PVALLOC);
+    ck_assert(op == MT_WL_MEMALIGN || op == MT_WL_POSIX_MEMALIGN || op == MT_WL_ALIGNED_ALLOC || op == MT_WL_VALLOC ||
+              op == MT_WL_PVALLOC);
     mt_wl_rec_t r = { .op = (uint8_t)op, .slot = slot, .size = size };
     if (op != MT_WL_VALLOC && op != MT_WL_PVALLOC)
         r.align = align;
@@ -358,8 +358,7 @@ void assert_one_line(const char *err_path, const char *what, const char *const *
 {
     char *t = read_text(err_path, NULL);
     ck_assert_msg(t != NULL, "%s: cannot read %s", what, err_path);
-    ck_assert_msg(count_lines(t) == 1, "%s: expected one line on stderr, got %zu:\n%s", what, count_lines(t),
-                  t);
+    ck_assert_msg(count_lines(t) == 1, "%s: expected one line on stderr, got %zu:\n%s", what, count_lines(t), t);
     for (size_t i = 0; needles && needles[i]; i++) {
         char alt[256];
         snprintf(alt, sizeof alt, "%s", needles[i]);
@@ -406,8 +405,8 @@ int allocator_installed(const char *name, char *why, size_t why_cap)
         { "tcmalloc", "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4" },
         { "mimalloc", "libmimalloc.so.2", "libmimalloc2.0" },
     };
-    static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-                                        "/usr/lib64", "/usr/lib", "/usr/local/lib" };
+    static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                                        "/usr/lib", "/usr/local/lib" };
     if (!strcmp(name, "glibc"))
         return 1;
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
@@ -430,7 +429,6 @@ int sanitizer_skip(const char *what)
 {
     if (!SIM_SANITIZER_ALLOCATOR)
         return 0;
-    fprintf(stderr, "%s: not checked in a sanitized build (the sanitizer's allocator answers malloc)\n",
-            what);
+    fprintf(stderr, "%s: not checked in a sanitized build (the sanitizer's allocator answers malloc)\n", what);
     return 1;
 }

@@ -95,8 +95,8 @@ START_TEST(replay_on_allocator)
     check_counts(j);
     for (size_t i = 0; i < NSTATS; i++) {
         const int mine = !strcmp(stats[i].name, g_name);
-        ck_assert_msg(!!strstr(e, stats[i].says) == mine, "replay on %s: %s's statistics %s on stderr",
-                      g_name, stats[i].name, mine ? "missing" : "shown");
+        ck_assert_msg(!!strstr(e, stats[i].says) == mine, "replay on %s: %s's statistics %s on stderr", g_name,
+                      stats[i].name, mine ? "missing" : "shown");
     }
     /* the summary names the allocator and where it came from */
     char head[256];
@@ -142,8 +142,7 @@ START_TEST(driver_preloads)
     if (SIM_SANITIZER_ALLOCATOR) {
         /* glibc under a sanitizer: its runtime answers malloc; no other allocator may */
         for (size_t i = 0; i < NSTATS; i++)
-            ck_assert_msg(strstr(from, stats[i].lib) == NULL, "allocator %s: malloc comes from %s", g_name,
-                          from);
+            ck_assert_msg(strstr(from, stats[i].lib) == NULL, "allocator %s: malloc comes from %s", g_name, from);
     } else {
         ck_assert_msg(strstr(from, want) != NULL, "allocator %s: malloc comes from %s", g_name, from);
     }
@@ -186,9 +185,8 @@ START_TEST(more_through_replay)
         wlb_close(&b);
         char *json2 = path_in(g_dir, "r2.json");
         const char *const def[] = { MTRACE_EXE, "replay", wl, "--json", json, "--quiet", NULL };
-        const char *const thr[] = { MTRACE_EXE, "replay",  wl,          "--json",
-                                    json2,      "--quiet", "--mallopt", "mmap_threshold=1m",
-                                    NULL };
+        const char *const thr[] = { MTRACE_EXE,          "replay", wl, "--json", json2, "--quiet", "--mallopt",
+                                    "mmap_threshold=1m", NULL };
         ck_assert_int_eq(run(def, NULL, err, NULL, 120), 0);
         ck_assert_int_eq(run(thr, NULL, err, NULL, 120), 0);
         mt_jval_t *jd = load_json(json), *jt = load_json(json2);
@@ -224,19 +222,17 @@ START_TEST(more_through_replay)
         /* by path: the label is the library's base name */
         char path[PATH_MAX], why[512];
         ck_assert_msg(mt_allocator_path(g_name, path, sizeof path, why, sizeof why) != NULL, "%s", why);
-        const char *const bypath[] = { MTRACE_EXE, "replay", wl,        "--allocator", path,
-                                       "--json",   json,     "--quiet", NULL };
+        const char *const bypath[] = { MTRACE_EXE, "replay", wl, "--allocator", path, "--json", json, "--quiet", NULL };
         ck_assert_int_eq(run(bypath, NULL, err, NULL, 120), 0);
         mt_jval_t *j = load_json(json);
         const char *label = mt_json_str_at(j, "allocator", "");
-        ck_assert_msg(strstr(label, g_name) && !strchr(label, '/') && !strstr(label, ".so"), "label %s",
-                      label);
+        ck_assert_msg(strstr(label, g_name) && !strchr(label, '/') && !strstr(label, ".so"), "label %s", label);
         check_counts(j);
         mt_json_free(j);
         /* a --mallopt setting cannot reach an allocator without mallopt (jemalloc, mimalloc): said in
          * one warning, and the replay runs; tcmalloc defines one of its own, which gets it */
-        const char *const opt[] = { MTRACE_EXE, "replay", wl,        "--allocator",        g_name,
-                                    "--json",   json,     "--quiet", "--mallopt", "mmap_threshold=1m", NULL };
+        const char *const opt[] = { MTRACE_EXE, "replay",  wl,          "--allocator",       g_name, "--json",
+                                    json,       "--quiet", "--mallopt", "mmap_threshold=1m", NULL };
         ck_assert_int_eq(run(opt, NULL, err, NULL, 120), 0);
         if (strcmp(g_name, "tcmalloc") != 0) {
             const char *const needles[] = { "does not define mallopt", "replayed without them", NULL };

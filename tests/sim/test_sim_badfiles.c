@@ -103,8 +103,8 @@ static void expect_rejected(const char *bad, const char *what, const char *needl
     for (int c = 0; c < 2; c++) {
         const int rc = run(cmds[c], NULL, err, NULL, 60);
         char *e = read_text(err, NULL);
-        ck_assert_msg(rc == 1, "%s (%s): exit %d, expected 1: %s", what, c ? "mtrace replay" : "mtrace-sim",
-                      rc, e ? e : "");
+        ck_assert_msg(rc == 1, "%s (%s): exit %d, expected 1: %s", what, c ? "mtrace replay" : "mtrace-sim", rc,
+                      e ? e : "");
         free(e);
         char label[256];
         snprintf(label, sizeof label, "%s (%s)", what, c ? "mtrace replay" : "mtrace-sim");
@@ -567,9 +567,7 @@ START_TEST(byte_damage_sweep)
         p[o] ^= 0x5a;
         write_bytes(bad, p, len);
         p[o] ^= 0x5a;
-        const char *const argv[] = {
-            SIM_EXE, bad, "--quiet", "--touch", "ends", "--stall-timeout", "3", NULL
-        };
+        const char *const argv[] = { SIM_EXE, bad, "--quiet", "--touch", "ends", "--stall-timeout", "3", NULL };
         const int rc = run(argv, NULL, err, NULL, 60);
         char *e = read_text(err, NULL);
         ck_assert_msg(rc == 0 || rc == 1, "byte %llu damaged: exit %d%s: %s", (unsigned long long)o, rc,
@@ -630,10 +628,10 @@ static int same_ops(const mt_wl_rec_t *a, size_t na, const mt_wl_rec_t *b, size_
     if (na != nb)
         return 0;
     for (size_t i = 0; i < na; i++)
-        if (a[i].op != b[i].op || a[i].time_ns != b[i].time_ns || a[i].slot != b[i].slot ||
-            a[i].slot2 != b[i].slot2 || a[i].size != b[i].size || a[i].count != b[i].count ||
-            a[i].align != b[i].align || a[i].old_size != b[i].old_size || a[i].a != b[i].a || a[i].b != b[i].b ||
-            a[i].thread != b[i].thread || a[i].n != b[i].n || a[i].len != b[i].len)
+        if (a[i].op != b[i].op || a[i].time_ns != b[i].time_ns || a[i].slot != b[i].slot || a[i].slot2 != b[i].slot2 ||
+            a[i].size != b[i].size || a[i].count != b[i].count || a[i].align != b[i].align ||
+            a[i].old_size != b[i].old_size || a[i].a != b[i].a || a[i].b != b[i].b || a[i].thread != b[i].thread ||
+            a[i].n != b[i].n || a[i].len != b[i].len)
             return 0;
     return 1;
 }

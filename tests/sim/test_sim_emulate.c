@@ -84,8 +84,9 @@ static void emulated(const mt_jval_t *j, char *out, size_t cap)
 
 static void check_counts(const mt_jval_t *j, int aligned)
 {
-    static const char *const ops[] = { "malloc", "reallocarray", "malloc_usable_size", "memalign", "posix_memalign",
-                                       "aligned_alloc", "valloc", "pvalloc" };
+    static const char *const ops[] = { "malloc",   "reallocarray",   "malloc_usable_size",
+                                       "memalign", "posix_memalign", "aligned_alloc",
+                                       "valloc",   "pvalloc" };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         const uint64_t want = i < 3 ? (i == 2 && aligned ? 40 : 20) : aligned ? (i == 7 ? 40 : 20) : 0;
         ck_assert_msg((uint64_t)jnum2(j, "calls", ops[i]) == want, "%s: %g calls, expected %llu", ops[i],
@@ -220,8 +221,8 @@ START_TEST(not_an_allocator_refused)
 
     /* Several: the file that is no library is refused before the first replay runs. */
     char *out = path_in(g_dir, "stdout"), *first = path_in(g_dir, "r.glibc.json");
-    const char *const two[] = { MTRACE_EXE, "replay", wl, "--allocator", "glibc", "--allocator", text,
-                                "--json",   json,     NULL };
+    const char *const two[] = { MTRACE_EXE,    "replay", wl,       "--allocator", "glibc",
+                                "--allocator", text,     "--json", json,          NULL };
     ck_assert_int_eq(run(two, out, err, NULL, 120), 2);
     const char *const needles[] = { text, "not an ELF file", NULL };
     assert_one_line(err, "glibc, then a text file", needles);
@@ -231,9 +232,10 @@ START_TEST(not_an_allocator_refused)
      * before it stands, none after it runs, no comparison table. */
     if (!sanitizer_skip("not_an_allocator_refused, several allocators")) {
         char *second = path_in(g_dir, "r.basic_malloc.json");
-        const char *const three[] = { MTRACE_EXE,    "replay",         wl,     "--allocator", "glibc",
-                                      "--allocator", NOT_AN_ALLOCATOR, "--allocator", BASIC_MALLOC, "--json",
-                                      json,          NULL };
+        const char *const three[] = { MTRACE_EXE,       "replay",      wl,
+                                      "--allocator",    "glibc",       "--allocator",
+                                      NOT_AN_ALLOCATOR, "--allocator", BASIC_MALLOC,
+                                      "--json",         json,          NULL };
         ck_assert_int_eq(run(three, out, err, NULL, 120), 2);
         const char *const n3[] = { NOT_AN_ALLOCATOR, "does not define malloc", NULL };
         assert_one_line(err, "glibc, then a library without malloc", n3);

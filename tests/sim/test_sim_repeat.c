@@ -184,8 +184,8 @@ static int write_four_rows(path_t *paths)
             char file[64];
             snprintf(file, sizeof file, "%s.%d.json", rows[k].name, run + 1);
             /* wall time the other way round from CPU time: the verdict must not follow it */
-            paths[n++] = write_result(file, rows[k].name, rows[k].cpu_ms[run] * 1000, 50000 - rows[k].cpu_ms[run] * 1000,
-                                      rows[k].rss_kb);
+            paths[n++] = write_result(file, rows[k].name, rows[k].cpu_ms[run] * 1000,
+                                      50000 - rows[k].cpu_ms[run] * 1000, rows[k].rss_kb);
         }
     return n;
 }
@@ -446,8 +446,8 @@ START_TEST(sweep_baseline_row_first_and_changes_against_it)
         const double got_rss = csv_num(&c, row, "rss_change_pct_of_default_peak_rss");
         ck_assert_msg(got_cpu > want_cpu - 0.1 && got_cpu < want_cpu + 0.1, "row %d: cpu change %g, expected %g", row,
                       got_cpu, want_cpu);
-        ck_assert_msg(got_rss > want_rss - 0.05 && got_rss < want_rss + 0.05, "row %d: RSS change %g, expected %g",
-                      row, got_rss, want_rss);
+        ck_assert_msg(got_rss > want_rss - 0.05 && got_rss < want_rss + 0.05, "row %d: RSS change %g, expected %g", row,
+                      got_rss, want_rss);
         /* the median of two runs is their mean */
         char f1[32], f2[32];
         snprintf(f1, sizeof f1, "run-%03d.1.json", row - 1);
@@ -513,8 +513,8 @@ START_TEST(sweep_touch_passed_to_every_replay)
     /* a value the simulator does not take is sweep's own usage error (exit 2, one line naming it and
      * the values it takes), before any replay, and nothing is written */
     const path_t bad = in(g_dir, "sw4"), err = in(g_dir, "err");
-    const char *const argv[] = { MTRACE_EXE, "sweep", wl.s, "-o", bad.s, "--mallopt", "mmap_threshold=4096",
-                                 "--touch", "sideways", NULL };
+    const char *const argv[] = { MTRACE_EXE, "sweep",    wl.s, "-o", bad.s, "--mallopt", "mmap_threshold=4096",
+                                 "--touch",  "sideways", NULL };
     ck_assert_int_eq(run(argv, NULL, err.s, NULL, 60), 2);
     char *e = read_text(err.s, NULL);
     ck_assert_msg(strstr(e, "mtrace sweep: --touch 'sideways': expected one of auto, pages, ends, none") &&
@@ -536,7 +536,8 @@ static Suite *repeat_suite(void)
         { "driver_runs_rounds_of_every_allocator", driver_runs_rounds_of_every_allocator },
         { "repeat_out_of_range_refused", repeat_out_of_range_refused },
         { "compare_groups_runs_into_rows", compare_groups_runs_into_rows },
-        { "compare_verdict_is_within_noise_when_spreads_overlap", compare_verdict_is_within_noise_when_spreads_overlap },
+        { "compare_verdict_is_within_noise_when_spreads_overlap",
+          compare_verdict_is_within_noise_when_spreads_overlap },
         { "compare_uses_quartiles_from_four_runs", compare_uses_quartiles_from_four_runs },
         { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
         { "sweep_baseline_row_first_and_changes_against_it", sweep_baseline_row_first_and_changes_against_it },

@@ -101,13 +101,31 @@ START_TEST(ideal_and_calls)
     ck_assert_str_eq(mt_json_str_at(j, "timing_chosen", ""), "default");
     ck_assert_str_eq(mt_json_str_at(j, "workload", ""), wl);
     /* every key the result promises */
-    static const char *const keys[] = {
-        "allocator",    "threads",      "wall_us",        "cpu_us", "cycles",         "max_rss_kb",
-        "start_rss_kb", "ideal_rss_kb", "ideal_pages_kb", "calls",  "avg_cycles",     "p50_cycles",
-        "p99_cycles",   "max_cycles",   "failed",         "syncs",  "bookkeeping_kb", "source_peak_rss_kb",
-        "fragmentation", "allocator_us", "block_writes_us", "replay_overhead_ns_per_op", "program_peak_resident_kb",
-        "rss_less_program_peak_kb", "predicted_peak_rss_kb"
-    };
+    static const char *const keys[] = { "allocator",
+                                        "threads",
+                                        "wall_us",
+                                        "cpu_us",
+                                        "cycles",
+                                        "max_rss_kb",
+                                        "start_rss_kb",
+                                        "ideal_rss_kb",
+                                        "ideal_pages_kb",
+                                        "calls",
+                                        "avg_cycles",
+                                        "p50_cycles",
+                                        "p99_cycles",
+                                        "max_cycles",
+                                        "failed",
+                                        "syncs",
+                                        "bookkeeping_kb",
+                                        "source_peak_rss_kb",
+                                        "fragmentation",
+                                        "allocator_us",
+                                        "block_writes_us",
+                                        "replay_overhead_ns_per_op",
+                                        "program_peak_resident_kb",
+                                        "rss_less_program_peak_kb",
+                                        "predicted_peak_rss_kb" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_msg(mt_json_get(j, keys[i]) != NULL, "the result has no '%s'", keys[i]);
     ck_assert_uint_gt((uint64_t)jnum2(j, "max_cycles", "malloc"), 0);
@@ -129,8 +147,7 @@ START_TEST(max_rss_covers_touched_peak)
     const uint64_t touched_kb = 100 * BLOCK / 1024;
     ck_assert_msg(max >= touched_kb, "max RSS %llu KiB < %llu KiB touched", (unsigned long long)max,
                   (unsigned long long)touched_kb);
-    ck_assert_msg(start < max, "start RSS %llu KiB, max %llu KiB", (unsigned long long)start,
-                  (unsigned long long)max);
+    ck_assert_msg(start < max, "start RSS %llu KiB, max %llu KiB", (unsigned long long)start, (unsigned long long)max);
     ck_assert_str_eq(mt_json_str_at(j, "timing", ""), "recorded");
     if (sanitizer_skip("max_rss_covers_touched_peak, upper bound")) { /* redzones, shadow, quarantine */
         mt_json_free(j);
@@ -172,8 +189,7 @@ static char *write_big_live(void)
 START_TEST(touch_modes)
 {
     char *wl = write_big_live();
-    static const char *const pages[] = { "--touch", "pages", NULL },
-                             *const ends[] = { "--touch", "ends", NULL },
+    static const char *const pages[] = { "--touch", "pages", NULL }, *const ends[] = { "--touch", "ends", NULL },
                              *const none[] = { "--touch", "none", NULL };
     mt_jval_t *jp = sim_json(wl, "pages.json", pages), *je = sim_json(wl, "ends.json", ends),
               *jn = sim_json(wl, "none.json", none);
@@ -187,8 +203,7 @@ START_TEST(touch_modes)
     ck_assert_msg(gn < low, "--touch none: RSS grew by %g KiB for %g KiB live, untouched", gn, live_kb);
     ck_assert_msg(ge < low, "--touch ends: RSS grew by %g KiB for %g KiB live, 2 pages a block", ge, live_kb);
     /* ends writes one more page per block than none: NBIG pages, ask for half */
-    ck_assert_msg(ge > gn + NBIG * page_kb / 2, "--touch ends: RSS grew by %g KiB, --touch none by %g KiB",
-                  ge, gn);
+    ck_assert_msg(ge > gn + NBIG * page_kb / 2, "--touch ends: RSS grew by %g KiB, --touch none by %g KiB", ge, gn);
     ck_assert_str_eq(mt_json_str_at(jn, "touch", ""), "none");
     ck_assert_str_eq(mt_json_str_at(je, "touch", ""), "ends");
     /* the ideal does not depend on touching */
@@ -315,7 +330,7 @@ START_TEST(own_mappings_bad_unmap_refused)
             wlb_munmap(&b, t, 1, MiB / 2, MiB, 1); /* past the end */
         else if (k == 1)
             wlb_munmap(&b, t, 2, 0, 4096, 1); /* a malloc block */
-        else if (k == 2) /* the same for madvise: its pages would be the replay's own */
+        else if (k == 2)                      /* the same for madvise: its pages would be the replay's own */
             wlb_madvise(&b, t, 1, MiB / 2, MiB, MADV_DONTNEED, 0);
         else
             wlb_madvise(&b, t, 2, 0, 4096, MADV_DONTNEED, 1);
@@ -415,8 +430,7 @@ START_TEST(mallopt_top_pad_vm)
     ck_assert_msg(p > d + 48 * 1024, "top_pad=64m: max VM %g KiB, default %g KiB", p, d);
     /* untouched: RSS does not follow */
     ck_assert_msg(jnum(jp, "max_rss_kb") < jnum(jd, "max_rss_kb") + 16 * 1024,
-                  "top_pad=64m: max RSS %g KiB, default %g KiB", jnum(jp, "max_rss_kb"),
-                  jnum(jd, "max_rss_kb"));
+                  "top_pad=64m: max RSS %g KiB, default %g KiB", jnum(jp, "max_rss_kb"), jnum(jd, "max_rss_kb"));
     mt_json_free(jd);
     mt_json_free(jp);
     free(wl);
@@ -434,8 +448,7 @@ END_TEST
 
 START_TEST(ideal_series_exact)
 {
-    char *wl = path_in(g_dir, "sizes.mtw"), *series = path_in(g_dir, "sizes.tsv"),
-         *json = path_in(g_dir, "sizes.json");
+    char *wl = path_in(g_dir, "sizes.mtw"), *series = path_in(g_dir, "sizes.tsv"), *json = path_in(g_dir, "sizes.json");
     wlb_t b;
     wlb_open(&b, wl);
     const uint32_t t0 = wlb_thread(&b, 0), t1 = wlb_thread(&b, 0);
@@ -466,12 +479,10 @@ START_TEST(ideal_series_exact)
         wlb_free(&b, t1, k);
     ck_assert_uint_eq(b.live, 0);
     wlb_close(&b);
-    ck_assert(expect[0] / 1024 != expect[1] / 1024 && expect[1] / 1024 != expect[2] / 1024 &&
-              expect[2] / 1024);
+    ck_assert(expect[0] / 1024 != expect[1] / 1024 && expect[1] / 1024 != expect[2] / 1024 && expect[2] / 1024);
 
-    const char *const argv[] = { SIM_EXE, wl,         "--json",   json,          "--quiet", "--rss-series",
-                                 series,  "--timing", "recorded", "--sample-ms", "5",       "--touch",
-                                 "none",  NULL };
+    const char *const argv[] = { SIM_EXE,    wl,         "--json",      json, "--quiet", "--rss-series", series,
+                                 "--timing", "recorded", "--sample-ms", "5",  "--touch", "none",         NULL };
     ck_assert_int_eq(run(argv, NULL, NULL, NULL, 60), 0);
     char *text = read_text(series, NULL);
     ck_assert_ptr_nonnull(text);
@@ -485,8 +496,7 @@ START_TEST(ideal_series_exact)
             seen[k] |= ideal == expect[k] / 1024;
     }
     for (int k = 0; k < 3; k++)
-        ck_assert_msg(seen[k], "phase %d: no sample of %llu KiB live", k,
-                      (unsigned long long)(expect[k] / 1024));
+        ck_assert_msg(seen[k], "phase %d: no sample of %llu KiB live", k, (unsigned long long)(expect[k] / 1024));
     ck_assert_uint_eq(ideal, 0); /* the last sample, after the last op */
     free(text);
     free(wl);
@@ -516,9 +526,12 @@ START_TEST(mallopt_bad_setting)
     }
     /* Numbers past mallopt's int, a product with the suffix included: refused as such, never wrapped
      * (2^44 m wrapped to 1 m and was taken). */
-    static const char *const big[] = { "mmap_threshold=17592186044417m", "mmap_threshold=9223372036854775807k",
-                                       "mmap_threshold=99999999999999999999", "mmap_threshold=2147483648",
-                                       "mmap_threshold=-2097153k", "4294967297=1" };
+    static const char *const big[] = { "mmap_threshold=17592186044417m",
+                                       "mmap_threshold=9223372036854775807k",
+                                       "mmap_threshold=99999999999999999999",
+                                       "mmap_threshold=2147483648",
+                                       "mmap_threshold=-2097153k",
+                                       "4294967297=1" };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         const char *argv[] = { SIM_EXE, wl, "--mallopt", big[i], NULL };
         const int rc = run(argv, NULL, err, NULL, 30);

@@ -94,8 +94,7 @@ static long long figure(const char *s) /* "  1,234,567 ..." -> 1234567 */
 
 static void match(const char *line, const char *pattern, const char *what)
 {
-    ck_assert_msg(regexec(re(pattern), line, 0, NULL, 0) == 0, "%s: '%s' does not match /%s/", what, line,
-                  pattern);
+    ck_assert_msg(regexec(re(pattern), line, 0, NULL, 0) == 0, "%s: '%s' does not match /%s/", what, line, pattern);
 }
 
 /* The rules by which allocator benchmark suites read the original simulator's summary (allocbench's
@@ -186,7 +185,7 @@ static void check_summary(const char *text, size_t first, const mt_jval_t *j, ui
         if (!bench_rules[r].json)
             continue;
         const double want_v = bench_rules[r].json_sub ? jnum2(j, bench_rules[r].json, bench_rules[r].json_sub)
-                                                       : jnum(j, bench_rules[r].json);
+                                                      : jnum(j, bench_rules[r].json);
         /* averages are rounded to whole cycles; the result keeps 6 significant digits */
         const double tol = bench_rules[r].json_sub ? 0.5 + want_v * 5e-6 : 0;
         ck_assert_msg(fabs((double)v - want_v) <= tol, "line %zu: %lld, the result says %.6g", bench_rules[r].line, v,
@@ -271,8 +270,7 @@ END_TEST
  * the peak, the last row with every op done. */
 START_TEST(rss_series)
 {
-    char *wl = path_in(g_dir, "paced.mtw"), *series = path_in(g_dir, "series.tsv"),
-         *json = path_in(g_dir, "r.json");
+    char *wl = path_in(g_dir, "paced.mtw"), *series = path_in(g_dir, "series.tsv"), *json = path_in(g_dir, "r.json");
     wlb_t b;
     wlb_open(&b, wl);
     const uint32_t t = wlb_thread(&b, 0);
@@ -314,7 +312,7 @@ START_TEST(rss_series)
         free(l);
     }
     ck_assert_uint_le(max_ideal, (uint64_t)jnum(j, "ideal_rss_kb"));
-    ck_assert_uint_ge(max_ideal, 10 * 1024); /* sampled while blocks were live */
+    ck_assert_uint_ge(max_ideal, 10 * 1024);                                    /* sampled while blocks were live */
     ck_assert_msg(done == 1.0, "the last sample has %f of the ops done", done); /* taken after the threads */
     ck_assert_msg(prev_t > 0 && rows > 2, "a series of %zu rows", rows);
     /* the peak is the kernel's high-water mark: never below what the samples saw */
@@ -515,8 +513,10 @@ START_TEST(pacing_sleeps_short_gaps)
     mt_jval_t *j = load_json(json);
     const double wall_us = jnum(j, "wall_us"), thread_us = jnum(j, "thread_us"), cpu_us = jnum(j, "cpu_us");
     ck_assert_msg(wall_us >= 450000, "wall %.0f us for 0.5 s of recorded gaps", wall_us);
-    ck_assert_msg(thread_us < 100000 && cpu_us < 150000, "%.0f us across the threads, %.0f us of the process's CPU, for "
-                  "%.0f us of wall time", thread_us, cpu_us, wall_us);
+    ck_assert_msg(thread_us < 100000 && cpu_us < 150000,
+                  "%.0f us across the threads, %.0f us of the process's CPU, for "
+                  "%.0f us of wall time",
+                  thread_us, cpu_us, wall_us);
     mt_json_free(j);
     free(wl);
     free(json);
@@ -539,8 +539,8 @@ START_TEST(usage_errors)
         { MTRACE_EXE, "replay", wl, "--bogus", NULL },
     };
     static const char *const said[] = {
-        "usage:", "--timing 'sometimes'", "--touch 'all'", "unknown option '--no-such-option'",
-        "--sample-ms '0'", "one WORKLOAD only", "usage:", "unknown option '--bogus'",
+        "usage:",          "--timing 'sometimes'", "--touch 'all'", "unknown option '--no-such-option'",
+        "--sample-ms '0'", "one WORKLOAD only",    "usage:",        "unknown option '--bogus'",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int rc = run(cases[i], NULL, err, NULL, 30);
@@ -561,9 +561,12 @@ static Suite *summary_suite(void)
         const char *name;
         const TTest *t;
     } cases[] = {
-        { "summary_shape", summary_shape },     { "summary_through_replay", summary_through_replay },
-        { "quiet_and_label", quiet_and_label }, { "rss_series", rss_series },
-        { "usage_errors", usage_errors },       { "thread_time_is_cpu_time", thread_time_is_cpu_time },
+        { "summary_shape", summary_shape },
+        { "summary_through_replay", summary_through_replay },
+        { "quiet_and_label", quiet_and_label },
+        { "rss_series", rss_series },
+        { "usage_errors", usage_errors },
+        { "thread_time_is_cpu_time", thread_time_is_cpu_time },
         { "descheduled_calls_left_out_of_averages", descheduled_calls_left_out_of_averages },
         { "replay_overhead_leaves_the_allocator_out", replay_overhead_leaves_the_allocator_out },
         { "block_writes_apart_from_the_replays_own", block_writes_apart_from_the_replays_own },

@@ -305,8 +305,8 @@ START_TEST(short_threads_memory_follows_live_threads)
      * Joined only at the end, the threads' stacks added 17 MB; now the whole replay adds 0.7 MB. */
     const uint64_t added_kb = (uint64_t)jnum(o.j, "max_rss_kb") - (uint64_t)jnum(o.j, "start_rss_kb");
     /* A sanitizer keeps each thread's shadow stack and allocator caches: not the replay's to bound. */
-    ck_assert_msg(SIM_SANITIZER_ALLOCATOR || added_kb <= 8192, "the replay of %u short threads added %llu Kb of RSS", THREADS,
-                  (unsigned long long)added_kb);
+    ck_assert_msg(SIM_SANITIZER_ALLOCATOR || added_kb <= 8192, "the replay of %u short threads added %llu Kb of RSS",
+                  THREADS, (unsigned long long)added_kb);
     outcome_free(&o);
     free(wl);
 }

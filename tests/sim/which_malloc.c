@@ -30,8 +30,7 @@ int main(int argc, char **argv)
         return 1;
     }
     /* the names are paths without quotes or backslashes */
-    fprintf(
-        f, "{\"kind\": \"replay\", \"allocator\": \"%s\", \"malloc_from\": \"%s\", \"ld_preload\": \"%s\"}\n",
-        label, from, pre ? pre : "");
+    fprintf(f, "{\"kind\": \"replay\", \"allocator\": \"%s\", \"malloc_from\": \"%s\", \"ld_preload\": \"%s\"}\n",
+            label, from, pre ? pre : "");
     return fclose(f) == 0 ? 0 : 1;
 }

@@ -118,15 +118,15 @@ static void golden_repairs(tb_t *b)
     tb_malloc(b, 1, 1200, 100, 0xa000);
     tb_malloc(b, 1, 1210, 100, 0xb000);
     tb_free(b, 1, 1300, 0xa000);
-    tb_free(b, 1, 1400, 0xa000);           /* double */
+    tb_free(b, 1, 1400, 0xa000); /* double */
     tb_realloc(b, 1, 1500, 0xbeef0, 64, 0xc000);
     tb_usable(b, 1, 1550, 0xcafe0, 32);
-    tb_malloc(b, 2, 1590, 10, 0xb000);     /* chain: before thread 1's free of 0xb000 */
+    tb_malloc(b, 2, 1590, 10, 0xb000); /* chain: before thread 1's free of 0xb000 */
     tb_free(b, 2, 1592, 0xc000);
-    tb_malloc(b, 3, 1580, 20, 0xc000);     /* before thread 2's free of 0xc000 */
+    tb_malloc(b, 3, 1580, 20, 0xc000); /* before thread 2's free of 0xc000 */
     tb_free(b, 1, 1600, 0xb000);
     tb_free(b, 3, 1700, 0xc000);
-    tb_free(b, 3, 1710, 0xc000);           /* double */
+    tb_free(b, 3, 1710, 0xc000); /* double */
     tb_free(b, 2, 1800, 0xb000);
 }
 

@@ -194,8 +194,7 @@ void tb_realloc(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t size, u
     tb_call(b, th, &r);
 }
 
-void tb_reallocarray(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t count, uint64_t size,
-                     uint64_t result)
+void tb_reallocarray(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t count, uint64_t size, uint64_t result)
 {
     mt_record_t r = call(MT_OP_REALLOCARRAY, t);
     r.ptr = ptr;
@@ -346,8 +345,8 @@ char *op_str(const mt_wl_rec_t *r, char *buf, size_t cap)
         if (r->op == MT_WL_REALLOC)
             snprintf(p, left, " #%" PRIu64 "%s -> #%" PRIu64 " %" PRIu64, r->slot, old, r->slot2, r->size);
         else
-            snprintf(p, left, " #%" PRIu64 "%s -> #%" PRIu64 " %" PRIu64 "x%" PRIu64, r->slot, old, r->slot2,
-                     r->count, r->size);
+            snprintf(p, left, " #%" PRIu64 "%s -> #%" PRIu64 " %" PRIu64 "x%" PRIu64, r->slot, old, r->slot2, r->count,
+                     r->size);
         break;
     }
     case MT_WL_MEMALIGN:
@@ -566,8 +565,8 @@ static int check_old_size(rstate_t *s, uint32_t i, size_t k, uint64_t slot)
 {
     const mt_wl_rec_t *r = &s->m->s[i].ops[k];
     if (r->old_size != s->bytes[slot])
-        return violation(s, i, k, "gives slot %" PRIu64 "'s block %" PRIu64 " bytes; it was made with %" PRIu64,
-                         slot, r->old_size, s->bytes[slot]);
+        return violation(s, i, k, "gives slot %" PRIu64 "'s block %" PRIu64 " bytes; it was made with %" PRIu64, slot,
+                         r->old_size, s->bytes[slot]);
     return 0;
 }
 
@@ -880,13 +879,15 @@ void replay_ok(const wl_mem_t *m, sched_t sched, uint64_t seed, int check_races,
         return;
     char how[128];
     snprintf(how, sizeof how, "%s%s",
-             sched == SCHED_TIME ? "time order" : sched == SCHED_RANDOM ? "random order" : "careful order",
+             sched == SCHED_TIME     ? "time order"
+             : sched == SCHED_RANDOM ? "random order"
+                                     : "careful order",
              check_races ? ", all interleavings" : "");
     fail_replay(m, how, res);
 }
 
-void replay_order_ok(const wl_mem_t *m, const uint32_t *order, size_t norder, uint64_t *live_after,
-                     int strictness, replay_result_t *res)
+void replay_order_ok(const wl_mem_t *m, const uint32_t *order, size_t norder, uint64_t *live_after, int strictness,
+                     replay_result_t *res)
 {
     replay_result_t dummy;
     if (!res)

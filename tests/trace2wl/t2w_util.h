@@ -49,8 +49,7 @@ void tb_vm5(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint
 void tb_malloc(tb_t *b, uint32_t th, uint64_t t, uint64_t size, uint64_t result);
 void tb_calloc(tb_t *b, uint32_t th, uint64_t t, uint64_t count, uint64_t size, uint64_t result);
 void tb_realloc(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t size, uint64_t result);
-void tb_reallocarray(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t count, uint64_t size,
-                     uint64_t result);
+void tb_reallocarray(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t count, uint64_t size, uint64_t result);
 /* op: MT_OP_MEMALIGN, MT_OP_ALIGNED_ALLOC or MT_OP_POSIX_MEMALIGN (a NULL result: error ENOMEM). */
 void tb_aligned(tb_t *b, unsigned op, uint32_t th, uint64_t t, uint64_t align, uint64_t size, uint64_t result);
 /* op: MT_OP_VALLOC or MT_OP_PVALLOC. */
@@ -95,22 +94,22 @@ char *stream_text(const wl_mem_t *m, uint32_t thread);
 /* ---- replay checker ---- */
 
 typedef enum {
-    SCHED_TIME,   /* the runnable thread whose next op has the earliest time (ties: lowest index) */
-    SCHED_RANDOM, /* a random runnable thread (seeded) */
+    SCHED_TIME,    /* the runnable thread whose next op has the earliest time (ties: lowest index) */
+    SCHED_RANDOM,  /* a random runnable thread (seeded) */
     SCHED_CAREFUL, /* as SCHED_TIME, among the threads whose next op also finds its slots as it needs
                     * them (live or free): shows that some order the WAITs allow replays cleanly */
 } sched_t;
 
 typedef struct replay_result {
-    int ok;               /* no violation, all streams ran to their end */
-    char why[512];        /* the first violation */
-    uint64_t ops;         /* ops run */
-    uint64_t allocs;      /* allocation ops that named a slot (made a block) */
-    uint64_t live_end;    /* live slots at the end */
-    uint64_t max_live;    /* most live slots at once in this schedule */
-    uint64_t max_slot;    /* highest slot named */
+    int ok;            /* no violation, all streams ran to their end */
+    char why[512];     /* the first violation */
+    uint64_t ops;      /* ops run */
+    uint64_t allocs;   /* allocation ops that named a slot (made a block) */
+    uint64_t live_end; /* live slots at the end */
+    uint64_t max_live; /* most live slots at once in this schedule */
+    uint64_t max_slot; /* highest slot named */
     int deadlock;
-    int race;             /* a slot access not ordered after the slot's previous access */
+    int race; /* a slot access not ordered after the slot's previous access */
 } replay_result_t;
 
 /* Runs the workload's streams under `sched` and checks: WAITs name a thread and a reachable count,
@@ -132,8 +131,8 @@ void replay_ok(const wl_mem_t *m, sched_t sched, uint64_t seed, int check_races,
 #define ORDER_WAITS_ONLY 0x80000000u
 void replay_order(const wl_mem_t *m, const uint32_t *order, size_t norder, uint64_t *live_after, int strictness,
                   replay_result_t *res);
-void replay_order_ok(const wl_mem_t *m, const uint32_t *order, size_t norder, uint64_t *live_after,
-                     int strictness, replay_result_t *res);
+void replay_order_ok(const wl_mem_t *m, const uint32_t *order, size_t norder, uint64_t *live_after, int strictness,
+                     replay_result_t *res);
 
 /* Runs a command with stdout to `out` and stderr to `err` (each: a file path, or NULL to inherit);
  * returns its exit status (-1 if it did not exit normally). */

@@ -117,11 +117,11 @@ START_TEST(single_thread_calls)
     tb_malloc(b, 1, 200, 100, 0x1000);
     tb_calloc(b, 1, 300, 4, 25, 0x2000);
     tb_free(b, 1, 400, 0x1000);
-    tb_malloc(b, 1, 500, 50, 0x3000);             /* takes the slot just freed */
-    tb_realloc(b, 1, 600, 0x2000, 200, 0x2000);   /* in place */
-    tb_realloc(b, 1, 700, 0x2000, 5000, 0x4000);  /* moved: the block keeps its slot */
-    tb_realloc(b, 1, 800, 0, 64, 0x5000);         /* realloc(NULL, n): an allocation */
-    tb_realloc(b, 1, 900, 0x5000, 0, 0);          /* realloc(p, 0) -> NULL: frees p */
+    tb_malloc(b, 1, 500, 50, 0x3000);              /* takes the slot just freed */
+    tb_realloc(b, 1, 600, 0x2000, 200, 0x2000);    /* in place */
+    tb_realloc(b, 1, 700, 0x2000, 5000, 0x4000);   /* moved: the block keeps its slot */
+    tb_realloc(b, 1, 800, 0, 64, 0x5000);          /* realloc(NULL, n): an allocation */
+    tb_realloc(b, 1, 900, 0x5000, 0, 0);           /* realloc(p, 0) -> NULL: frees p */
     tb_realloc(b, 1, 1000, 0x3000, 1ull << 40, 0); /* failed: p stays live */
     tb_reallocarray(b, 1, 1100, 0, 3, 10, 0x6000);
     tb_reallocarray(b, 1, 1200, 0x6000, 4, 10, 0x6100);
@@ -132,14 +132,14 @@ START_TEST(single_thread_calls)
     tb_valloc(b, MT_OP_VALLOC, 1, 1700, 4096, 0x8000);
     tb_valloc(b, MT_OP_PVALLOC, 1, 1800, 100, 0x9000);
     tb_usable(b, 1, 1900, 0x7000, 112);
-    tb_mallopt(b, 1, 2000, -3, 65536, 1);         /* M_MMAP_THRESHOLD */
-    tb_free(b, 1, 2100, 0);                       /* free(NULL) */
-    tb_malloc(b, 1, 2200, 1ull << 50, 0);         /* failed malloc: slot 0 */
+    tb_mallopt(b, 1, 2000, -3, 65536, 1); /* M_MMAP_THRESHOLD */
+    tb_free(b, 1, 2100, 0);               /* free(NULL) */
+    tb_malloc(b, 1, 2200, 1ull << 50, 0); /* failed malloc: slot 0 */
     tb_free(b, 1, 2300, 0x7000);
     tb_free(b, 1, 2310, 0x7100);
-    tb_malloc(b, 1, 2400, 10, 0xa000);            /* last freed first: #5, then #4 */
+    tb_malloc(b, 1, 2400, 10, 0xa000); /* last freed first: #5, then #4 */
     tb_malloc(b, 1, 2500, 20, 0xb000);
-    tb_malloc(b, 1, 2600, 30, 0xc000);            /* none free: a new slot, the 9th */
+    tb_malloc(b, 1, 2600, 30, 0xc000); /* none free: a new slot, the 9th */
     tb_free(b, 1, 2700, 0x9000);
     scen_convert(&s);
 
@@ -220,19 +220,19 @@ START_TEST(page_evidence_becomes_touch_table)
     tb_open(&b, tr);
     const uint64_t MiB = 1 << 20, a = 0x7f0000000010, c = 0x7f0000200010, d = 0x7f0000400010;
     tb_start(&b, 1, 10, 0);
-    tb_malloc(&b, 1, 20, MiB, a);                          /* op 2 */
-    tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);     /* fresh */
-    tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);      /* a quarter written */
-    tb_free(&b, 1, 30, a);                                 /* op 3 */
-    tb_malloc(&b, 1, 40, MiB, a);                          /* op 4 */
-    tb_pages(&b, 1, 40, a, 256, 256, MT_PAGES_AT_ALLOC);   /* warm: bounds 0 .. 256 */
+    tb_malloc(&b, 1, 20, MiB, a);                        /* op 2 */
+    tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);   /* fresh */
+    tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);    /* a quarter written */
+    tb_free(&b, 1, 30, a);                               /* op 3 */
+    tb_malloc(&b, 1, 40, MiB, a);                        /* op 4 */
+    tb_pages(&b, 1, 40, a, 256, 256, MT_PAGES_AT_ALLOC); /* warm: bounds 0 .. 256 */
     tb_pages(&b, 1, 50, a, 256, 256, MT_PAGES_AT_END);
-    tb_free(&b, 1, 50, a);                                 /* op 5 */
-    tb_malloc(&b, 1, 60, MiB, c);                          /* op 6 */
+    tb_free(&b, 1, 50, a);        /* op 5 */
+    tb_malloc(&b, 1, 60, MiB, c); /* op 6 */
     tb_pages(&b, 1, 60, c, 256, 0, MT_PAGES_AT_ALLOC);
-    tb_pages(&b, 1, 70, c, 256, 256, MT_PAGES_AT_END);     /* fresh, all written: no entry */
-    tb_free(&b, 1, 70, c);                                 /* op 7 */
-    tb_malloc(&b, 1, 80, MiB, d);                          /* op 8, live at the end */
+    tb_pages(&b, 1, 70, c, 256, 256, MT_PAGES_AT_END); /* fresh, all written: no entry */
+    tb_free(&b, 1, 70, c);                             /* op 7 */
+    tb_malloc(&b, 1, 80, MiB, d);                      /* op 8, live at the end */
     tb_pages(&b, 1, 80, d, 256, 200, MT_PAGES_AT_ALLOC);
     tb_close(&b);
     mt_convert_stats_t st;
@@ -280,15 +280,15 @@ START_TEST(uncounted_evidence_is_estimated)
     tb_open(&b, tr);
     const uint64_t MiB = 1 << 20, a = 0x7f0000000010;
     tb_start(&b, 1, 10, 0);
-    tb_malloc(&b, 1, 20, MiB, a);                                           /* op 2: exact, 64 of 256 */
+    tb_malloc(&b, 1, 20, MiB, a); /* op 2: exact, 64 of 256 */
     tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);
     tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);
     tb_free(&b, 1, 30, a);
-    tb_malloc(&b, 1, 40, MiB, a);                                           /* op 4: end not counted */
+    tb_malloc(&b, 1, 40, MiB, a); /* op 4: end not counted */
     tb_pages(&b, 1, 40, a, 256, 0, MT_PAGES_AT_ALLOC);
     tb_pages(&b, 1, 50, a, 256, 0, MT_PAGES_AT_END | MT_PAGES_UNCOUNTED);
     tb_free(&b, 1, 50, a);
-    tb_malloc(&b, 1, 60, MiB, a);                                           /* op 6: making not counted */
+    tb_malloc(&b, 1, 60, MiB, a); /* op 6: making not counted */
     tb_pages(&b, 1, 60, a, 256, 0, MT_PAGES_AT_ALLOC | MT_PAGES_UNCOUNTED);
     tb_pages(&b, 1, 70, a, 256, 200, MT_PAGES_AT_END);
     tb_free(&b, 1, 70, a);
@@ -318,13 +318,13 @@ START_TEST(own_brk_and_madvise_become_ops)
     tb_start(&b, 1, 10, 0);
     tb_create(&b, 1, 15, 2);
     tb_start(&b, 2, 16, 1);
-    tb_vm5(&b, 1, 20, MT_VM_MAP, brk0, 2 * MiB, 0, MT_VM_VIA_BRK);       /* thread 0, op 2 */
-    tb_vm5(&b, 1, 30, MT_VM_MAP, a, MiB, 0, MT_VM_VIA_MMAP);             /* op 3 */
-    tb_vm5(&b, 2, 40, MT_VM_ADVISE, a - 4096, MiB, 100, MADV_DONTNEED);  /* thread 1: waits, op 4 */
-    tb_vm5(&b, 1, 45, MT_VM_ADVISE, 0x1000, 4096, 1, MADV_DONTNEED);     /* not the program's */
-    tb_vm5(&b, 1, 46, 7, a, MiB, 0, 0);                                  /* a kind not known */
-    tb_vm5(&b, 1, 50, MT_VM_UNMAP, brk0 + MiB, MiB, 3, MT_VM_VIA_BRK);   /* the break shrinks */
-    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, MiB, 1);                            /* waits for the madvise */
+    tb_vm5(&b, 1, 20, MT_VM_MAP, brk0, 2 * MiB, 0, MT_VM_VIA_BRK);      /* thread 0, op 2 */
+    tb_vm5(&b, 1, 30, MT_VM_MAP, a, MiB, 0, MT_VM_VIA_MMAP);            /* op 3 */
+    tb_vm5(&b, 2, 40, MT_VM_ADVISE, a - 4096, MiB, 100, MADV_DONTNEED); /* thread 1: waits, op 4 */
+    tb_vm5(&b, 1, 45, MT_VM_ADVISE, 0x1000, 4096, 1, MADV_DONTNEED);    /* not the program's */
+    tb_vm5(&b, 1, 46, 7, a, MiB, 0, 0);                                 /* a kind not known */
+    tb_vm5(&b, 1, 50, MT_VM_UNMAP, brk0 + MiB, MiB, 3, MT_VM_VIA_BRK);  /* the break shrinks */
+    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, MiB, 1);                           /* waits for the madvise */
     tb_close(&b);
     mt_convert_stats_t st;
     convert_ok(tr, wl, &st);
@@ -346,10 +346,7 @@ START_TEST(own_brk_and_madvise_become_ops)
     expect_stream(&m, 0, want0);
     /* 100 pages resident in the 1 MiB advised, 1 MiB less a page of it the mapping's: 99 */
     static const char *const want1[] = {
-        "thread_start",
-        "wait thread=0 count=1",
-        "wait thread=0 count=3",
-        "madvise #2 +0 1044480 advice=4 write=99",
+        "thread_start", "wait thread=0 count=1", "wait thread=0 count=3", "madvise #2 +0 1044480 advice=4 write=99",
         NULL,
     };
     expect_stream(&m, 1, want1);
@@ -372,11 +369,11 @@ START_TEST(own_mappings_become_mmap_ops)
     tb_open(&b, tr);
     const uint64_t MiB = 1 << 20, a = 0x7f0000000000, c = a + MiB;
     tb_start(&b, 1, 10, 0);
-    tb_vm(&b, 1, 20, MT_VM_MAP, a, MiB, 0);              /* op 2 */
-    tb_vm(&b, 1, 30, MT_VM_MAP, c, MiB, 0);              /* op 3 */
-    tb_vm(&b, 1, 40, MT_VM_UNMAP, a + 4096, 8192, 2);    /* op 4: a hole in the first */
-    tb_vm(&b, 1, 50, MT_VM_UNMAP, 0x1000, 4096, 1);      /* not the program's: nothing */
-    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, 2 * MiB, 318);      /* ops 5, 6, 7: the rest of both */
+    tb_vm(&b, 1, 20, MT_VM_MAP, a, MiB, 0);           /* op 2 */
+    tb_vm(&b, 1, 30, MT_VM_MAP, c, MiB, 0);           /* op 3 */
+    tb_vm(&b, 1, 40, MT_VM_UNMAP, a + 4096, 8192, 2); /* op 4: a hole in the first */
+    tb_vm(&b, 1, 50, MT_VM_UNMAP, 0x1000, 4096, 1);   /* not the program's: nothing */
+    tb_vm(&b, 1, 60, MT_VM_UNMAP, a, 2 * MiB, 318);   /* ops 5, 6, 7: the rest of both */
     tb_close(&b);
     mt_convert_stats_t st;
     convert_ok(tr, wl, &st);
@@ -462,23 +459,18 @@ START_TEST(cross_thread_free)
     tb_start(b, 1, 0, 0);
     tb_create(b, 1, 10, 2);
     tb_start(b, 2, 15, 1);
-    tb_malloc(b, 1, 20, 100, 0xa000);  /* A: thread 0's op 1, done after 2 ops */
-    tb_malloc(b, 1, 30, 200, 0xb000);  /* B: done after 3 ops */
-    tb_malloc(b, 1, 35, 300, 0xc000);  /* C: done after 4 ops */
-    tb_free(b, 2, 40, 0xb000);         /* waits for 3 */
-    tb_free(b, 2, 50, 0xa000);         /* made before B: already covered */
-    tb_mallopt(b, 1, 60, 1, 2, 1);     /* thread 0 goes on: its op 4 */
-    tb_free(b, 2, 90, 0xc000);         /* needs 4, not 5: C was made by op 3 */
-    tb_free(b, 2, 95, 0xa000 + 0);     /* already freed: a double free, dropped */
+    tb_malloc(b, 1, 20, 100, 0xa000); /* A: thread 0's op 1, done after 2 ops */
+    tb_malloc(b, 1, 30, 200, 0xb000); /* B: done after 3 ops */
+    tb_malloc(b, 1, 35, 300, 0xc000); /* C: done after 4 ops */
+    tb_free(b, 2, 40, 0xb000);        /* waits for 3 */
+    tb_free(b, 2, 50, 0xa000);        /* made before B: already covered */
+    tb_mallopt(b, 1, 60, 1, 2, 1);    /* thread 0 goes on: its op 4 */
+    tb_free(b, 2, 90, 0xc000);        /* needs 4, not 5: C was made by op 3 */
+    tb_free(b, 2, 95, 0xa000 + 0);    /* already freed: a double free, dropped */
     scen_convert(&s);
 
     static const char *const t0[] = {
-        "thread_start",
-        "malloc   #1 100",
-        "malloc   #2 200",
-        "malloc   #3 300",
-        "mallopt  param=1 value=2",
-        NULL,
+        "thread_start", "malloc   #1 100", "malloc   #2 200", "malloc   #3 300", "mallopt  param=1 value=2", NULL,
     };
     static const char *const t1[] = {
         "thread_start",
@@ -514,11 +506,11 @@ START_TEST(cross_thread_realloc)
     tb_start(b, 1, 0, 0);
     tb_create(b, 1, 10, 2);
     tb_start(b, 2, 15, 1);
-    tb_malloc(b, 1, 20, 100, 0xa000);            /* thread 0 done after 2 */
-    tb_realloc(b, 2, 30, 0xa000, 200, 0xa000);   /* in place, in thread 1: done after its 4th op */
-    tb_realloc(b, 1, 50, 0xa000, 300, 0xd000);   /* moved, back in thread 0 */
+    tb_malloc(b, 1, 20, 100, 0xa000);          /* thread 0 done after 2 */
+    tb_realloc(b, 2, 30, 0xa000, 200, 0xa000); /* in place, in thread 1: done after its 4th op */
+    tb_realloc(b, 1, 50, 0xa000, 300, 0xd000); /* moved, back in thread 0 */
     tb_reallocarray(b, 2, 60, 0xd000, 2, 200, 0xe000);
-    tb_realloc(b, 2, 65, 0xe000, 500, 0xe000);   /* its own block now: no wait */
+    tb_realloc(b, 2, 65, 0xe000, 500, 0xe000); /* its own block now: no wait */
     tb_free(b, 1, 70, 0xe000);
     scen_convert(&s);
 
@@ -564,34 +556,23 @@ START_TEST(address_reuse_no_wait)
     tb_malloc(b, 1, 2, 8, 0xe000);
     tb_create(b, 1, 10, 2);
     tb_start(b, 2, 15, 1);
-    tb_malloc(b, 2, 16, 8, 0xf000);   /* nothing freed anywhere yet: a new slot */
-    tb_free(b, 1, 17, 0xe000);        /* each thread now has a freed slot of its own */
+    tb_malloc(b, 2, 16, 8, 0xf000); /* nothing freed anywhere yet: a new slot */
+    tb_free(b, 1, 17, 0xe000);      /* each thread now has a freed slot of its own */
     tb_free(b, 2, 18, 0xf000);
     tb_malloc(b, 1, 20, 100, 0xa000);
     tb_free(b, 1, 30, 0xa000);
-    tb_malloc(b, 2, 40, 50, 0xa000);  /* the allocator gave the address again */
+    tb_malloc(b, 2, 40, 50, 0xa000); /* the allocator gave the address again */
     tb_free(b, 2, 50, 0xa000);
-    tb_malloc(b, 1, 60, 70, 0xa000);  /* and back */
+    tb_malloc(b, 1, 60, 70, 0xa000); /* and back */
     tb_free(b, 1, 70, 0xa000);
     scen_convert(&s);
     static const char *const t0[] = {
-        "thread_start",
-        "malloc  #1 8",
-        "free    #1 (8)",
-        "malloc  #1 100",
-        "free    #1 (100)",
-        "malloc  #1 70",
-        "free    #1 (70)",
-        NULL,
+        "thread_start",     "malloc  #1 8",  "free    #1 (8)",  "malloc  #1 100",
+        "free    #1 (100)", "malloc  #1 70", "free    #1 (70)", NULL,
     };
     static const char *const t1[] = {
-        "thread_start",
-        "wait    thread=0 count=2", /* its creation: the only wait */
-        "malloc  #2 8",
-        "free    #2 (8)",
-        "malloc  #2 50",
-        "free    #2 (50)",
-        NULL,
+        "thread_start", "wait    thread=0 count=2", /* its creation: the only wait */
+        "malloc  #2 8", "free    #2 (8)",           "malloc  #2 50", "free    #2 (50)", NULL,
     };
     expect_stream(&s.m, 0, t0);
     expect_stream(&s.m, 1, t1);
@@ -617,23 +598,17 @@ START_TEST(freed_slot_taken_with_wait)
     tb_start(b, 2, 15, 1);
     tb_malloc(b, 1, 20, 100, 0xa000);
     tb_malloc(b, 1, 21, 100, 0xb000);
-    tb_free(b, 1, 30, 0xa000);        /* thread 0 has done 4 ops */
-    tb_free(b, 1, 31, 0xb000);        /* 5 */
-    tb_malloc(b, 2, 40, 50, 0xc000);  /* takes #1 and #2, waiting for the later free */
-    tb_malloc(b, 2, 41, 60, 0xd000);  /* #1: covered */
-    tb_malloc(b, 2, 42, 70, 0xe000);  /* none left anywhere: a new slot */
+    tb_free(b, 1, 30, 0xa000);       /* thread 0 has done 4 ops */
+    tb_free(b, 1, 31, 0xb000);       /* 5 */
+    tb_malloc(b, 2, 40, 50, 0xc000); /* takes #1 and #2, waiting for the later free */
+    tb_malloc(b, 2, 41, 60, 0xd000); /* #1: covered */
+    tb_malloc(b, 2, 42, 70, 0xe000); /* none left anywhere: a new slot */
     tb_free(b, 2, 50, 0xc000);
-    tb_malloc(b, 1, 60, 10, 0xf000);  /* thread 0 has none of its own: takes thread 1's */
+    tb_malloc(b, 1, 60, 10, 0xf000); /* thread 0 has none of its own: takes thread 1's */
     scen_convert(&s);
     static const char *const t0[] = {
-        "thread_start",
-        "malloc  #1 100",
-        "malloc  #2 100",
-        "free    #1 (100)",
-        "free    #2 (100)",
-        "wait    thread=1 count=7",
-        "malloc  #2 10",
-        NULL,
+        "thread_start",     "malloc  #1 100",           "malloc  #2 100", "free    #1 (100)",
+        "free    #2 (100)", "wait    thread=1 count=7", "malloc  #2 10",  NULL,
     };
     static const char *const t1[] = {
         "thread_start",
@@ -783,8 +758,8 @@ START_TEST(inversion_chains)
     /* Each thread keeps its own order. */
     static const char *const t0_1[] = { "thread_start", "malloc #1 100", "free #1 (100)", NULL };
     static const char *const t0_2[] = { "thread_start", "malloc #1 100", "malloc #2 200", "free #1 (100)", NULL };
-    static const char *const t0_3[] = { "thread_start", "malloc #1 100", "malloc #2 200", "malloc #3 300", "free #1 (100)",
-                                        NULL };
+    static const char *const t0_3[] = { "thread_start",  "malloc #1 100", "malloc #2 200",
+                                        "malloc #3 300", "free #1 (100)", NULL };
     expect_stream(&s.m, 0, depth == 1 ? t0_1 : depth == 2 ? t0_2 : t0_3);
     for (uint32_t k = 1; k < n; k++) {
         const wl_stream_t *st = &s.m.s[k];
@@ -824,15 +799,15 @@ START_TEST(unknown_and_double_frees)
     tb_t *b = &s.b;
     tb_start(b, 1, 0, 0);
     tb_malloc(b, 1, 10, 100, 0xa000);
-    tb_free(b, 1, 20, 0xdead0);                    /* never allocated: dropped */
+    tb_free(b, 1, 20, 0xdead0); /* never allocated: dropped */
     tb_free(b, 1, 30, 0xa000);
-    tb_free(b, 1, 40, 0xbeef0);                    /* unknown again */
-    tb_free(b, 1, 50, 0xa000);                     /* double free */
-    tb_realloc(b, 1, 60, 0xfeed0, 64, 0xc000);     /* realloc of an unknown block: an allocation */
-    tb_usable(b, 1, 70, 0xcafe0, 32);              /* unknown block: nothing to replay */
+    tb_free(b, 1, 40, 0xbeef0);                /* unknown again */
+    tb_free(b, 1, 50, 0xa000);                 /* double free */
+    tb_realloc(b, 1, 60, 0xfeed0, 64, 0xc000); /* realloc of an unknown block: an allocation */
+    tb_usable(b, 1, 70, 0xcafe0, 32);          /* unknown block: nothing to replay */
     tb_malloc(b, 1, 80, 10, 0xa000);
     tb_free(b, 1, 90, 0xa000);
-    tb_free(b, 1, 95, 0xa000);                     /* double free again */
+    tb_free(b, 1, 95, 0xa000); /* double free again */
     scen_convert(&s);
     static const char *const t0[] = {
         "thread_start",
@@ -868,7 +843,7 @@ START_TEST(unknown_free_while_held)
     tb_start(b, 2, 3, 1);
     tb_start(b, 3, 4, 1);
     tb_malloc(b, 1, 10, 100, 0xa000);
-    tb_malloc(b, 2, 20, 50, 0xa000);   /* inverted: thread 1 frees 0xa000 at 40 */
+    tb_malloc(b, 2, 20, 50, 0xa000);  /* inverted: thread 1 frees 0xa000 at 40 */
     tb_free(b, 3, 30, 0xa000 + 0x10); /* unknown */
     tb_free(b, 3, 35, 0xb000);        /* unknown */
     tb_free(b, 1, 40, 0xa000);
@@ -895,16 +870,16 @@ START_TEST(thread_exit_and_tid_reuse)
     tb_start(b, 1, 0, 0);
     tb_create(b, 1, 10, 2);
     tb_start(b, 2, 15, 1);
-    tb_malloc(b, 2, 20, 16, 0xa000);   /* left live */
+    tb_malloc(b, 2, 20, 16, 0xa000); /* left live */
     tb_exit(b, 2, 30);
     tb_create(b, 1, 40, 3);
     tb_start(b, 3, 45, 1);
     tb_malloc(b, 3, 50, 32, 0xb000);
     tb_free(b, 3, 55, 0xb000);
     tb_exit(b, 3, 60);
-    tb_malloc(b, 1, 70, 10, 0xc000);   /* after both exits: joins them first */
+    tb_malloc(b, 1, 70, 10, 0xc000); /* after both exits: joins them first */
     tb_free(b, 1, 80, 0xc000);
-    tb_free(b, 1, 90, 0xa000);         /* thread 2's block: the exit already covers it */
+    tb_free(b, 1, 90, 0xa000); /* thread 2's block: the exit already covers it */
     scen_convert(&s);
 
     static const char *const t0[] = {
@@ -917,19 +892,11 @@ START_TEST(thread_exit_and_tid_reuse)
         NULL,
     };
     static const char *const t1[] = {
-        "thread_start",
-        "wait         thread=0 count=1",
-        "malloc       #1 16",
-        "thread_exit",
-        NULL,
+        "thread_start", "wait         thread=0 count=1", "malloc       #1 16", "thread_exit", NULL,
     };
     static const char *const t2[] = {
-        "thread_start",
-        "wait         thread=0 count=2", /* created after thread 0's join of thread 1 */
-        "malloc       #2 32",
-        "free         #2 (32)",
-        "thread_exit",
-        NULL,
+        "thread_start",       "wait         thread=0 count=2", /* created after thread 0's join of thread 1 */
+        "malloc       #2 32", "free         #2 (32)",          "thread_exit", NULL,
     };
     expect_stream(&s.m, 0, t0);
     expect_stream(&s.m, 1, t1);
@@ -999,12 +966,12 @@ START_TEST(thread_start_order)
     tb_start(b, 1, 0, 0);
     tb_malloc(b, 1, 10, 8, 0xa000);
     tb_malloc(b, 1, 20, 8, 0xb000);
-    tb_create(b, 1, 30, 2);              /* thread 0 has done 3 ops */
+    tb_create(b, 1, 30, 2); /* thread 0 has done 3 ops */
     tb_start(b, 2, 35, 1);
     tb_create(b, 1, 40, 3);
-    tb_start(b, 3, 38, 1);               /* stamped before its creation: held until it is seen */
+    tb_start(b, 3, 38, 1); /* stamped before its creation: held until it is seen */
     tb_malloc(b, 1, 50, 8, 0xc000);
-    tb_start(b, 4, 65, 2);               /* a thread made by a thread */
+    tb_start(b, 4, 65, 2); /* a thread made by a thread */
     tb_malloc(b, 2, 36, 8, 0xd000);
     tb_create(b, 2, 61, 4);
     tb_malloc(b, 4, 70, 8, 0xe000);

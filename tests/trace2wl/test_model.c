@@ -81,29 +81,29 @@ typedef struct gfreed {
 
 typedef struct gparams {
     uint64_t seed;
-    uint32_t threads;    /* workers besides thread 1, at once */
+    uint32_t threads; /* workers besides thread 1, at once */
     uint64_t calls;
-    uint64_t jitter;     /* most ns a call's entry precedes its effect */
-    int readers_shared;  /* malloc_usable_size and failed reallocs on blocks other threads may free,
-                          * else on the thread's own */
-    int exits;           /* a worker exits halfway and a new one takes its tid */
-    int one_producer;    /* only thread 1 allocates, the workers free and realloc its blocks */
+    uint64_t jitter;    /* most ns a call's entry precedes its effect */
+    int readers_shared; /* malloc_usable_size and failed reallocs on blocks other threads may free,
+                         * else on the thread's own */
+    int exits;          /* a worker exits halfway and a new one takes its tid */
+    int one_producer;   /* only thread 1 allocates, the workers free and realloc its blocks */
 } gparams_t;
 
 typedef struct gen {
     tb_t b;
     rng_t rng;
     gparams_t p;
-    uint64_t T;                         /* the true clock */
-    uint64_t last_T[GMAX_THREADS + 1];  /* effect time of each thread's previous call */
-    gvec_t shared;                      /* blocks any thread may use */
-    gvec_t priv[GMAX_THREADS + 1];      /* blocks only their maker uses */
-    gfreed_t *freed;                    /* addresses for reuse, last freed first */
+    uint64_t T;                        /* the true clock */
+    uint64_t last_T[GMAX_THREADS + 1]; /* effect time of each thread's previous call */
+    gvec_t shared;                     /* blocks any thread may use */
+    gvec_t priv[GMAX_THREADS + 1];     /* blocks only their maker uses */
+    gfreed_t *freed;                   /* addresses for reuse, last freed first */
     size_t nfreed, capfreed;
     uint64_t bump;
-    uint64_t live, peak_live;           /* live blocks in the true order */
+    uint64_t live, peak_live; /* live blocks in the true order */
     uint64_t calls_by_op[MT_OP_LAST_CALL + 1];
-    uint32_t active[GMAX_THREADS];      /* thread numbers running */
+    uint32_t active[GMAX_THREADS]; /* thread numbers running */
     uint32_t nactive;
     uint32_t next_thread;
 } gen_t;
@@ -153,10 +153,14 @@ static void addr_release(gen_t *g, const gblock_t *blk)
 static uint64_t rand_size(gen_t *g)
 {
     switch (rng_below(&g->rng, 4)) {
-    case 0: return 1 + rng_below(&g->rng, 16);
-    case 1: return 1 + rng_below(&g->rng, 256);
-    case 2: return 1 + rng_below(&g->rng, 4096);
-    default: return 1 + rng_below(&g->rng, 200000);
+    case 0:
+        return 1 + rng_below(&g->rng, 16);
+    case 1:
+        return 1 + rng_below(&g->rng, 256);
+    case 2:
+        return 1 + rng_below(&g->rng, 4096);
+    default:
+        return 1 + rng_below(&g->rng, 200000);
     }
 }
 
@@ -279,9 +283,9 @@ static void do_realloc(gen_t *g, uint32_t th, unsigned op)
 {
     /* kind 0: realloc(NULL, n); 1: realloc(p, 0); 2: a failed realloc, which only reads its block;
      * else: moved or in place. A consumer neither allocates nor reads only. */
-    const uint64_t kind = !consumer(g, th)                                         ? rng_below(&g->rng, 20)
+    const uint64_t kind = !consumer(g, th)                                     ? rng_below(&g->rng, 20)
                           : g->p.readers_shared && rng_below(&g->rng, 10) == 0 ? 2
-                                                                              : 1 + 2 * rng_below(&g->rng, 10);
+                                                                               : 1 + 2 * rng_below(&g->rng, 10);
     gvec_t *v = kind == 0 ? NULL : pick_vec(g, th, pick_from(g, th, kind == 2));
     if (kind != 0 && !v) {
         fallback(g, th);
@@ -541,10 +545,10 @@ static void adel(amap_t *m, uint64_t a)
 }
 
 typedef struct ref {
-    uint32_t *order;      /* per record: its thread index, | ORDER_WAITS_ONLY if it makes no op */
-    uint64_t *live;       /* live blocks after it */
+    uint32_t *order; /* per record: its thread index, | ORDER_WAITS_ONLY if it makes no op */
+    uint64_t *live;  /* live blocks after it */
     size_t n, cap;
-    uint64_t ops;         /* records that make an op */
+    uint64_t ops; /* records that make an op */
     uint64_t peak_live, peak_bytes, end_live;
     uint64_t records, calls;
 } ref_t;
@@ -726,8 +730,8 @@ static void check_model(const gparams_t *p, int level)
     uint64_t allocs_trace = 0, allocs_wl = 0;
     for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++) {
         const uint64_t got = wl_count_op(&m, op);
-        ck_assert_msg(got == g->calls_by_op[op], "%s: %" PRIu64 " ops, the trace has %" PRIu64 " calls",
-                      mt_op_name(op), got, g->calls_by_op[op]);
+        ck_assert_msg(got == g->calls_by_op[op], "%s: %" PRIu64 " ops, the trace has %" PRIu64 " calls", mt_op_name(op),
+                      got, g->calls_by_op[op]);
         if (is_alloc(op)) {
             allocs_trace += g->calls_by_op[op];
             allocs_wl += got;
@@ -813,8 +817,10 @@ START_TEST(workload_file_check)
     wl_load(&m, path);
     replay_result_t res;
     replay_ok(&m, SCHED_CAREFUL, 0, 0, &res);
-    fprintf(stderr, "%s: careful replay ok: %" PRIu64 " ops, %" PRIu64 " live at the end, at most %" PRIu64
-                    " live, %" PRIu64 " slots\n", path, res.ops, res.live_end, res.max_live, m.h.slots);
+    fprintf(stderr,
+            "%s: careful replay ok: %" PRIu64 " ops, %" PRIu64 " live at the end, at most %" PRIu64 " live, %" PRIu64
+            " slots\n",
+            path, res.ops, res.live_end, res.max_live, m.h.slots);
     if (lv && atoi(lv) >= LEVEL_STRICT) {
         replay_ok(&m, SCHED_RANDOM, 1, 1, &res);
         fprintf(stderr, "%s: race-free\n", path);
@@ -834,28 +840,44 @@ typedef struct config {
 
 static const config_t configs[] = {
     /* 1 + 3 threads, one exits and another takes its tid, 50k calls, inversions. */
-    { "model_random_counts", { .seed = 0x5eed0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1 }, 4,
-      LEVEL_COUNTS, 0 },
-    { "model_no_jitter_counts", { .seed = 77, .threads = 3, .calls = 50000, .jitter = 0, .exits = 1 }, 1,
-      LEVEL_COUNTS, 0 },
-    { "model_many_threads_counts", { .seed = 1234, .threads = 7, .calls = 30000, .jitter = 100 }, 1, LEVEL_COUNTS,
+    { "model_random_counts",
+      { .seed = 0x5eed0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1 },
+      4,
+      LEVEL_COUNTS,
       0 },
+    { "model_no_jitter_counts",
+      { .seed = 77, .threads = 3, .calls = 50000, .jitter = 0, .exits = 1 },
+      1,
+      LEVEL_COUNTS,
+      0 },
+    { "model_many_threads_counts", { .seed = 1234, .threads = 7, .calls = 30000, .jitter = 100 }, 1, LEVEL_COUNTS, 0 },
     /* Only thread 1 allocates: every check, replays and races included. */
-    { "model_producer_consumer", { .seed = 0xc0de0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1,
-                                   .one_producer = 1 }, 4, LEVEL_STRICT, 0 },
-    { "model_producer_consumer_no_jitter", { .seed = 5, .threads = 2, .calls = 20000, .one_producer = 1 }, 1,
-      LEVEL_STRICT, 0 },
+    { "model_producer_consumer",
+      { .seed = 0xc0de0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1, .one_producer = 1 },
+      4,
+      LEVEL_STRICT,
+      0 },
+    { "model_producer_consumer_no_jitter",
+      { .seed = 5, .threads = 2, .calls = 20000, .one_producer = 1 },
+      1,
+      LEVEL_STRICT,
+      0 },
     /* Known bugs. Several allocating threads: a slot taken from a thread that had taken it from a
      * third gets a WAIT on the wrong counter (retaken_slot_race in test_convert.c): the WAITs are
      * missed by the converter's own order, and the replay deadlocks. */
-    { "model_random_replay", { .seed = 0x5eed0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1 }, 4,
-      LEVEL_STRICT, 1 },
-    { "model_many_threads_replay", { .seed = 1234, .threads = 7, .calls = 30000, .jitter = 100 }, 1, LEVEL_STRICT,
+    { "model_random_replay",
+      { .seed = 0x5eed0000u, .threads = 3, .calls = 50000, .jitter = 200, .exits = 1 },
+      4,
+      LEVEL_STRICT,
       1 },
+    { "model_many_threads_replay", { .seed = 1234, .threads = 7, .calls = 30000, .jitter = 100 }, 1, LEVEL_STRICT, 1 },
     /* malloc_usable_size and failed reallocs on blocks another thread frees: the free does not wait
      * for them (usable_size_other_thread_race in test_convert.c). */
-    { "model_producer_consumer_readers", { .seed = 99, .threads = 3, .calls = 50000, .jitter = 200,
-                                           .one_producer = 1, .readers_shared = 1 }, 1, LEVEL_STRICT, 1 },
+    { "model_producer_consumer_readers",
+      { .seed = 99, .threads = 3, .calls = 50000, .jitter = 200, .one_producer = 1, .readers_shared = 1 },
+      1,
+      LEVEL_STRICT,
+      1 },
 };
 
 START_TEST(model_config)

@@ -97,8 +97,7 @@ START_TEST(final_frame_write_failure_is_not_out_of_memory)
         if (s.frames == 1 && s.last_nops == s.ops && s.last_raw >= MT_WL_FRAME_RAW_MAX)
             found = len;
     }
-    ck_assert_msg(found != SIZE_MAX, "no label length of 0-255 fills the frame at the thread_exit (%u pairs)",
-                  pairs);
+    ck_assert_msg(found != SIZE_MAX, "no label length of 0-255 fills the frame at the thread_exit (%u pairs)", pairs);
     write_trace(trace, found, pairs);
     convert_ok(trace, wl, NULL);
     stream_shape_t s;
