@@ -332,15 +332,17 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
         rc = pattern_skips(c, frames, stacks, nstacks, &skipped, o);
     for (int round = 0, found = 1; rc == 0 && found && !(o && o->no_auto) && round < MT_WRAPPER_ROUNDS; round++)
         rc = wrapper_round(c, frames, stacks, nstacks, &skipped, o, &found);
-    if (rc == 0 && !(c->leaf = calloc(nstacks + 1, sizeof *c->leaf)))
+    if (rc == 0 &&
+        (!(c->leaf = calloc(nstacks + 1, sizeof *c->leaf)) || !(c->top = calloc(nstacks + 1, sizeof *c->top))))
         rc = -ENOMEM;
     for (size_t i = 0; rc == 0 && i < nstacks; i++) {
         const mt_stack_in_t *s = &stacks[i];
         const uint32_t leaf = c->leaf[i] = leaf_of(frames, s, &skipped);
+        c->top[i] = s->nframes ? s->nframes - 1 : 0;
         if (leaf >= s->nframes || (!s->fig.calls && !s->fig.leaked_blocks))
             continue;
         rc = tree_add(&c->bottom_up, frames, s, leaf, s->nframes - 1, 1);
-        const uint32_t top = top_of(frames, s, leaf);
+        const uint32_t top = c->top[i] = top_of(frames, s, leaf);
         note_entry_cut(c, frames, s, top);
         if (rc == 0)
             rc = tree_add(&c->top_down, frames, s, top, leaf, -1);
@@ -372,6 +374,7 @@ void mt_callers_free(mt_callers_t *c)
     tree_fini(&c->top_down);
     free(c->skipped);
     free(c->leaf);
+    free(c->top);
     memset(c, 0, sizeof *c);
 }
 

@@ -480,9 +480,13 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         const uint32_t leaf = rep->callers.leaf[si];
         const mt_symbol_t none = { .function = "??", .module = "??" };
         const mt_symbol_t site = leaf < in->nframes ? pv->frames[in->frame[leaf]].sym : none;
-        const char **names = want_flame ? calloc(s->nframes + 1, sizeof *names) : NULL;
-        for (uint32_t k = 0; names && k < s->nframes; k++)
-            names[s->nframes - 1 - k] = pv->frames[in->frame[k]].sym.function;
+        /* From main or the thread's start routine, as the top-down tree: the C runtime's frames above
+         * them would root every flame graph at _start */
+        const uint32_t nshown =
+            rep->callers.top && rep->callers.top[si] < s->nframes ? rep->callers.top[si] + 1 : s->nframes;
+        const char **names = want_flame ? calloc(nshown + 1, sizeof *names) : NULL;
+        for (uint32_t k = 0; names && k < nshown; k++)
+            names[nshown - 1 - k] = pv->frames[in->frame[k]].sym.function;
         if (names) {
             mt_folded_t *g = realloc(fl, (nfl + 1) * sizeof *g);
             if (!g) {
@@ -491,8 +495,7 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
                 break;
             }
             fl = g;
-            fl[nfl++] =
-                (mt_folded_t){ .frames = names, .nframes = s->nframes, .weight = flame_weight(s, o->flame_weight) };
+            fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = nshown, .weight = flame_weight(s, o->flame_weight) };
         }
         /* Without a symbol the function is "??" and the return address in its module tells sites
          * apart (and symbolizes later). */

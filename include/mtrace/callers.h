@@ -82,6 +82,7 @@ typedef struct mt_callers {
     size_t nentry_cut;
     uint64_t entry_cut_stacks;
     uint32_t *leaf; /* per input stack: index into its frames of the allocating function (nframes: none) */
+    uint32_t *top;  /* per input stack: index of the outermost frame shown (main, a start routine) */
 } mt_callers_t;
 
 typedef struct mt_callers_opts {

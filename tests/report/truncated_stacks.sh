@@ -2,7 +2,7 @@
 # A stack cut at the recorder's frame limit is marked: prog_deep mallocs 40 calls deep and from a
 # shallow function. Recorded with --stacks 8: the deep stack's STACK event ends with a frame 0 after
 # 8 frames, its folded stack starts at [truncated], and the shallow one is whole (it starts at
-# _start or main, never [truncated]). With --stacks 64 both stacks are whole. And 8192 distinct
+# main, never [truncated]). With --stacks 64 both stacks are whole, from main. And 8192 distinct
 # stacks all get a stack id.
 #   usage: truncated_stacks.sh MTRACE PROG_DEEP
 set -u
@@ -29,6 +29,9 @@ t 60 "$mtrace" record --stacks 64 -o d64.mtr -- "$prog" 2>/dev/null || fail "rec
 t 60 "$mtrace" report --folded d64.folded d64.mtr >/dev/null || fail "report --folded (64)"
 grep -q '\[truncated\]' d64.folded && fail "--stacks 64: a stack of 45 frames is marked truncated: $(cat d64.folded)"
 grep -q ';descend 48$' d64.folded || fail "--stacks 64: no deep stack: $(cat d64.folded)"
+# folded stacks start where the top-down tree does: at main, not the C runtime's _start above it
+grep -q '^main;shallow 24$' d64.folded || fail "--stacks 64: the shallow stack does not start at main: $(cat d64.folded)"
+grep -q '_start' d64.folded && fail "--stacks 64: a folded stack keeps the C runtime's frames: $(cat d64.folded)"
 
 # 8192 distinct stacks (more than the stack table's first levels hold, libmtrace/shim_stacks.c):
 # every malloc carries a stack id, each path its own, and every id used is defined by a STACK event;
