@@ -137,6 +137,57 @@ static int warn_if_privileged(const char *cmd)
     return 1;
 }
 
+/* The trace's output path, absolute: a process of the command that changes directory must still
+ * write next to the others (a shell script that cds, then runs a program, would otherwise leave its
+ * trace there); its directory writable; an existing file replaced only with --force. NULL, said. */
+static const char *record_output(const char *out, char abs_out[PATH_MAX], int force)
+{
+    if (out[0] != '/') {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) {
+            fprintf(stderr, "mtrace: cannot get the current directory for %s: %s\n", out, strerror(errno));
+            return NULL;
+        }
+        if (snprintf(abs_out, PATH_MAX, "%s/%s", cwd, out) >= PATH_MAX) {
+            fprintf(stderr, "mtrace: output path %s/%s is too long\n", cwd, out);
+            return NULL;
+        }
+        out = abs_out;
+    }
+    if (check_record_dir(out) < 0)
+        return NULL;
+    if (!strstr(out, "%p") && access(out, F_OK) == 0) {
+        if (!force) {
+            fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
+            return NULL;
+        }
+        unlink(out);
+    }
+    return out;
+}
+
+/* Says the traces the recorder wrote (their paths, from the index file), or that none was. */
+static void say_written(const char *index, int status, int said_untraced, const char *prog)
+{
+    FILE *f = fopen(index, "r");
+    char line[PATH_MAX + 2];
+    int wrote = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        fprintf(stderr, "mtrace: wrote %s\n", line);
+        wrote++;
+    }
+    if (f)
+        fclose(f);
+    /* Nothing loaded the recorder: not silently (said once: not again after warn_if_privileged's). */
+    if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
+        fprintf(stderr,
+                "mtrace: no trace was written: %s did not load the recorder (a statically linked "
+                "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
+                "without LD_PRELOAD)\n",
+                prog);
+}
+
 static int cmd_record(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -187,31 +238,10 @@ static int cmd_record(int argc, char **argv)
                 MT_SHIM_INSTALL_PATH);
         return 2;
     }
-    /* Absolute: a process of the command that changes directory must still write next to the
-     * others (a shell script that cds, then runs a program, would otherwise leave its trace there). */
     char abs_out[PATH_MAX];
     assert(out); /* -o takes a required argument: getopt_long never gives it NULL */
-    if (out[0] != '/') {
-        char cwd[PATH_MAX];
-        if (!getcwd(cwd, sizeof cwd)) {
-            fprintf(stderr, "mtrace: cannot get the current directory for %s: %s\n", out, strerror(errno));
-            return 2;
-        }
-        if (snprintf(abs_out, sizeof abs_out, "%s/%s", cwd, out) >= (int)sizeof abs_out) {
-            fprintf(stderr, "mtrace: output path %s/%s is too long\n", cwd, out);
-            return 2;
-        }
-        out = abs_out;
-    }
-    if (check_record_dir(out) < 0)
+    if (!(out = record_output(out, abs_out, force)))
         return 2;
-    if (!strstr(out, "%p") && access(out, F_OK) == 0) {
-        if (!force) {
-            fprintf(stderr, "mtrace: %s exists; remove it or pass --force\n", out);
-            return 2;
-        }
-        unlink(out);
-    }
     char index[PATH_MAX];
     mt_tmp_template(index, sizeof index, "index", "");
     const int ifd = mkstemp(index);
@@ -258,23 +288,7 @@ static int cmd_record(int argc, char **argv)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    FILE *f = fopen(index, "r");
-    char line[PATH_MAX + 2];
-    int wrote = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        fprintf(stderr, "mtrace: wrote %s\n", line);
-        wrote++;
-    }
-    if (f)
-        fclose(f);
-    /* Nothing loaded the recorder: not silently (said once, not again after the warning above). */
-    if (f && !wrote && !said_untraced && !(WIFEXITED(status) && WEXITSTATUS(status) == 127))
-        fprintf(stderr,
-                "mtrace: no trace was written: %s did not load the recorder (a statically linked "
-                "program, or one that is set-user-ID, set-group-ID or has file capabilities, runs "
-                "without LD_PRELOAD)\n",
-                argv[optind]);
+    say_written(index, status, said_untraced, argv[optind]);
     unlink(index);
     mt_cleanup_del(index);
     if (WIFSIGNALED(status))
