@@ -12,7 +12,8 @@
 # a base64 copy in the log, so that a CI log keeps it). Ends with a table (executions, seconds,
 # crashes) and exits non-zero if any target crashed, leaked, timed out or ran out of memory.
 # --results FILE appends one line per target: "ok TARGET EXECS" or "FAIL TARGET EXECS [INPUT...]"
-# (scripts/test.sh counts them; a failed build makes every target FAIL).
+# (scripts/test.sh counts them; a failed build makes every target FAIL). Targets run FUZZ_JOBS at a
+# time (default: the number of cores; libFuzzer's own run uses one).
 #
 # Reproduce a crash with the replay program of any build, e.g.
 #   build/tests/fuzz/fuzz_replay_trace build-fuzz-clang/fuzz-artifacts/trace/crash-...
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --merge) merge=1 ;;
     --build) build=$2; shift ;;
     --results) results=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     [0-9]*) secs=$1 ;;
     *) targets+=("$1") ;;
     esac
@@ -95,9 +96,10 @@ show_input() {
     fi
 }
 
-failed=0
-summary=()
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: fuzzes one target; its report goes to standard output, its --results line and its
+# summary line to $build/fuzz-TARGET.result and .summary; exits 1 if it failed.
+fuzz_one() {
+    local t=$1 work art seeds log start rc took execs new inputs f failed=0
     work=$build/fuzz-work/$t
     art=$build/fuzz-artifacts/$t
     mkdir -p "$work" "$art"
@@ -128,17 +130,47 @@ for t in "${targets[@]}"; do
         for f in "${inputs[@]}"; do
             show_input "$f" "$t"
         done
-        [ -z "$results" ] || echo "FAIL $t $execs ${inputs[*]}" >>"$results"
+        echo "FAIL $t $execs ${inputs[*]}" >"$build/fuzz-$t.result"
     else
-        [ -z "$results" ] || echo "ok $t $execs" >>"$results"
+        echo "ok $t $execs" >"$build/fuzz-$t.result"
     fi
-    summary+=("$(printf '%-13s %12s execs %5ss  %s crash(es)' "$t" "$execs" "$took" "$new")")
+    printf '%-13s %12s execs %5ss  %s crash(es)\n' "$t" "$execs" "$took" "$new" >"$build/fuzz-$t.summary"
     if [ $merge -eq 1 ]; then
         "$build/tests/fuzz/fuzz_$t" -merge=1 -max_len="$(max_len "$t")" -timeout=20 -rss_limit_mb=2048 \
             "tests/fuzz/corpus/$t" "$work" >"$build/fuzz-$t.merge.log" 2>&1 ||
             { echo "   merge failed: $build/fuzz-$t.merge.log"; failed=1; }
         grep -E "MERGE-OUTER: [0-9]+ new files" "$build/fuzz-$t.merge.log" | sed 's/^/   /'
     fi
+    return $failed
+}
+
+# libFuzzer runs on one core: the targets run FUZZ_JOBS at a time (default: the number of cores), each
+# for SECONDS_PER_TARGET; each one's report is printed whole once it ends, in the targets' order.
+parallel=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$parallel" -ge 1 ] 2>/dev/null || parallel=1
+failed=0
+summary=()
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+    batch=("${targets[@]:i:parallel}")
+    pids=()
+    for t in "${batch[@]}"; do
+        rm -f "$build/fuzz-$t.result" "$build/fuzz-$t.summary"
+        fuzz_one "$t" >"$build/fuzz-$t.report" 2>&1 &
+        pids+=($!)
+    done
+    for j in "${!batch[@]}"; do
+        t=${batch[$j]}
+        wait "${pids[$j]}" || failed=1
+        cat "$build/fuzz-$t.report"
+        if [ -s "$build/fuzz-$t.result" ]; then
+            [ -z "$results" ] || cat "$build/fuzz-$t.result" >>"$results"
+            summary+=("$(cat "$build/fuzz-$t.summary")")
+        else
+            failed=1
+            [ -z "$results" ] || echo "FAIL $t ? (no result)" >>"$results"
+            summary+=("$t: no result")
+        fi
+    done
 done
 echo
 echo "fuzz summary ($build):"

@@ -57,36 +57,42 @@ print(f"{passed} {failed}")
 PY
 }
 
+# stage TEXT: a heading, with the seconds since the start, so that a log tells where the time went.
+stage() { echo "== $* (at ${SECONDS} s)"; }
+
 build_failed=0
 rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
 # -Werror here, not in meson.build's defaults: a user's newer compiler with a new warning must not
 # stop the build, but no warning passes the project's own tests.
+stage "unit and end-to-end tests (build)"
 run_suite build -Dwerror=true || build_failed=1
+stage "the same under ASan/UBSan (build-asan)"
 run_suite build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false || build_failed=$((build_failed + 1))
 
 logs=(build/meson-logs/testlog.json build-asan/meson-logs/testlog.json)
 extra=$(mktemp --suffix=.results)
 trap 'rm -f "$extra"' EXIT
-echo "== formatting (scripts/check-format.sh)"
+stage "formatting (scripts/check-format.sh)"
 scripts/check-format.sh --results "$extra"
 if [ "${MTRACE_SCAN:-1}" != 0 ]; then
-    echo "== static analysis (scripts/scan.sh: scan-build over the tools, zero findings)"
+    stage "static analysis (scripts/scan.sh: scan-build over the tools, zero findings)"
     if scripts/scan.sh build-scan; then echo "ok scan" >>"$extra"; else echo "FAIL scan" >>"$extra"; fi
 fi
 if [ "$fuzz_secs" -gt 0 ]; then
-    echo "== fuzzing each target for ${fuzz_secs} s (scripts/fuzz.sh)"
+    stage "fuzzing each target for ${fuzz_secs} s (scripts/fuzz.sh)"
     scripts/fuzz.sh --results "$extra" "$fuzz_secs"
     # A run that stopped before writing its results (killed) leaves targets uncounted: one failure.
     [ -s "$extra" ] || echo "FAIL fuzz.sh (no results)" >>"$extra"
 fi
 if [ "${MTRACE_TSAN:-1}" != 0 ]; then
-    echo "== ThreadSanitizer (scripts/tsan.sh)"
+    stage "ThreadSanitizer (scripts/tsan.sh)"
     before=$(wc -l <"$extra")
     scripts/tsan.sh --results "$extra"
     [ "$(wc -l <"$extra")" -gt "$before" ] || echo "FAIL tsan.sh (no results)" >>"$extra"
 fi
 logs+=("$extra")
 
+stage "done"
 read -r passed failed < <(count "${logs[@]}")
 failed=$((failed + build_failed))
 echo "$passed passed, $failed failed"
