@@ -3,6 +3,7 @@
 #ifndef MTRACE_SIM_H
 #define MTRACE_SIM_H
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -109,13 +110,18 @@ typedef struct sim_spawn {
     uint32_t creator, child;
 } sim_spawn_t;
 
-/* The allocator under test as the replay calls it. malloc, free, calloc and realloc are called
- * directly: glibc requires a replacement malloc to define all four, and sim_alloc_init() refuses one
- * that does not. Every other function the workload may call is the allocator's own where it defines
- * it; where it does not, the name resolves to glibc's, whose block would come from glibc's heap and
- * be handed to the allocator's free (a crash, or worse), so the call is emulated with functions the
- * allocator does define (sim_alloc.c). */
+/* The allocator under test as the replay calls it: its own functions, looked up past mtrace-sim,
+ * which defines malloc and its family for the process's own blocks (sim_heap.c). malloc, free,
+ * calloc and realloc are the allocator's: glibc requires a replacement malloc to define all four,
+ * and sim_alloc_init() refuses one that does not. Every other function the workload may call is the allocator's own
+ * where it defines it; where it does not, the name resolves to glibc's, whose block would come from glibc's heap and be
+ * handed to the allocator's free (a crash, or worse), so the call is emulated with functions the allocator does define
+ * (sim_alloc.c). */
 typedef struct sim_alloc {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
     void *(*memalign)(size_t, size_t);
     int (*posix_memalign)(void **, size_t, size_t);
     void *(*aligned_alloc)(size_t, size_t);
@@ -208,6 +214,27 @@ typedef struct sim_mapping {
  * end). */
 void *sim_map(sim_t *s, size_t bytes);
 uint64_t sim_resident_bytes(const sim_t *s);
+
+/* glibc's memalign rule (aligned_alloc's too, in glibc 2.36): an alignment that is not a power of
+ * two is rounded up to one, one below `least` raised to it. 0 (errno EINVAL) past the largest. */
+static inline size_t sim_memalign_alignment(size_t align, size_t least)
+{
+    size_t a = least;
+    while (a < align) {
+        if (a > SIZE_MAX / 2) {
+            errno = EINVAL;
+            return 0;
+        }
+        a <<= 1;
+    }
+    return a;
+}
+
+/* sim_heap.c: the process's own heap (malloc and its family, defined in mtrace-sim), its mappings'
+ * resident bytes as `resident` counts them. Weak: not built with a sanitizer, whose runtime has the
+ * process's malloc; then NULL, and the process's own blocks are in the allocator's heap. */
+uint64_t sim_heap_resident_bytes(int64_t (*resident)(const void *p, size_t len, void *arg), void *arg)
+    __attribute__((weak));
 
 /* sim_alloc.c */
 /* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library

@@ -29,6 +29,7 @@
 static int (*own_posix_memalign)(void **, size_t, size_t);
 static void *(*own_memalign)(size_t, size_t);
 static void *(*own_aligned_alloc)(size_t, size_t);
+static void *(*own_realloc)(void *, size_t);
 static size_t page_bytes;
 
 /* A block of `size` bytes aligned to `align` (a power of two, at least sizeof(void *)). */
@@ -57,19 +58,10 @@ static void *aligned_block(size_t align, size_t size)
     return NULL;
 }
 
-/* glibc's memalign (and aligned_alloc, which glibc 2.36 implements the same way): an alignment that
- * is not a power of two is rounded up to one, a small one raised to a pointer's. */
 static void *emu_memalign(size_t align, size_t size)
 {
-    size_t a = sizeof(void *);
-    while (a < align) {
-        if (a > SIZE_MAX / 2) {
-            errno = EINVAL;
-            return NULL;
-        }
-        a <<= 1;
-    }
-    return aligned_block(a, size);
+    const size_t a = sim_memalign_alignment(align, sizeof(void *));
+    return a ? aligned_block(a, size) : NULL;
 }
 
 static int emu_posix_memalign(void **out, size_t align, size_t size)
@@ -109,7 +101,7 @@ static void *emu_reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, bytes);
+    return own_realloc(p, bytes);
 }
 
 static size_t emu_usable_size(void *p)
@@ -118,10 +110,12 @@ static size_t emu_usable_size(void *p)
     return 0;
 }
 
-/* The function `name` if the object at `base` (malloc's) defines it, else NULL. */
+/* The function `name` if the object at `base` (malloc's) defines it, else NULL. Looked up past
+ * this executable (RTLD_NEXT): mtrace-sim defines malloc and its family for its own blocks
+ * (sim_heap.c), the allocator's come after it. */
 static void *own(const void *base, const char *name)
 {
-    return mt_sym_in_object(RTLD_DEFAULT, name, base);
+    return mt_sym_in_object(RTLD_NEXT, name, base);
 }
 
 typedef struct find_lib {
@@ -144,7 +138,7 @@ static int match_object(struct dl_phdr_info *info, size_t size, void *arg)
 int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
 {
     memset(a, 0, sizeof *a);
-    void *const m = dlsym(RTLD_DEFAULT, "malloc");
+    void *const m = dlsym(RTLD_NEXT, "malloc");
     Dl_info mi;
     if (!m || !dladdr(m, &mi) || !mi.dli_fname) {
         snprintf(why, why_cap, "cannot tell which library defines malloc");
@@ -181,6 +175,10 @@ int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
                      who, required[i]);
             return -1;
         }
+    a->malloc = (void *(*)(size_t))m;
+    a->free = (void (*)(void *))own(mi.dli_fbase, "free");
+    a->calloc = (void *(*)(size_t, size_t))own(mi.dli_fbase, "calloc");
+    a->realloc = own_realloc = (void *(*)(void *, size_t))own(mi.dli_fbase, "realloc");
     own_posix_memalign = (int (*)(void **, size_t, size_t))own(mi.dli_fbase, "posix_memalign");
     own_memalign = (void *(*)(size_t, size_t))own(mi.dli_fbase, "memalign");
     own_aligned_alloc = (void *(*)(size_t, size_t))own(mi.dli_fbase, "aligned_alloc");
@@ -202,6 +200,11 @@ int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
     PICK(valloc, "valloc", MT_WL_VALLOC, emu_valloc);
     PICK(pvalloc, "pvalloc", MT_WL_PVALLOC, emu_pvalloc);
     PICK(reallocarray, "reallocarray", MT_WL_REALLOCARRAY, emu_reallocarray);
+    /* Called as the overflow check and the allocator's realloc in every case, its own or not (the
+     * emulated bit above still says whether it has one): glibc's reallocarray calls realloc by name,
+     * which in mtrace-sim is the process's own heap's (sim_heap.c), and the block it returned was
+     * then freed by glibc ("double free or corruption"). */
+    a->reallocarray = emu_reallocarray;
     PICK(usable_size, "malloc_usable_size", MT_WL_USABLE_SIZE, emu_usable_size);
 #undef PICK
     a->has_mallopt = own(mi.dli_fbase, "mallopt") != NULL;

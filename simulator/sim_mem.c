@@ -72,18 +72,31 @@ int64_t sim_mincore_pages(const void *p, size_t len, size_t page)
     return mincore_pages_with(p, len, page, vec, sizeof vec);
 }
 
+typedef struct resident_arg {
+    int fd;
+    size_t page;
+} resident_arg_t;
+
+static int64_t resident_bytes(const void *p, size_t len, void *arg)
+{
+    const resident_arg_t *a = arg;
+    int64_t pages = a->fd >= 0 ? pagemap_resident(a->fd, p, len, a->page) : -1;
+    if (pages < 0)
+        pages = mincore_resident(p, len, a->page);
+    return pages * (int64_t)a->page;
+}
+
 uint64_t sim_resident_bytes(const sim_t *s)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     const uint32_t n = atomic_load(&s->nmaps);
     const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     uint64_t total = 0;
-    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++) {
-        int64_t pages = fd >= 0 ? pagemap_resident(fd, s->maps[i].p, s->maps[i].len, page) : -1;
-        if (pages < 0)
-            pages = mincore_resident(s->maps[i].p, s->maps[i].len, page);
-        total += (uint64_t)pages * page;
-    }
+    resident_arg_t arg = { fd, page };
+    for (uint32_t i = 0; i < n && i < sizeof s->maps / sizeof s->maps[0]; i++)
+        total += (uint64_t)resident_bytes(s->maps[i].p, s->maps[i].len, &arg);
+    if (sim_heap_resident_bytes) /* the process's own heap (sim_heap.c) */
+        total += sim_heap_resident_bytes(resident_bytes, &arg);
     if (fd >= 0)
         close(fd);
     return total;

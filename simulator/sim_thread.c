@@ -446,10 +446,10 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             c0 = sim_cycles();
             switch (r.op) {
             case MT_WL_MALLOC:
-                p = malloc(r.size);
+                p = s->alloc.malloc(r.size);
                 break;
             case MT_WL_CALLOC:
-                p = calloc(r.count, r.size);
+                p = s->alloc.calloc(r.count, r.size);
                 break;
             case MT_WL_MEMALIGN:
                 p = s->alloc.memalign(r.align, r.size);
@@ -480,7 +480,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 break;
             }
             if (!r.slot) { /* the traced call failed; nothing will refer to what we got */
-                free(p);
+                if (p)     /* no call the program did not make: the allocator sees the workload's calls alone */
+                    s->alloc.free(p);
                 break;
             }
             if (!p)
@@ -495,7 +496,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             if (r.slot)
                 clear_slot(s, t, r.slot, r.old_size);
             c0 = sim_cycles();
-            free(p);
+            s->alloc.free(p);
             account(t, r.op, sim_cycles() - c0);
             break;
         case MT_WL_REALLOC:
@@ -503,7 +504,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             void *old = r.slot ? slot_ptr(s, r.slot) : NULL;
             const uint64_t bytes = mt_requested(r.op, r.count, r.size);
             c0 = sim_cycles();
-            p = r.op == MT_WL_REALLOC ? realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
+            p = r.op == MT_WL_REALLOC ? s->alloc.realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
             c1 = sim_cycles();
             account(t, r.op, c1 - c0);
             if (r.slot2) {
@@ -516,12 +517,13 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
                 clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */
-                free(p);
+                if (p)
+                    s->alloc.free(p);
             } else if (r.slot) {
                 if (p) /* failed in the trace, not here: the block lives on in its slot */
                     slot_store(s, t, r.slot, p);
-            } else {
-                free(p);
+            } else if (p) {
+                s->alloc.free(p);
             }
             break;
         }
