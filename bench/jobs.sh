@@ -86,7 +86,7 @@ for j in $jobs; do
     ratio=$(awk -v j="$j" -v b="$base" '$1 == b { w[$2] = $3 } $1 == j { v[$2] = $3 }
         END { for (r in v) print w[r] / v[r] }' "$tmp/runs" | median)
     top=$(busiest "$j" || echo -)
-    printf '%-4s %14.0f %10.2f %10.2f %11.2fx %9s %14s\n' "$j" "$(echo "$records / $wall" | bc -l)" "$wall" "$cpu" "$ratio" \
+    printf '%-4s %14.0f %10.2f %10.2f %11.2fx %9s %14s\n' "$j" "$(awk -v r="$records" -v w="$wall" 'BEGIN { print r / w }')" "$wall" "$cpu" "$ratio" \
         "$rss" "$top"
 done
 echo "(medians of $reps runs; every report the same bytes as -j $base's)"
