@@ -236,6 +236,10 @@ static inline size_t sim_memalign_alignment(size_t align, size_t least)
 uint64_t sim_heap_resident_bytes(int64_t (*resident)(const void *p, size_t len, void *arg), void *arg)
     __attribute__((weak));
 
+/* sim_libs.c: resident KiB of file pages of the libraries loaded for the allocator alone (the one
+ * that defines `malloc_fn` and those it needs that mtrace-sim does not); 0 for glibc. */
+uint64_t sim_allocator_file_kb(const void *malloc_fn);
+
 /* sim_alloc.c */
 /* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library
  * that must be that allocator (mtrace replay preloads it): an error if it is not loaded or does not

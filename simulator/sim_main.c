@@ -450,6 +450,7 @@ typedef struct sim_results {
     const sim_opstat_t *total;
     uint64_t cycles, wall_ns, cpu_us, thread_cpu_ns;
     uint64_t max_rss_kb, start_rss_kb, ideal_kb, ideal_pages_kb, bookkeeping_kb;
+    uint64_t allocator_file_kb; /* file pages of the libraries the allocator brings (sim_libs.c) */
     uint64_t waits, wait_cycles, sleeps, far_slots, touched_in_part, maps, map_failed;
     uint32_t emulated; /* 1u << op for ops the allocator does not define that the workload called */
     rss_share_t share;
@@ -458,10 +459,11 @@ typedef struct sim_results {
 
 /* The program's peak RSS as this allocator would make it: its memory that an allocator decides is
  * anonymous (the heap, its own mappings), which the replay holds, and its file-backed pages (code,
- * libraries, files it maps), which no allocator changes and the replay cannot hold (cc1: 33 MB of
- * its 100 MB). So: the replay's anonymous peak less the replay's own bookkeeping, plus the traced
- * program's peak RSS less its peak anonymous RSS (both sampled, and with the recorder's own pages
- * in them). 0 when the trace has no RSS samples. */
+ * libraries, files it maps), which the replay cannot hold (cc1: 33 MB of its 100 MB). So: the
+ * replay's anonymous peak less the replay's own bookkeeping, plus the traced program's peak RSS less
+ * its peak anonymous RSS (both sampled, and with the recorder's own pages in them), plus the file
+ * pages of the libraries the allocator brings with it (jemalloc: libstdc++, 2 MB), which the
+ * program traced on glibc did not have. 0 when the trace has no RSS samples. */
 static uint64_t predicted_peak_kb(const sim_t *s, const sim_results_t *r)
 {
     const mt_wl_header_t *h = mt_wl_header(s->wl);
@@ -469,7 +471,7 @@ static uint64_t predicted_peak_kb(const sim_t *s, const sim_results_t *r)
         !s->peak_anon_kb)
         return 0;
     const uint64_t anon = s->peak_anon_kb > r->bookkeeping_kb ? s->peak_anon_kb - r->bookkeeping_kb : 0;
-    return anon + (h->source_peak_rss_kb - h->source_peak_anon_kb);
+    return anon + (h->source_peak_rss_kb - h->source_peak_anon_kb) + r->allocator_file_kb;
 }
 
 /* The summary on stdout. */
@@ -554,9 +556,11 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     const uint64_t predicted = predicted_peak_kb(s, r);
     if (predicted)
         printf("predicted peak RSS of the program on this allocator: %s Kb (the replay's anonymous peak less its "
-               "bookkeeping, plus the traced program's file-backed pages, %s Kb)\n",
+               "bookkeeping, plus the traced program's file-backed pages, %s Kb, and the allocator's libraries', "
+               "%s Kb)\n",
                commas(a, sizeof a, (long long)predicted),
-               commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)));
+               commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)),
+               commas(c, sizeof c, (long long)r->allocator_file_kb));
     /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
      * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
     if (h->source_peak_anon_kb && s->peak_anon_kb)
@@ -637,8 +641,10 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_kv_u64(&j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
     mt_json_kv_cstr(&j, "predicted_peak_rule",
                     "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
-                    "source_peak_anon_kb (the traced program's file-backed pages); 0 when "
-                    "the trace has no RSS samples");
+                    "source_peak_anon_kb (the traced program's file-backed pages), plus "
+                    "allocator_file_kb (the file pages of the libraries the allocator brings); 0 "
+                    "when the trace has no RSS samples");
+    mt_json_kv_u64(&j, "allocator_file_kb", r->allocator_file_kb);
     mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
     mt_json_kv_u64(&j, "far_slots", r->far_slots);
     mt_json_key(&j, "emulated");
@@ -886,6 +892,7 @@ static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run
         .ideal_kb = (h->peak_live_bytes + 1023) / 1024,
         .ideal_pages_kb = (h->peak_live_bytes + s->page - 1) / s->page * (s->page / 1024),
         .bookkeeping_kb = bookkeeping_kb,
+        .allocator_file_kb = sim_allocator_file_kb((const void *)s->alloc.malloc),
         .waits = s->totals->waits,
         .wait_cycles = s->totals->wait_cycles,
         .sleeps = s->totals->futex_sleeps,

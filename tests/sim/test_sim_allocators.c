@@ -98,6 +98,15 @@ START_TEST(replay_on_allocator)
         ck_assert_msg(!!strstr(e, stats[i].says) == mine, "replay on %s: %s's statistics %s on stderr", g_name,
                       stats[i].name, mine ? "missing" : "shown");
     }
+    /* The file pages of the libraries the allocator brings (simulator/sim_libs.c): none for glibc,
+     * its own library's at least for the others (Debian's jemalloc and tcmalloc also bring
+     * libstdc++); part of the predicted peak when the workload has RSS samples (this one has none). */
+    const double file_kb = jnum(j, "allocator_file_kb");
+    if (!strcmp(g_name, "glibc"))
+        ck_assert_msg(file_kb == 0, "glibc: allocator_file_kb %.0f, expected 0", file_kb);
+    else
+        ck_assert_msg(file_kb >= 8 && file_kb < 64 * 1024, "%s: allocator_file_kb %.0f, expected its library's pages",
+                      g_name, file_kb);
     /* the summary names the allocator and where it came from */
     char head[256];
     snprintf(head, sizeof head, "== %s", g_name);
