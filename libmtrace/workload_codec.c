@@ -482,6 +482,148 @@ int mt_file_is_workload(const char *path)
     return n == (ssize_t)sizeof m && !memcmp(m, MT_WL_MAGIC, 8);
 }
 
+/* Bytes of the index: its magic and thread count, the thread entries, the frame entries. */
+static uint64_t index_bytes(const mt_wl_header_t *h)
+{
+    return 8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
+}
+
+/* mt_wl_open's steps, each 0 or a negative errno with *err set. The header's fields, against each
+ * other and the file's size. */
+static int check_header(const mt_wl_t *w, const char *path, mt_error_t *err)
+{
+    const mt_wl_header_t *h = &w->hdr;
+    if (h->version < MT_WL_VERSION_MIN || h->version > MT_WL_VERSION) {
+        if (h->version == 1)
+            return mt_errorf(
+                err, -ENOTSUP, path, 8,
+                "workload format version 1 (an older trace2wl; its frees lack the block size), this mtrace "
+                "reads versions %u to %u: convert the trace again",
+                MT_WL_VERSION_MIN, MT_WL_VERSION);
+        else
+            return mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions %u to %u",
+                             h->version, MT_WL_VERSION_MIN, MT_WL_VERSION);
+    }
+    if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
+        return mt_errorf(err, -EINVAL, path, 20, "the workload was not finished by its writer (no index)");
+    }
+    if (h->header_size < MT_WL_HEADER_STRINGS_OFFSET || h->header_size > w->size) {
+        return mt_errorf(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u",
+                         h->header_size);
+    }
+    /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
+     * size its slot table from a number nothing backs (and overflow it). */
+    /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
+    if (h->ops > h->frames * (MT_WL_STREAM_BUF_SIZE / 2)) {
+        return mt_errorf(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
+                         (unsigned long long)h->ops, (unsigned long long)h->frames, MT_WL_STREAM_BUF_SIZE / 2);
+    }
+    if (h->slots > h->ops) {
+        return mt_errorf(err, -EINVAL, path, 24,
+                         "the header claims %llu slots for %llu ops; expected at most one per op",
+                         (unsigned long long)h->slots, (unsigned long long)h->ops);
+    }
+    const uint64_t idx_need = index_bytes(h);
+    if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
+        h->index_offset > w->size || w->size - h->index_offset < idx_need) {
+        return mt_errorf(err, -EINVAL, path, h->index_offset,
+                         "expected an index of %u threads and %llu frames, the file ends at %llu", h->threads,
+                         (unsigned long long)h->frames, (unsigned long long)w->size);
+    }
+    return 0;
+}
+
+/* The header strings, the thread entries and the frame entries, read and checked. */
+static int read_index(mt_wl_t *w, const char *path, mt_error_t *err)
+{
+    const mt_wl_header_t *h = &w->hdr;
+    w->strings_len = h->header_size - MT_WL_HEADER_STRINGS_OFFSET;
+    w->strings = calloc(1, w->strings_len + 4);
+    w->threads = calloc(h->threads + 1, sizeof *w->threads);
+    w->frames = calloc(h->frames + 1, sizeof *w->frames);
+    w->thread_frames = calloc(h->threads + 1, sizeof *w->thread_frames);
+    if (!w->strings || !w->threads || !w->frames || !w->thread_frames) {
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
+    }
+    uint32_t ih[2];
+    if (mt_pread_full(w->fd, w->strings, w->strings_len, MT_WL_HEADER_STRINGS_OFFSET) < 0 ||
+        mt_pread_full(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
+        mt_pread_full(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
+        mt_pread_full(w->fd, w->frames, h->frames * sizeof *w->frames,
+                      h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
+        return mt_errorf(err, -EIO, path, h->index_offset, "cannot read the index");
+    }
+    if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
+        return mt_errorf(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads",
+                         h->threads);
+    }
+    uint64_t listed = 0;
+    for (uint32_t i = 0; i < h->threads; i++)
+        listed += w->threads[i].frames;
+    if (listed != h->frames) {
+        return mt_errorf(err, -EINVAL, path, h->index_offset + 8,
+                         "the thread entries list %llu frames, the header %llu", (unsigned long long)listed,
+                         (unsigned long long)h->frames);
+    }
+    return 0;
+}
+
+/* Each thread's frames, in order, from the frame entries. */
+static int list_thread_frames(mt_wl_t *w, const char *path, mt_error_t *err)
+{
+    const mt_wl_header_t *h = &w->hdr;
+    for (uint32_t i = 0; i < h->threads; i++)
+        if (!(w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t)))) {
+            return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
+        }
+    uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
+    if (!fill) {
+        return mt_errorf(err, -ENOMEM, path, 0, "out of memory");
+    }
+    int rc = 0;
+    for (uint64_t f = 0; f < h->frames && rc == 0; f++) {
+        const mt_wl_frame_entry_t *fe = &w->frames[f];
+        if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||
+            fe->offset < h->header_size || fe->offset + sizeof(mt_wl_frame_header_t) > h->index_offset)
+            rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
+                           "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
+                           fe->thread, (unsigned long long)fe->offset);
+        else
+            w->thread_frames[fe->thread][fill[fe->thread]++] = f;
+    }
+    for (uint32_t i = 0; i < h->threads && rc == 0; i++)
+        if (fill[i] != w->threads[i].frames)
+            rc = mt_errorf(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i,
+                           fill[i], w->threads[i].frames);
+    free(fill);
+    return rc;
+}
+
+/* Where the header puts the touch table: after the index, within the file (mt_wl_read_touch reads
+ * it). */
+static int check_touch_table(const mt_wl_t *w, const char *path, mt_error_t *err)
+{
+    const mt_wl_header_t *h = &w->hdr;
+    /* The touch table follows the index's frame entries, where version 2 has nothing (its fields
+     * were reserved, so 0). */
+    const uint64_t touch_at = h->index_offset + index_bytes(h);
+    if (h->version < 3 && (h->touch_offset || h->touch_entries)) {
+        return mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+                         "a version 2 workload with a touch table: expected reserved bytes 0");
+    }
+    if (h->touch_entries && (h->touch_offset != touch_at || h->touch_entries > (w->size - touch_at) / 16)) {
+        return mt_errorf(
+            err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+            "expected a touch table of %llu entries at offset %llu, after the index; the file ends at %llu",
+            (unsigned long long)h->touch_entries, (unsigned long long)touch_at, (unsigned long long)w->size);
+    }
+    if (!h->touch_entries && h->touch_offset) {
+        return mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
+                         "a touch table offset without entries");
+    }
+    return 0;
+}
+
 int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
 {
     *out = NULL;
@@ -512,129 +654,9 @@ int mt_wl_open(mt_wl_t **out, const char *path, mt_error_t *err)
             mt_errorf(err, -EINVAL, path, w->size, "expected a %zu-byte workload header, the file ends", sizeof w->hdr);
         goto fail;
     }
-    const mt_wl_header_t *h = &w->hdr;
-    if (h->version < MT_WL_VERSION_MIN || h->version > MT_WL_VERSION) {
-        if (h->version == 1)
-            rc = mt_errorf(err, -ENOTSUP, path, 8,
-                           "workload format version 1 (an older trace2wl; its frees lack the block size), this mtrace "
-                           "reads versions %u to %u: convert the trace again",
-                           MT_WL_VERSION_MIN, MT_WL_VERSION);
-        else
-            rc = mt_errorf(err, -ENOTSUP, path, 8, "workload format version %u, this mtrace reads versions %u to %u",
-                           h->version, MT_WL_VERSION_MIN, MT_WL_VERSION);
+    if ((rc = check_header(w, path, err)) < 0 || (rc = read_index(w, path, err)) < 0 ||
+        (rc = list_thread_frames(w, path, err)) < 0 || (rc = check_touch_table(w, path, err)) < 0)
         goto fail;
-    }
-    if (!(h->flags & MT_WLH_COMPLETE) || h->index_offset == 0) {
-        rc = mt_errorf(err, -EINVAL, path, 20, "the workload was not finished by its writer (no index)");
-        goto fail;
-    }
-    if (h->header_size < MT_WL_HEADER_STRINGS_OFFSET || h->header_size > w->size) {
-        rc = mt_errorf(err, -EINVAL, path, 12, "expected a header size between 256 and the file size, found %u",
-                       h->header_size);
-        goto fail;
-    }
-    /* Every slot is made by an op: a header that claims more slots than ops would make a replayer
-     * size its slot table from a number nothing backs (and overflow it). */
-    /* A frame holds at most MT_WL_FRAME_RAW_MAX bytes of ops (plus one op), an op at least 2 bytes. */
-    if (h->ops > h->frames * (MT_WL_STREAM_BUF_SIZE / 2)) {
-        rc = mt_errorf(err, -EINVAL, path, 32, "the header claims %llu ops in %llu frames; a frame holds at most %u",
-                       (unsigned long long)h->ops, (unsigned long long)h->frames, MT_WL_STREAM_BUF_SIZE / 2);
-        goto fail;
-    }
-    if (h->slots > h->ops) {
-        rc = mt_errorf(err, -EINVAL, path, 24, "the header claims %llu slots for %llu ops; expected at most one per op",
-                       (unsigned long long)h->slots, (unsigned long long)h->ops);
-        goto fail;
-    }
-    const uint64_t idx_need =
-        8 + (uint64_t)h->threads * sizeof(mt_wl_thread_entry_t) + h->frames * sizeof(mt_wl_frame_entry_t);
-    if (h->threads > (1u << 24) || h->frames > (1ull << 40) || h->index_offset < h->header_size ||
-        h->index_offset > w->size || w->size - h->index_offset < idx_need) {
-        rc = mt_errorf(err, -EINVAL, path, h->index_offset,
-                       "expected an index of %u threads and %llu frames, the file ends at %llu", h->threads,
-                       (unsigned long long)h->frames, (unsigned long long)w->size);
-        goto fail;
-    }
-    w->strings_len = h->header_size - MT_WL_HEADER_STRINGS_OFFSET;
-    w->strings = calloc(1, w->strings_len + 4);
-    w->threads = calloc(h->threads + 1, sizeof *w->threads);
-    w->frames = calloc(h->frames + 1, sizeof *w->frames);
-    w->thread_frames = calloc(h->threads + 1, sizeof *w->thread_frames);
-    if (!w->strings || !w->threads || !w->frames || !w->thread_frames) {
-        rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
-        goto fail;
-    }
-    uint32_t ih[2];
-    if (mt_pread_full(w->fd, w->strings, w->strings_len, MT_WL_HEADER_STRINGS_OFFSET) < 0 ||
-        mt_pread_full(w->fd, ih, sizeof ih, h->index_offset) < 0 ||
-        mt_pread_full(w->fd, w->threads, h->threads * sizeof *w->threads, h->index_offset + 8) < 0 ||
-        mt_pread_full(w->fd, w->frames, h->frames * sizeof *w->frames,
-                      h->index_offset + 8 + h->threads * sizeof *w->threads) < 0) {
-        rc = mt_errorf(err, -EIO, path, h->index_offset, "cannot read the index");
-        goto fail;
-    }
-    if (ih[0] != MT_WL_INDEX_MAGIC || ih[1] != h->threads) {
-        rc = mt_errorf(err, -EINVAL, path, h->index_offset, "expected the index magic \"MLIX\" and %u threads",
-                       h->threads);
-        goto fail;
-    }
-    uint64_t listed = 0;
-    for (uint32_t i = 0; i < h->threads; i++)
-        listed += w->threads[i].frames;
-    if (listed != h->frames) {
-        rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8, "the thread entries list %llu frames, the header %llu",
-                       (unsigned long long)listed, (unsigned long long)h->frames);
-        goto fail;
-    }
-    /* Out of memory leaves by goto: on a path that went on with rc = mt_errorf(...), clang's
-     * analyzer cannot see rc < 0 (scripts/scan.sh). */
-    for (uint32_t i = 0; i < h->threads; i++)
-        if (!(w->thread_frames[i] = calloc(w->threads[i].frames + 1, sizeof(uint64_t)))) {
-            rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
-            goto fail;
-        }
-    uint32_t *fill = calloc(h->threads + 1, sizeof *fill);
-    if (!fill) {
-        rc = mt_errorf(err, -ENOMEM, path, 0, "out of memory");
-        goto fail;
-    }
-    rc = 0;
-    for (uint64_t f = 0; f < h->frames && rc == 0; f++) {
-        const mt_wl_frame_entry_t *fe = &w->frames[f];
-        if (fe->thread >= h->threads || fill[fe->thread] >= w->threads[fe->thread].frames ||
-            fe->offset < h->header_size || fe->offset + sizeof(mt_wl_frame_header_t) > h->index_offset)
-            rc = mt_errorf(err, -EINVAL, path, h->index_offset + 8 + h->threads * sizeof *w->threads + f * sizeof *fe,
-                           "frame index entry %llu names thread %u at offset %llu: out of range", (unsigned long long)f,
-                           fe->thread, (unsigned long long)fe->offset);
-        else
-            w->thread_frames[fe->thread][fill[fe->thread]++] = f;
-    }
-    for (uint32_t i = 0; i < h->threads && rc == 0; i++)
-        if (fill[i] != w->threads[i].frames)
-            rc = mt_errorf(err, -EINVAL, path, h->index_offset, "thread %u: index lists %u frames, expected %u", i,
-                           fill[i], w->threads[i].frames);
-    free(fill);
-    if (rc < 0)
-        goto fail;
-    /* The touch table follows the index's frame entries, where version 2 has nothing (its fields
-     * were reserved, so 0). */
-    const uint64_t touch_at = h->index_offset + idx_need;
-    if (h->version < 3 && (h->touch_offset || h->touch_entries)) {
-        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
-                       "a version 2 workload with a touch table: expected reserved bytes 0");
-        goto fail;
-    }
-    if (h->touch_entries && (h->touch_offset != touch_at || h->touch_entries > (w->size - touch_at) / 16)) {
-        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
-                       "expected a touch table of %llu entries at offset %llu, after the index; the file ends at %llu",
-                       (unsigned long long)h->touch_entries, (unsigned long long)touch_at, (unsigned long long)w->size);
-        goto fail;
-    }
-    if (!h->touch_entries && h->touch_offset) {
-        rc = mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
-                       "a touch table offset without entries");
-        goto fail;
-    }
     *out = w;
     return 0;
 fail:
