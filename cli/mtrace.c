@@ -26,6 +26,7 @@
 #include "mtrace/trace_reader.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "trace_list.h"
 #include "help_text.h"
 #include "convert_cli.h"
 #include "mtrace/replay.h"
@@ -311,108 +312,9 @@ static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const
 
 /* ---- several traces as one report ---------------------------------------------------------------- */
 
-typedef struct trace_list {
-    char **v;
-    size_t n, cap;
-} trace_list_t;
-
-static void trace_list_free(trace_list_t *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    *l = (trace_list_t){ 0 };
-}
-
-/* Adds path unless the list holds that file already (a directory given beside one of its files). */
-static int trace_list_add(trace_list_t *l, const char *path)
-{
-    struct stat a, b;
-    for (size_t i = 0; i < l->n; i++)
-        if (stat(path, &a) == 0 && stat(l->v[i], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-            return 0;
-    if (l->n == l->cap) {
-        const size_t cap = l->cap ? 2 * l->cap : 16;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    if (!(l->v[l->n] = strdup(path)))
-        return -1;
-    l->n++;
-    return 0;
-}
-
-/* Whether the file at path starts with a trace's magic (raw or packed). */
-static int is_trace_file(const char *path)
-{
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return 0;
-    struct stat st;
-    uint8_t m[MT_TRACE_MAGIC_LEN];
-    const int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, m, sizeof m, 0) == (ssize_t)sizeof m &&
-                   !memcmp(m, MT_TRACE_MAGIC, sizeof m);
-    close(fd);
-    return ok;
-}
-
-static int name_order(const struct dirent **a, const struct dirent **b)
-{
-    return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-/* The operands from *optind on that are traces or directories (whose trace files, by name, join the
- * list) go to `more`; the first one that is neither stops the list and, with the rest, is left to
- * the caller (replay results). -1 with a message on stderr. */
-static int collect_traces(int argc, char **argv, int *optind_, trace_list_t *more)
-{
-    for (; *optind_ < argc; ++*optind_) {
-        const char *op = argv[*optind_];
-        struct stat st;
-        if (stat(op, &st) == 0 && S_ISDIR(st.st_mode)) {
-            struct dirent **ents;
-            const int n = scandir(op, &ents, NULL, name_order);
-            if (n < 0) {
-                fprintf(stderr, "mtrace report: %s: cannot read the directory: %s\n", op, strerror(errno));
-                return -1;
-            }
-            int rc = 0, found = 0;
-            for (int i = 0; i < n; i++) {
-                char full[PATH_MAX];
-                if (rc == 0 && snprintf(full, sizeof full, "%s/%s", op, ents[i]->d_name) < (int)sizeof full &&
-                    is_trace_file(full)) {
-                    rc = trace_list_add(more, full);
-                    found++;
-                }
-                free(ents[i]);
-            }
-            free(ents);
-            if (rc < 0) {
-                fprintf(stderr, "mtrace report: out of memory\n");
-                return -1;
-            }
-            if (!found) {
-                fprintf(stderr, "mtrace report: %s: no trace in the directory\n", op);
-                return -1;
-            }
-        } else if (is_trace_file(op)) {
-            if (trace_list_add(more, op) < 0) {
-                fprintf(stderr, "mtrace report: out of memory\n");
-                return -1;
-            }
-        } else {
-            break;
-        }
-    }
-    return 0;
-}
-
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
  * trace that cannot be read stops it: exit 1, and no total that would pass for all of them. */
-static int report_many(const trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
+static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
                        unsigned top)
 {
     if (html || fmt == MT_TABLE_CSV) {
@@ -535,18 +437,18 @@ static int cmd_report(int argc, char **argv)
     /* Several traces (files with a trace's magic, or directories of them: a process tree's files)
      * make one report of several processes; the operands after them are replay results. A first
      * operand that is neither is read as the trace, for its error. */
-    trace_list_t traces = { 0 };
+    mt_trace_list_t traces = { 0 };
     const int first = optind;
-    if (collect_traces(argc, argv, &optind, &traces) < 0) {
-        trace_list_free(&traces);
+    if (mt_collect_traces("mtrace report", argc, argv, &optind, &traces) < 0) {
+        mt_trace_list_free(&traces);
         return 1;
     }
     if (traces.n >= 2) {
         const int rc = report_many(&traces, &o, fmt, html, top);
-        trace_list_free(&traces);
+        mt_trace_list_free(&traces);
         return rc;
     }
-    trace_list_free(&traces);
+    mt_trace_list_free(&traces);
     optind = first;
     path = argv[optind++];
     /* Replay results go on the HTML page only. */
