@@ -349,15 +349,19 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     return 0;
 }
 
-static int cmd_report(int argc, char **argv)
+/* mtrace report's options, as its command line gives them. */
+typedef struct report_args {
+    mt_table_fmt_t fmt;
+    mt_report_opts_t o;
+    unsigned top;
+    const char *html;
+    const char *skip[SKIP_MAX]; /* o.skip */
+} report_args_t;
+
+/* Reads the options into *a, leaving optind at the first operand. -1 to go on, else the exit
+ * status (a usage error, --help). */
+static int report_options(int argc, char **argv, report_args_t *a)
 {
-    mt_table_fmt_t fmt = MT_TABLE_TEXT;
-    mt_report_opts_t o = { 0 };
-    unsigned top = 0;
-    const char *path = NULL, *html = NULL;
-    const char *skip[SKIP_MAX];
-    int nresults = 0;
-    o.skip = skip;
     static const struct option opts[] = {
         { "json", no_argument, 0, 'J' },
         { "csv", no_argument, 0, 'c' },
@@ -378,51 +382,54 @@ static int cmd_report(int argc, char **argv)
     };
     static const char *const weights[] = { "bytes", "calls", "leaked", "peak", NULL };
     static const char *const temporary_rules[] = { "thread", "heaptrack", NULL }; /* MT_TEMP_* order */
+    mt_report_opts_t *o = &a->o;
+    *a = (report_args_t){ .fmt = MT_TABLE_TEXT };
+    o->skip = a->skip;
+    o->jobs = mt_online_cpus();
     unsigned long n;
     int c;
-    o.jobs = mt_online_cpus();
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace report", argc, argv, "hj:", opts)) != -1) {
-        const int shared = report_diff_option("mtrace report", c, &fmt, &html, &top, &o, skip);
+        const int shared = report_diff_option("mtrace report", c, &a->fmt, &a->html, &a->top, o, a->skip);
         if (shared < 0)
             return MT_EXIT_USAGE;
         if (shared)
             continue;
         switch (c) {
         case 'c':
-            fmt = MT_TABLE_CSV;
+            a->fmt = MT_TABLE_CSV;
             break;
         case 'F':
-            o.folded = optarg;
+            o->folded = optarg;
             break;
         case 'g':
-            o.flamegraph = optarg;
+            o->flamegraph = optarg;
             break;
         case 'w':
             if (mt_choice_option("mtrace report", "--flame-weight", optarg, weights) < 0)
                 return MT_EXIT_USAGE;
-            o.flame_weight = optarg;
+            o->flame_weight = optarg;
             break;
         case 'C':
-            o.callsites_csv = optarg;
+            o->callsites_csv = optarg;
             break;
         case 'd':
             if (mt_uint_option("mtrace report", "--tree-depth", optarg, 1, 64, &n) < 0)
                 return MT_EXIT_USAGE;
-            o.tree_depth = (unsigned)n;
+            o->tree_depth = (unsigned)n;
             break;
         case 'S':
-            o.suppress = optarg;
+            o->suppress = optarg;
             break;
         case 'j':
             if (mt_uint_option("mtrace report", "--jobs", optarg, 1, MT_JOBS_MAX, &n) < 0)
                 return MT_EXIT_USAGE;
-            o.jobs = (unsigned)n;
+            o->jobs = (unsigned)n;
             break;
         case 'T':
             if (mt_choice_option("mtrace report", "--temporary", optarg, temporary_rules) < 0)
                 return MT_EXIT_USAGE;
-            o.temporary_rule = !strcmp(optarg, "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
+            o->temporary_rule = !strcmp(optarg, "heaptrack") ? MT_TEMP_HEAPTRACK : MT_TEMP_THREAD;
             break;
         case 'h':
             return mt_help_print("report");
@@ -430,6 +437,47 @@ static int cmd_report(int argc, char **argv)
             return mt_help_usage_error("report");
         }
     }
+    return -1;
+}
+
+/* One trace's report, printed or as the HTML page with the replay results. The exit status. */
+static int report_one(const char *path, const char *const *results, int nresults, report_args_t *a)
+{
+    mt_report_opts_t *o = &a->o;
+    /* The page gets a flame graph of its own when the user did not ask for one. */
+    char flame_tmp[PATH_MAX];
+    mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");
+    int flame_fd = -1;
+    if (a->html && !o->flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
+        close(flame_fd);
+        mt_cleanup_add(flame_tmp, 0); /* a stop signal removes it too */
+        o->flamegraph = flame_tmp;
+    }
+    mt_report_t r;
+    mt_error_t err;
+    int rc = 0;
+    if (mt_report_build(&r, path, o, &err) < 0)
+        rc = mt_fail(&err);
+    else if (a->html)
+        rc = mt_report_html(&r, a->html, results, nresults, r.has_stacks ? o->flamegraph : NULL) == 0 ? 0 : 1;
+    else
+        mt_report_print(&r, stdout, a->fmt, a->top);
+    if (a->html && rc == 0)
+        fprintf(stderr, "mtrace: wrote %s\n", a->html);
+    mt_report_free(&r);
+    if (flame_fd >= 0) {
+        unlink(flame_tmp);
+        mt_cleanup_del(flame_tmp);
+    }
+    return rc;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    report_args_t a;
+    const int opt_rc = report_options(argc, argv, &a);
+    if (opt_rc >= 0)
+        return opt_rc;
     if (optind == argc) {
         fprintf(stderr, "mtrace report: no TRACE given\n");
         return mt_help_usage_error("report");
@@ -444,47 +492,21 @@ static int cmd_report(int argc, char **argv)
         return 1;
     }
     if (traces.n >= 2) {
-        const int rc = report_many(&traces, &o, fmt, html, top);
+        const int rc = report_many(&traces, &a.o, a.fmt, a.html, a.top);
         mt_trace_list_free(&traces);
         return rc;
     }
     mt_trace_list_free(&traces);
     optind = first;
-    path = argv[optind++];
+    const char *path = argv[optind++];
     /* Replay results go on the HTML page only. */
-    nresults = argc - optind;
-    if (nresults && (!html || nresults > 64)) {
+    const int nresults = argc - optind;
+    if (nresults && (!a.html || nresults > 64)) {
         fprintf(stderr, "mtrace report: %s\n",
-                html ? "at most 64 replay results" : "replay results go with --html only");
+                a.html ? "at most 64 replay results" : "replay results go with --html only");
         return mt_help_usage_error("report");
     }
-    const char *const *results = (const char *const *)argv + optind;
-    /* The page gets a flame graph of its own when the user did not ask for one. */
-    char flame_tmp[PATH_MAX];
-    mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");
-    int flame_fd = -1;
-    if (html && !o.flamegraph && (flame_fd = mkstemps(flame_tmp, 4)) >= 0) {
-        close(flame_fd);
-        mt_cleanup_add(flame_tmp, 0); /* a stop signal removes it too */
-        o.flamegraph = flame_tmp;
-    }
-    mt_report_t r;
-    mt_error_t err;
-    int rc = 0;
-    if (mt_report_build(&r, path, &o, &err) < 0)
-        rc = mt_fail(&err);
-    else if (html)
-        rc = mt_report_html(&r, html, results, nresults, r.has_stacks ? o.flamegraph : NULL) == 0 ? 0 : 1;
-    else
-        mt_report_print(&r, stdout, fmt, top);
-    if (html && rc == 0)
-        fprintf(stderr, "mtrace: wrote %s\n", html);
-    mt_report_free(&r);
-    if (flame_fd >= 0) {
-        unlink(flame_tmp);
-        mt_cleanup_del(flame_tmp);
-    }
-    return rc;
+    return report_one(path, (const char *const *)argv + optind, nresults, &a);
 }
 
 /* ---- mtrace diff -------------------------------------------------------------------------------- */
