@@ -235,10 +235,16 @@ static inline size_t sim_memalign_alignment(size_t align, size_t least)
  * process's malloc; then NULL, and the process's own blocks are in the allocator's heap. */
 uint64_t sim_heap_resident_bytes(int64_t (*resident)(const void *p, size_t len, void *arg), void *arg)
     __attribute__((weak));
+/* Calls of malloc and its family made from the object at [lo, hi) (the allocator under test, when it
+ * is not glibc) go to the allocator: one that calls its own malloc by name reaches mtrace-sim's
+ * first. Weak, as above. */
+void sim_heap_forward_from(uintptr_t lo, uintptr_t hi) __attribute__((weak));
 
 /* sim_libs.c: resident KiB of file pages of the libraries loaded for the allocator alone (the one
  * that defines `malloc_fn` and those it needs that mtrace-sim does not); 0 for glibc. */
 uint64_t sim_allocator_file_kb(const void *malloc_fn);
+/* The address range of the loaded object whose segments hold addr: 0, or -1 if none does. */
+int sim_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
 /* sim_alloc.c */
 /* Fills `a` for the allocator that answers malloc in this process. `lib` (or NULL) is the library

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -145,6 +146,14 @@ int sim_alloc_init(sim_alloc_t *a, const char *lib, char *why, size_t why_cap)
         return -1;
     }
     snprintf(a->lib, sizeof a->lib, "%s", mi.dli_fname);
+    /* An allocator that calls its own malloc by name (calloc as malloc and memset, say) binds that
+     * call to mtrace-sim's, which comes first (sim_heap.c): its calls go to it instead. Not glibc's,
+     * whose calls by name are its stdio's and the like, the process's own. */
+    Dl_info gi;
+    uintptr_t lo, hi;
+    if (sim_heap_forward_from && dladdr((void *)gnu_get_libc_version, &gi) && gi.dli_fbase != mi.dli_fbase &&
+        sim_object_range(m, &lo, &hi) == 0)
+        sim_heap_forward_from(lo, hi);
     const char *const who = lib ? lib : mi.dli_fname;
     if (lib) {
         /* By file identity: the loader names a preloaded library as it was given, a path to it may

@@ -16,9 +16,10 @@
  * allocator's functions through the pointers sim_alloc_init() looks up past this executable
  * (RTLD_NEXT). Not built with a sanitizer, whose runtime defines malloc itself (meson.build).
  *
- * The calls made before this executable's constructor runs (libraries starting up: libstdc++'s
- * emergency pool, which Debian's jemalloc and tcmalloc bring) go to the allocator, as they do in the
- * program.
+ * The calls the allocator itself makes by these names (one whose calloc calls its malloc by name,
+ * not through an alias) go to the allocator, and so do the calls made before this executable's
+ * constructor runs (libraries starting up: libstdc++'s emergency pool, which Debian's jemalloc and
+ * tcmalloc bring), as they do in the program.
  *
  * A small allocator for the few hundred blocks the process makes: blocks aligned to 16 bytes behind a
  * 32-byte header; power-of-two classes of 32 bytes to 64 KiB carved from 1 MiB chunks and kept on
@@ -206,6 +207,22 @@ static void *next(const char *name, void *volatile *cache)
     return f;
 }
 
+/* The allocator's object (sim_heap_forward_from): calls from it go to the allocator. */
+static uintptr_t fwd_lo, fwd_hi;
+
+void sim_heap_forward_from(uintptr_t lo, uintptr_t hi)
+{
+    __atomic_store_n(&fwd_lo, lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&fwd_hi, hi, __ATOMIC_RELEASE);
+}
+
+/* Whether the call that returns to ra comes from the allocator's object. */
+static inline int from_allocator(const void *ra)
+{
+    const uintptr_t hi = __atomic_load_n(&fwd_hi, __ATOMIC_ACQUIRE);
+    return (uintptr_t)ra >= __atomic_load_n(&fwd_lo, __ATOMIC_RELAXED) && (uintptr_t)ra < hi;
+}
+
 /* 0 until this executable's constructor runs, which comes after every library's. The calls before
  * it come from the libraries' own start-up and go to the allocator, as they do in the program:
  * libstdc++, which Debian's jemalloc and tcmalloc bring, allocates its 72704-byte emergency pool
@@ -217,17 +234,17 @@ __attribute__((constructor)) static void heap_start(void)
     __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 }
 
-/* Before the start: the allocator's `name`. After it, or within the lookup: NULL, this heap serves
- * the call. */
-static void *early(const char *name, void *volatile *cache)
+/* Before the start, or for a call from the allocator itself (ra: where it returns to): the
+ * allocator's `name`. Else, or within the lookup: NULL, this heap serves the call. */
+static void *early(const char *name, void *volatile *cache, const void *ra)
 {
-    return __atomic_load_n(&started, __ATOMIC_ACQUIRE) ? NULL : next(name, cache);
+    return __atomic_load_n(&started, __ATOMIC_ACQUIRE) && !from_allocator(ra) ? NULL : next(name, cache);
 }
 
 void *malloc(size_t size)
 {
     static void *volatile f;
-    void *(*other)(size_t) = (void *(*)(size_t))early("malloc", &f);
+    void *(*other)(size_t) = (void *(*)(size_t))early("malloc", &f, __builtin_return_address(0));
     return other ? other(size) : heap_alloc(size, 16);
 }
 
@@ -259,7 +276,7 @@ void free(void *p)
 void *calloc(size_t n, size_t size)
 {
     static void *volatile f;
-    void *(*other)(size_t, size_t) = (void *(*)(size_t, size_t))early("calloc", &f);
+    void *(*other)(size_t, size_t) = (void *(*)(size_t, size_t))early("calloc", &f, __builtin_return_address(0));
     if (other)
         return other(n, size);
     size_t bytes;
@@ -273,14 +290,15 @@ void *calloc(size_t n, size_t size)
     return p;
 }
 
+static void *volatile realloc_next;
+
 void *realloc(void *p, size_t size)
 {
-    if (!p)
-        return malloc(size);
     size_t cap;
-    if (!ours(p, &cap)) {
-        static void *volatile f;
-        void *(*other)(void *, size_t) = (void *(*)(void *, size_t))next("realloc", &f);
+    if (!p && !early("realloc", &realloc_next, __builtin_return_address(0)))
+        return heap_alloc(size, 16);
+    if (!p || !ours(p, &cap)) {
+        void *(*other)(void *, size_t) = (void *(*)(void *, size_t))next("realloc", &realloc_next);
         return other ? other(p, size) : NULL;
     }
     if (size == 0) { /* glibc's realloc(p, 0): frees p, returns NULL */
@@ -299,6 +317,11 @@ void *realloc(void *p, size_t size)
 
 void *reallocarray(void *p, size_t n, size_t size)
 {
+    static void *volatile f;
+    void *(*other)(void *, size_t, size_t) =
+        (void *(*)(void *, size_t, size_t))early("reallocarray", &f, __builtin_return_address(0));
+    if (other)
+        return other(p, n, size);
     size_t bytes;
     if (__builtin_mul_overflow(n, size, &bytes)) {
         errno = ENOMEM;
@@ -310,7 +333,8 @@ void *reallocarray(void *p, size_t n, size_t size)
 int posix_memalign(void **out, size_t align, size_t size)
 {
     static void *volatile f;
-    int (*other)(void **, size_t, size_t) = (int (*)(void **, size_t, size_t))early("posix_memalign", &f);
+    int (*other)(void **, size_t, size_t) =
+        (int (*)(void **, size_t, size_t))early("posix_memalign", &f, __builtin_return_address(0));
     if (other)
         return other(out, align, size);
     if (!align || (align & (align - 1)) || align % sizeof(void *))
@@ -328,7 +352,7 @@ int posix_memalign(void **out, size_t align, size_t size)
 void *memalign(size_t align, size_t size)
 {
     static void *volatile f;
-    void *(*other)(size_t, size_t) = (void *(*)(size_t, size_t))early("memalign", &f);
+    void *(*other)(size_t, size_t) = (void *(*)(size_t, size_t))early("memalign", &f, __builtin_return_address(0));
     if (other)
         return other(align, size);
     const size_t a = sim_memalign_alignment(align, 16);
@@ -337,16 +361,28 @@ void *memalign(size_t align, size_t size)
 
 void *aligned_alloc(size_t align, size_t size)
 {
+    static void *volatile f;
+    void *(*other)(size_t, size_t) = (void *(*)(size_t, size_t))early("aligned_alloc", &f, __builtin_return_address(0));
+    if (other)
+        return other(align, size);
     return memalign(align, size);
 }
 
 void *valloc(size_t size)
 {
+    static void *volatile f;
+    void *(*other)(size_t) = (void *(*)(size_t))early("valloc", &f, __builtin_return_address(0));
+    if (other)
+        return other(size);
     return heap_alloc(size, page_size());
 }
 
 void *pvalloc(size_t size)
 {
+    static void *volatile f;
+    void *(*other)(size_t) = (void *(*)(size_t))early("pvalloc", &f, __builtin_return_address(0));
+    if (other)
+        return other(size);
     const size_t page = page_size();
     if (size > SIZE_MAX - (page - 1)) {
         errno = ENOMEM;

@@ -98,6 +98,39 @@ static void reach(objects_t *os, int i, int alloc)
     }
 }
 
+typedef struct find_range {
+    uintptr_t addr, lo, hi;
+    int found;
+} find_range_t;
+
+static int range_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    find_range_t *f = arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        const uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if (f->addr >= lo && f->addr < hi) {
+        f->lo = lo, f->hi = hi, f->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int sim_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
+{
+    find_range_t f = { .addr = (uintptr_t)addr };
+    dl_iterate_phdr(range_of, &f);
+    *lo = f.lo, *hi = f.hi;
+    return f.found ? 0 : -1;
+}
+
 uint64_t sim_allocator_file_kb(const void *malloc_fn)
 {
     static objects_t os; /* 10 KiB: not on a replay thread's stack */
