@@ -468,6 +468,7 @@ static int report_one(const char *path, const char *const *results, int nresults
     if (flame_fd >= 0) {
         unlink(flame_tmp);
         mt_cleanup_del(flame_tmp);
+        o->flamegraph = NULL; /* it named flame_tmp, which ends here */
     }
     return rc;
 }
