@@ -174,6 +174,10 @@ typedef struct sim {
     sim_timing_t timing;
     uint64_t replay_start_ns; /* CLOCK_MONOTONIC */
     uint64_t first_op_ns;     /* workload time of the first op */
+    /* --timing recorded: the latest time (CLOCK_MONOTONIC) a thread has slept toward, waiting for an
+     * op's recorded time. The stall watch counts no stillness before it: a program idle for longer
+     * than --stall-timeout between two calls is paced, not stalled. */
+    _Atomic uint64_t paced_until;
     uint32_t page;
     _Atomic uint64_t source_rss_kb;
     _Atomic int running;

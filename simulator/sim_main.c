@@ -161,11 +161,14 @@ static void *sampler_main(void *arg)
         nanosleep(&period, NULL);
         sample(s);
         const uint64_t sum = ops_done(s);
-        const uint64_t now = mt_mono_ns();
+        const uint64_t now = mt_mono_ns(), paced_until = atomic_load(&s->paced_until);
         if (sum != last_sum) {
             last_sum = sum;
             still_since = now;
-        } else if (s->stall_s > 0 && (double)(now - still_since) / 1e9 > s->stall_s && atomic_load(&s->running)) {
+        } else if (paced_until > still_since) {
+            still_since = paced_until; /* a thread waits for an op's recorded time: not a stall */
+        } else if (s->stall_s > 0 && now > still_since && (double)(now - still_since) / 1e9 > s->stall_s &&
+                   atomic_load(&s->running)) {
             int n = snprintf(stall_msg, sizeof stall_msg, "replay stalled for %.0f s:", s->stall_s);
             for (uint32_t i = 0; i < s->nthreads && n > 0 && (size_t)n < sizeof stall_msg; i++) {
                 const uint64_t done = atomic_load(&s->th[i].progress), all = mt_wl_thread(s->wl, i)->ops;

@@ -273,12 +273,15 @@ static uint64_t voluntary_switches(void)
 
 /* Sleeps until op_ns's time in the replay, if that is ahead; its CPU time (the sleep's system calls)
  * goes to *cpu_ns, which the thread's time leaves out. */
-static void pace(const sim_t *s, uint64_t op_ns, uint64_t *cpu_ns, uint64_t *sleeps)
+static void pace(sim_t *s, uint64_t op_ns, uint64_t *cpu_ns, uint64_t *sleeps)
 {
     const uint64_t due = s->replay_start_ns + (op_ns > s->first_op_ns ? op_ns - s->first_op_ns : 0);
     uint64_t now = mt_mono_ns();
     if (now >= due)
         return;
+    uint64_t until = atomic_load_explicit(&s->paced_until, memory_order_relaxed);
+    while (until < due && !atomic_compare_exchange_weak(&s->paced_until, &until, due))
+        ;
     const uint64_t cpu0 = thread_cpu_ns();
     for (; now < due; now = mt_mono_ns()) {
         /* in seconds and nanoseconds: a tv_nsec of a second or more is refused, and the loop would spin */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtrace/clock.h"
 #include "sim_util.h"
 #include "test_util.h"
 
@@ -148,6 +149,36 @@ START_TEST(ring_recorded_timing)
     expect_ok(&o, "ring, recorded timing");
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "free"), RING * 50);
     ck_assert_uint_eq((uint64_t)jnum(o.j, "threads"), RING);
+    outcome_free(&o);
+    free(wl);
+}
+END_TEST
+
+/* A program idle for longer than the stall timeout between two calls (xz -T2: its main thread
+ * waits 30 s for a worker that makes no call meanwhile), replayed at the recorded pace: the threads
+ * sleeping toward an op's time are not stalled. The stall watch stopped this replay after 1 s. */
+START_TEST(long_recorded_gap_not_a_stall)
+{
+    char *wl = path_in(g_dir, "gap.mtw");
+    wlb_t b;
+    wlb_open(&b, wl);
+    wlb_thread(&b, 0);
+    wlb_thread(&b, 1);
+    wlb_malloc(&b, 0, 1, 100);
+    wlb_malloc(&b, 1, 2, 200);
+    const uint64_t made = wlb_ops(&b, 1);
+    wlb_gap(&b, 2500000000u); /* 2.5 s of nothing */
+    wlb_wait(&b, 0, 1, made);
+    wlb_free(&b, 0, 2);
+    wlb_free(&b, 0, 1);
+    wlb_close(&b);
+    static const char *const rec[] = { "--timing", "recorded", NULL };
+    const uint64_t t0 = mt_mono_ns();
+    outcome_t o = replay(wl, "1", 60, rec);
+    const double took = (double)(mt_mono_ns() - t0) / 1e9;
+    expect_ok(&o, "a 2.5 s gap with a 1 s stall timeout");
+    ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "free"), 2);
+    ck_assert_msg(took >= 2.4, "the replay took %.2f s: the recorded gap was not kept", took);
     outcome_free(&o);
     free(wl);
 }
@@ -481,6 +512,7 @@ static Suite *threads_suite(void)
     } cases[] = {
         { "ring_of_four", ring_of_four, 0 },
         { "ring_recorded_timing", ring_recorded_timing, 0 },
+        { "long_recorded_gap_not_a_stall", long_recorded_gap_not_a_stall, 0 },
         { "producer_consumer", producer_consumer, 0 },
         { "created_by_creator", created_by_creator, 0 },
         { "creation_order_and_nesting", creation_order_and_nesting, 0 },
