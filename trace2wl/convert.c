@@ -587,6 +587,9 @@ static int vm_advise(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t r
             break;
         w.a = (int64_t)advice;
         w.count = share(resident, part, len);
+        /* pages the program held in this mapping before it gave them back: written from the
+         * mapping's start in the replay too, not only just before the madvise */
+        mt_touch_held(&c->vtouch, m->key, w.count);
         if ((rc = put(c, i, &w)) < 0)
             break;
         vm_touched(c, m, i);

@@ -61,16 +61,23 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
         return 0;
     const int made_known = !(b->uncounted & MT_TOUCH_MADE_UNCOUNTED);
     const int ended_known = b->ended != UINT64_MAX && !(b->uncounted & MT_TOUCH_ENDED_UNCOUNTED);
+    const uint64_t held = b->held < b->pages ? b->held : b->pages;
     uint64_t written;
     if (made_known && b->made == 0 && ended_known) {
         written = b->ended < b->pages ? b->ended : b->pages;
+        if (written < held)
+            written = held;
         t->exact++;
         t->exact_pages += b->pages;
         t->exact_written += written;
     } else {
-        const uint64_t hi = ended_known && b->ended < b->pages ? b->ended : b->pages;
-        const uint64_t lo = ended_known && made_known && b->ended > b->made ? b->ended - b->made : 0;
-        written = estimate(t, b->pages, lo < hi ? lo : hi, hi);
+        uint64_t hi = ended_known && b->ended < b->pages ? b->ended : b->pages;
+        uint64_t lo = ended_known && made_known && b->ended > b->made ? b->ended - b->made : 0;
+        if (lo < held)
+            lo = held;
+        if (hi < lo)
+            hi = lo;
+        written = estimate(t, b->pages, lo, hi);
         t->estimated++;
     }
     t->blocks++;
@@ -135,6 +142,14 @@ void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident)
         return;
     mt_touch_block_t *b = &t->blk[e->value];
     b->ended = (b->ended == UINT64_MAX ? 0 : b->ended) + resident;
+}
+
+void mt_touch_held(mt_touch_t *t, uint64_t p, uint64_t resident)
+{
+    t->seen = 1;
+    mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
+    if (e && t->blk[e->value].held < resident)
+        t->blk[e->value].held = resident;
 }
 
 void mt_touch_uncounted(mt_touch_t *t, uint64_t p, int which)

@@ -13,6 +13,7 @@ typedef struct mt_touch_block {
     uint64_t pages; /* whole pages */
     uint64_t made;  /* resident when it was made */
     uint64_t ended; /* resident before the call that ended it; UINT64_MAX: not seen */
+    uint64_t held;  /* the most of its pages seen resident at once while it lived (mt_touch_held) */
     uint32_t thread;
     uint32_t next_free; /* free list of the array, index + 1 */
     int uncounted;      /* MT_TOUCH_*_UNCOUNTED: evidence not counted (estimated, never exact) */
@@ -39,6 +40,10 @@ void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
 /* Evidence that `resident` more of its pages were resident in a part of block p that ends now (a
  * mapping unmapped piece by piece): added up. */
 void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident);
+/* Evidence that at least `resident` of the live block p's pages were resident at one moment of its
+ * life: a mapping's part counted before an madvise that dropped its pages. The block's written
+ * pages are at least the most so seen, even when it ends with fewer. */
+void mt_touch_held(mt_touch_t *t, uint64_t p, uint64_t resident);
 /* Some of the live block at p's evidence was not counted (MT_PAGES_UNCOUNTED): its written pages
  * are estimated within what is known. */
 enum { MT_TOUCH_MADE_UNCOUNTED = 1, MT_TOUCH_ENDED_UNCOUNTED = 2 };
