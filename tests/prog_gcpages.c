@@ -7,25 +7,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "prog_util.h"
 
 #define PAGES 64u
 #define PAGE_KIB 512u
 #define BLOCK_MIB 16u
-
-static void hold(void)
-{
-    const struct timespec ts = { 0, 60 * 1000 * 1000 };
-    nanosleep(&ts, NULL);
-}
-
-static void write_pages(volatile uint8_t *p, size_t len)
-{
-    for (size_t off = 0; off < len; off += 4096)
-        p[off] = 1;
-}
 
 int main(void)
 {

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "prog_util.h"
@@ -17,18 +16,6 @@
 #define MAP_MIB 32u
 #define AGAIN_MIB 4u
 #define BRK_MIB 48u
-
-static void hold(void)
-{
-    const struct timespec ts = { 0, 60 * 1000 * 1000 };
-    nanosleep(&ts, NULL);
-}
-
-static void write_pages(uint8_t *p, size_t len)
-{
-    for (size_t off = 0; off < len; off += 4096)
-        p[off] = 1;
-}
 
 int main(void)
 {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char prog_out[16384];
@@ -38,6 +39,20 @@ static inline void flush_out(void)
         off += (size_t)n;
     }
     prog_outn = 0;
+}
+
+/* Holds what the program has for 60 ms, so that the recorder's RSS samples (every 10 ms) see it. */
+static inline void hold(void)
+{
+    const struct timespec ts = { 0, 60 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Writes a byte in each 4 KiB page of [p, p + len). */
+static inline void write_pages(volatile uint8_t *p, size_t len)
+{
+    for (size_t off = 0; off < len; off += 4096)
+        p[off] = 1;
 }
 
 #endif
