@@ -244,9 +244,15 @@ uint64_t sim_heap_resident_bytes(int64_t (*resident)(const void *p, size_t len, 
  * first. Weak, as above. */
 void sim_heap_forward_from(uintptr_t lo, uintptr_t hi) __attribute__((weak));
 
-/* sim_libs.c: resident KiB of file pages of the libraries loaded for the allocator alone (the one
- * that defines `malloc_fn` and those it needs that mtrace-sim does not); 0 for glibc. */
-uint64_t sim_allocator_file_kb(const void *malloc_fn);
+/* sim_libs.c: what of this process's memory is not the replayed program's heap. allocator_file_kb:
+ * resident file pages of the libraries loaded for the allocator alone (the one that defines
+ * `malloc_fn` and those it needs that mtrace-sim does not; 0 for glibc). own_static_kb: mtrace-sim's
+ * own counterpart of a program's anonymous pages at start: its stack and the anonymous pages of its
+ * executable's and its libraries' segments (relocated data, .bss), the allocator's left out. */
+typedef struct sim_lib_pages {
+    uint64_t allocator_file_kb, own_static_kb;
+} sim_lib_pages_t;
+sim_lib_pages_t sim_lib_pages(const void *malloc_fn);
 /* The address range of the loaded object whose segments hold addr: 0, or -1 if none does. */
 int sim_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 

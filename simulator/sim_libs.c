@@ -131,44 +131,52 @@ int sim_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
     return f.found ? 0 : -1;
 }
 
-uint64_t sim_allocator_file_kb(const void *malloc_fn)
+/* The object of os holding address a: its index, or -1. */
+static int object_at(const objects_t *os, uintptr_t a)
 {
+    for (int i = 0; i < os->n; i++)
+        if (a >= os->o[i].lo && a < os->o[i].hi)
+            return i;
+    return -1;
+}
+
+sim_lib_pages_t sim_lib_pages(const void *malloc_fn)
+{
+    sim_lib_pages_t r = { 0 };
     static objects_t os; /* 10 KiB: not on a replay thread's stack */
     memset(&os, 0, sizeof os);
     dl_iterate_phdr(collect, &os);
     if (os.overflow || os.n == 0)
-        return 0;
-    int alloc = -1;
-    for (int i = 0; i < os.n; i++)
-        if ((uintptr_t)malloc_fn >= os.o[i].lo && (uintptr_t)malloc_fn < os.o[i].hi)
-            alloc = i;
-    if (alloc < 0)
-        return 0;
+        return r;
+    const int alloc = object_at(&os, (uintptr_t)malloc_fn);
     reach(&os, 0, 0); /* the first object is the executable */
-    reach(&os, alloc, 1);
+    if (alloc >= 0)
+        reach(&os, alloc, 1);
     FILE *f = fopen("/proc/self/smaps", "re");
     if (!f)
-        return 0;
+        return r;
     char *line = NULL;
     size_t cap = 0;
-    uint64_t kb = 0;
-    int counted = 0; /* the mapping whose fields follow belongs to the allocator alone */
+    /* the mapping whose fields follow: file pages of the allocator's alone; mtrace-sim's own */
+    int alloc_file = 0, own = 0;
     while (getline(&line, &cap, f) > 0) {
         uintptr_t lo, hi;
         unsigned long long inode;
-        char perms[8];
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %llu", &lo, &hi, perms, &inode) == 4) {
-            counted = 0;
-            if (inode)
-                for (int i = 0; i < os.n && !counted; i++)
-                    counted = os.o[i].alloc && !os.o[i].sim && lo >= os.o[i].lo && lo < os.o[i].hi;
+        int at = 0;
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %*s %llu %n", &lo, &hi, &inode, &at) == 3 && at) {
+            /* a segment's .bss past its file is a mapping of no file inside the object's range */
+            const int k = object_at(&os, lo);
+            alloc_file = inode && k >= 0 && os.o[k].alloc && !os.o[k].sim;
+            own = (k >= 0 && os.o[k].sim) || !strncmp(line + at, "[stack]", 7);
             continue;
         }
         unsigned long long v;
-        if (counted && sscanf(line, "Rss: %llu kB", &v) == 1)
-            kb += v;
+        if (alloc_file && sscanf(line, "Rss: %llu kB", &v) == 1)
+            r.allocator_file_kb += v;
+        else if (own && sscanf(line, "Anonymous: %llu kB", &v) == 1)
+            r.own_static_kb += v;
     }
     free(line);
     fclose(f);
-    return kb;
+    return r;
 }

@@ -454,6 +454,7 @@ typedef struct sim_results {
     uint64_t cycles, wall_ns, cpu_us, thread_cpu_ns;
     uint64_t max_rss_kb, start_rss_kb, ideal_kb, ideal_pages_kb, bookkeeping_kb;
     uint64_t allocator_file_kb; /* file pages of the libraries the allocator brings (sim_libs.c) */
+    uint64_t own_static_kb;     /* mtrace-sim's stack and its objects' anonymous pages (sim_libs.c) */
     uint64_t waits, wait_cycles, sleeps, far_slots, touched_in_part, maps, map_failed;
     uint32_t emulated; /* 1u << op for ops the allocator does not define that the workload called */
     rss_share_t share;
@@ -473,7 +474,9 @@ static uint64_t predicted_peak_kb(const sim_t *s, const sim_results_t *r)
     if (!h->source_peak_rss_kb || !h->source_peak_anon_kb || h->source_peak_anon_kb > h->source_peak_rss_kb ||
         !s->peak_anon_kb)
         return 0;
-    const uint64_t anon = s->peak_anon_kb > r->bookkeeping_kb ? s->peak_anon_kb - r->bookkeeping_kb : 0;
+    uint64_t anon = s->peak_anon_kb > r->bookkeeping_kb ? s->peak_anon_kb - r->bookkeeping_kb : 0;
+    if (h->source_start_anon_kb) /* the program's static pages for the replay's own */
+        anon = anon > r->own_static_kb ? anon - r->own_static_kb + h->source_start_anon_kb : h->source_start_anon_kb;
     return anon + (h->source_peak_rss_kb - h->source_peak_anon_kb) + r->allocator_file_kb;
 }
 
@@ -560,10 +563,16 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     if (predicted)
         printf("predicted peak RSS of the program on this allocator: %s Kb (the replay's anonymous peak less its "
                "bookkeeping, plus the traced program's file-backed pages, %s Kb, and the allocator's libraries', "
-               "%s Kb)\n",
+               "%s Kb",
                commas(a, sizeof a, (long long)predicted),
                commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)),
                commas(c, sizeof c, (long long)r->allocator_file_kb));
+    if (predicted && h->source_start_anon_kb)
+        printf("; the program's anonymous pages at its start, %s Kb, for the replay's own, %s Kb",
+               commas(a, sizeof a, (long long)h->source_start_anon_kb),
+               commas(b, sizeof b, (long long)r->own_static_kb));
+    if (predicted)
+        printf(")\n");
     /* Like with like: a program's RSS holds its code and libraries, the replay's its own; the
      * anonymous part (RSS less file-backed pages, as sampled) is what the two share. */
     if (h->source_peak_anon_kb && s->peak_anon_kb)
@@ -645,9 +654,13 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     mt_json_kv_cstr(&j, "predicted_peak_rule",
                     "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
                     "source_peak_anon_kb (the traced program's file-backed pages), plus "
-                    "allocator_file_kb (the file pages of the libraries the allocator brings); 0 "
-                    "when the trace has no RSS samples");
+                    "allocator_file_kb (the file pages of the libraries the allocator brings); "
+                    "where the trace has it, source_start_anon_kb (the program's anonymous pages at "
+                    "its start: relocated data, static variables, stack) in place of "
+                    "own_static_kb (the replay's own); 0 when the trace has no RSS samples");
     mt_json_kv_u64(&j, "allocator_file_kb", r->allocator_file_kb);
+    mt_json_kv_u64(&j, "source_start_anon_kb", h->source_start_anon_kb);
+    mt_json_kv_u64(&j, "own_static_kb", r->own_static_kb);
     mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
     mt_json_kv_u64(&j, "far_slots", r->far_slots);
     mt_json_key(&j, "emulated");
@@ -858,6 +871,7 @@ static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run
 {
     const mt_wl_header_t *h = mt_wl_header(s->wl);
     const sim_opstat_t *const total = s->totals->stat;
+    const sim_lib_pages_t pages = sim_lib_pages((const void *)s->alloc.malloc);
     uint64_t max_rss_kb = s->peak_rss_kb;
     FILE *status = fopen("/proc/self/status", "r");
     char line[256];
@@ -895,7 +909,8 @@ static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run
         .ideal_kb = (h->peak_live_bytes + 1023) / 1024,
         .ideal_pages_kb = (h->peak_live_bytes + s->page - 1) / s->page * (s->page / 1024),
         .bookkeeping_kb = bookkeeping_kb,
-        .allocator_file_kb = sim_allocator_file_kb((const void *)s->alloc.malloc),
+        .allocator_file_kb = pages.allocator_file_kb,
+        .own_static_kb = pages.own_static_kb,
         .waits = s->totals->waits,
         .wait_cycles = s->totals->wait_cycles,
         .sleeps = s->totals->futex_sleeps,

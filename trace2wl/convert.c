@@ -138,6 +138,8 @@ typedef struct conv {
     uint64_t t0;
     uint64_t live_bytes, peak_bytes, peak_time_ns;
     uint64_t source_peak_rss_kb, source_peak_anon_kb;
+    uint64_t source_start_anon_kb; /* at the first RSS sample */
+    int rss_seen;
     uint32_t page_kb;
     mt_touch_t touch;    /* page evidence of large blocks */
     mt_touch_t vtouch;   /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
@@ -809,8 +811,13 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         w.rss_kb = (uint64_t)r->arg[1] * c->page_kb;
         if (w.rss_kb > c->source_peak_rss_kb)
             c->source_peak_rss_kb = w.rss_kb;
-        if (r->arg[1] > r->arg[2] && (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb > c->source_peak_anon_kb)
-            c->source_peak_anon_kb = (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb;
+        const uint64_t anon_kb = r->arg[1] > r->arg[2] ? (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb : 0;
+        if (anon_kb > c->source_peak_anon_kb)
+            c->source_peak_anon_kb = anon_kb;
+        if (!c->rss_seen) {
+            c->rss_seen = 1;
+            c->source_start_anon_kb = anon_kb;
+        }
         return put(c, i, &w);
     }
     case MT_EV_PAGES: {
@@ -1077,6 +1084,7 @@ static int conv_close_output(conv_t *c, const char *wl_path, const mt_wl_header_
     fin.peak_live_time_ns = c->peak_time_ns;
     fin.source_peak_rss_kb = c->source_peak_rss_kb;
     fin.source_peak_anon_kb = c->source_peak_anon_kb;
+    fin.source_start_anon_kb = c->source_start_anon_kb;
     fin.duration_ns = to_ns(c, last_time);
     fin.unknown_frees = st->unknown_frees;
     fin.double_frees = st->double_frees;
