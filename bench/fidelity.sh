@@ -25,13 +25,18 @@
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial python python-malloc cc1 threads zstd memcached (default: all)
+#   PROGRAMS   subset of: partial python python-malloc cc1 clang node threads zstd memcached (default:
+#              all; node only where Debian's nodejs is installed)
 # Programs (each isolates one effect, or is a real Debian program):
 #   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
 #   python         /usr/bin/python3.11 building and dropping dicts of strings; pymalloc keeps small
 #                  objects in arenas it maps itself, which no malloc record shows
 #   python-malloc  the same with PYTHONMALLOC=malloc: every object is a malloc call
 #   cc1            gcc's cc1 compiling libmtrace/trace_reader.c at -O2 (obstacks, GC pages, many sizes)
+#   clang          Debian's clang compiling the same file at -O2, in one process: 10.9 MB of anonymous
+#                  pages before its main (libLLVM's relocated data) that no malloc call makes
+#   node           Debian's node building a Map of 300 000 objects and 200 Buffers of 100-300 KB: V8
+#                  keeps its heap in pages it maps itself and gives back with madvise at the end
 #   threads        tests/prog_shortthreads.c: 300 threads created and joined one after another,
 #                  50000 calls each (per-thread caches and arenas of threads that end)
 #   zstd           Debian's zstd -T2 compressing 48 MiB of generated text (2 worker threads,
@@ -49,20 +54,21 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
-PROGRAMS=${PROGRAMS:-"partial python python-malloc cc1 threads zstd memcached"}
+PROGRAMS=${PROGRAMS:-"partial python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) threads zstd memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
 THREADS=$BUILD/tests/prog_shortthreads
 CC1=$(gcc -print-prog-name=cc1)
+CLANG=$(command -v clang || echo /usr/bin/clang)
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || true)
 LIBDIR=/usr/lib/x86_64-linux-gnu
 declare -A LIB=([jemalloc]=$LIBDIR/libjemalloc.so.2 [tcmalloc]=$LIBDIR/libtcmalloc_minimal.so.4
                 [mimalloc]=$LIBDIR/libmimalloc.so.2)
 ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
 SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
-for f in "$CLI" "$PARTIAL" "$THREADS" /usr/bin/time "$PY" "$CC1" /usr/bin/zstd /usr/bin/memcached \
-         "${LIB[@]}"; do
+for f in "$CLI" "$PARTIAL" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached \
+         "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac); do
     [ -x "$f" ] || [ -f "$f" ] || {
         echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
              "(packages: scripts/setup.sh)" >&2
@@ -88,6 +94,13 @@ for r in range(40):
         keep.append(d)
 print(len(keep))
 PY
+cat >"$TMP/work.js" <<'JS'
+const m = new Map();
+for (let i = 0; i < 300000; i++) m.set('k' + i, { a: i, s: 'x'.repeat(i % 40) });
+const bufs = [];
+for (let i = 0; i < 200; i++) bufs.push(Buffer.alloc(100000 + i * 1000));
+console.log(m.size, bufs.length);
+JS
 
 # zstd's input: words drawn with a fixed seed, so that every run compresses the same bytes and the
 # ratio is that of text (about 3:1), not of a repeated pattern that zstd would skip through.
@@ -117,6 +130,9 @@ prog_cmd() {
     python-malloc) CMD=("$PY" "$TMP/work.py"); ENVV=(PYTHONMALLOC=malloc) ;;
     cc1) CMD=("$CC1" -quiet ${MULTIARCH:+-imultiarch "$MULTIARCH"} -O2 -I"$ROOT/include"
               "$ROOT/libmtrace/trace_reader.c" -o "$TMP/out.s") ;;
+    clang) CMD=("$CLANG" -O2 -I"$ROOT/include" -I"$ROOT/libmtrace" -c "$ROOT/libmtrace/trace_reader.c"
+                -o "$TMP/out.o") ;;
+    node) CMD=(/usr/bin/node "$TMP/work.js") ;;
     threads) CMD=("$THREADS" 300 50000) ;;
     zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
     # -u: memcached refuses to run as root without it, and takes it for nothing otherwise; -m: room
