@@ -54,6 +54,8 @@ typedef struct pass {
     uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
     mt_record_t rec;   /* the record pass_next hands out (jobs 1) */
+    int damage;        /* jobs 1: the damage met after the record handed out, handed out next */
+    mt_error_t damage_err;
     uint8_t *payload;  /* a copy of the latest event's payload (see pass_next_serial) */
     size_t cap_payload;
 } pass_t;
@@ -121,6 +123,10 @@ oom:
 /* pass_next with the caller's thread alone: the threads' cursors merged here. */
 static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, mt_error_t *err)
 {
+    if (p->damage) { /* met reading past the record handed out last */
+        *err = p->damage_err;
+        return p->damage;
+    }
     if (!p->heap.n)
         return 0;
     const uint32_t i = p->heap.v[0];
@@ -142,9 +148,12 @@ static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, 
         memcpy(p->payload, x->data, x->len);
         x->data = p->payload;
     }
-    const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, err);
-    if (rc < 0)
-        return rc;
+    const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, &p->damage_err);
+    if (rc < 0) { /* x came before the damage, in order: it is handed out, the damage next time */
+        p->damage = rc;
+        p->steps++;
+        return 1;
+    }
     p->t[i].has_head = rc;
     p->key[i] = p->t[i].head.time;
     if (rc)
@@ -612,6 +621,8 @@ static void note_anon_sample(struct mt_report_own *own, const mt_vmap_t *v, cons
     if (r->nargs < 3 || r->arg[1] < r->arg[2])
         return;
     const uint64_t anon_kb = (uint64_t)(r->arg[1] - r->arg[2]) * page_kb;
+    if (!own->anon_peak_kb)
+        own->anon_start_kb = anon_kb;
     if (anon_kb <= own->anon_peak_kb)
         return;
     own->anon_peak_kb = anon_kb;

@@ -91,7 +91,7 @@ static void json_hist(mt_json_t *j, const char *key, const uint64_t *h)
 static void print_own_memory(const mt_report_t *r, FILE *f)
 {
     const struct mt_report_own *o = &r->own;
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], d[32];
     if (o->maps)
         fprintf(f,
                 "own mappings   %" PRIu64 " made by the program outside malloc (%" PRIu64
@@ -102,9 +102,10 @@ static void print_own_memory(const mt_report_t *r, FILE *f)
     if (o->anon_peak_kb)
         fprintf(f,
                 "anonymous RSS  %s at most (sampled; RSS less file-backed pages): then %s mapped by the program "
-                "itself, %s live in malloc's blocks\n",
+                "itself, %s live in malloc's blocks; %s at its start (before main: relocated data, static "
+                "variables, stack)\n",
                 human(a, sizeof a, (double)o->anon_peak_kb * 1024), human(b, sizeof b, (double)o->mapped_at_anon_peak),
-                human(c, sizeof c, (double)o->live_at_anon_peak));
+                human(c, sizeof c, (double)o->live_at_anon_peak), human(d, sizeof d, (double)o->anon_start_kb * 1024));
 }
 
 static void json_own_memory(mt_json_t *j, const mt_report_t *r)
@@ -118,6 +119,7 @@ static void json_own_memory(mt_json_t *j, const mt_report_t *r)
     mt_json_kv_u64(j, "peak_mapped_bytes", o->peak_mapped);
     mt_json_kv_u64(j, "peak_brk_bytes", o->peak_brk);
     mt_json_kv_u64(j, "anon_peak_kb", o->anon_peak_kb);
+    mt_json_kv_u64(j, "anon_start_kb", o->anon_start_kb);
     mt_json_kv_u64(j, "mapped_at_anon_peak_bytes", o->mapped_at_anon_peak);
     mt_json_kv_u64(j, "live_at_anon_peak_bytes", o->live_at_anon_peak);
     mt_json_end_object(j);

@@ -375,10 +375,8 @@ static void *merger_main(void *arg)
         }
         b->thread[b->n] = i;
         batch_add(b, head[i]);
-        if ((rc = source_next(m, i, &head[i], &err)) < 0) {
-            b->n--; /* the serial merge fails before it hands this record out */
-            break;
-        }
+        if ((rc = source_next(m, i, &head[i], &err)) < 0)
+            break; /* the record came before the damage, in order: handed out, as the serial merges do */
         if (rc) {
             key[i] = head[i]->time;
             mt_merge_top_changed(&heap);

@@ -2,7 +2,8 @@
  *
  * The order is the one every serial reader of the project gives (mtrace/merge_heap.h: by time, ties
  * by thread index), and so are the errors: a damaged record ends the stream where the serial merge
- * would meet it, with the same message. With 2 jobs one worker decodes and merges while the caller
+ * would meet it, with the same message (the damaged thread's record before it is handed out first:
+ * it came before the damage in time order). With 2 jobs one worker decodes and merges while the caller
  * uses the records; with N > 2, N - 2 workers decode the threads' chunks (each with its own zstd
  * context and chunk buffers), one merges them, the caller makes N. Memory, whatever the trace's
  * length: a 64 KiB chunk buffer per trace thread (as a serial reader's), with decoders 128 KiB of

@@ -73,6 +73,7 @@ typedef struct mt_report {
         uint64_t advises;               /* madvise calls that dropped pages of them */
         uint64_t peak_mapped, peak_brk; /* bytes mapped at once, at most; of the break */
         uint64_t anon_peak_kb;          /* the program's RSS less file-backed pages, at most (sampled) */
+        uint64_t anon_start_kb;         /* the same at the first sample, before the program's main */
         uint64_t mapped_at_anon_peak, live_at_anon_peak; /* its own mappings' bytes, malloc's live bytes then */
     } own;
     /* private */

@@ -546,13 +546,15 @@ static void w_event(mt_writer_t *w, uint32_t th, unsigned op, uint64_t t, const 
 /* The program's own memory beside the heap's: its mappings and the pages of its own break (VM
  * events) followed as they are made and unmapped, its madvise calls on them counted (not those on
  * memory it did not map), and at the peak of its anonymous RSS (resident less file-backed pages,
- * from the RSS samples) how much it had mapped itself and how much malloc's blocks held. */
+ * from the RSS samples) how much it had mapped itself and how much malloc's blocks held; and that
+ * RSS at the first sample, the program's start. */
 START_TEST(own_memory_beside_the_heap)
 {
     char *path = path_in(g_dir, "own.mtr");
     mt_writer_t *w = open_trace(path, NULL);
     const uint64_t MiB = 1 << 20, a = 0x7f0000000000, brk0 = 0x600000;
     w_malloc(w, 1, 10, 1000, 0xa0);
+    w_event(w, 1, MT_EV_RSS, 15, (const uint64_t[]){ 9000, 700, 500, 15 }, 4); /* anon at start: 200 pages */
     w_event(w, 1, MT_EV_VM, 20, (const uint64_t[]){ MT_VM_MAP, a, 8 * MiB, 0 }, 4);
     w_event(w, 1, MT_EV_VM, 30, (const uint64_t[]){ MT_VM_MAP, brk0, 2 * MiB, 0, MT_VM_VIA_BRK }, 5);
     w_event(w, 1, MT_EV_RSS, 40, (const uint64_t[]){ 9000, 3000, 500, 40 }, 4); /* anon: 2500 pages */
@@ -573,6 +575,7 @@ START_TEST(own_memory_beside_the_heap)
     ck_assert_uint_eq(o->peak_mapped, 10 * MiB);
     ck_assert_uint_eq(o->peak_brk, 2 * MiB);
     ck_assert_uint_eq(o->anon_peak_kb, 2500 * 4);
+    ck_assert_uint_eq(o->anon_start_kb, 200 * 4);
     ck_assert_uint_eq(o->mapped_at_anon_peak, 10 * MiB);
     ck_assert_uint_eq(o->live_at_anon_peak, 1000);
     mt_report_free(&rep);
