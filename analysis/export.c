@@ -15,6 +15,7 @@
 #include "mtrace/callers.h"
 #include "mtrace/export.h"
 #include "mtrace/merge_heap.h"
+#include "mtrace/ordered_reader.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/symbolize.h"
 #include "file_io.h"
@@ -658,14 +659,21 @@ uint64_t mt_export_trace_id(const mt_trace_t *t)
 
 /* The threads' cursors at their first records. 0, 1 when one of them is damaged (err says where),
  * or -ENOMEM. */
-static int exporter_init(exporter_t *x, mt_error_t *err)
+/* The per-thread table, the merge heap and the live blocks' map: 0 or -ENOMEM. */
+static int exporter_tables(exporter_t *x, mt_error_t *err)
 {
+    (void)err;
     x->nth = (uint32_t)mt_trace_thread_count(x->trace);
     x->th = calloc(x->nth + 1, sizeof *x->th);
     x->heap.v = calloc(x->nth + 1, sizeof *x->heap.v);
     x->key = calloc(x->nth + 1, sizeof *x->key);
     x->heap.key = x->key;
-    if (!x->th || !x->heap.v || !x->key || mt_ptr_map_init(&x->live) < 0)
+    return !x->th || !x->heap.v || !x->key || mt_ptr_map_init(&x->live) < 0 ? -ENOMEM : 0;
+}
+
+static int exporter_init(exporter_t *x, mt_error_t *err)
+{
+    if (exporter_tables(x, err) < 0)
         return -ENOMEM;
     for (uint32_t i = 0; i < x->nth; i++) {
         if (mt_thread_cursor_init(&x->th[i].cur, x->trace, i) < 0)
@@ -700,6 +708,27 @@ static int export_pass(exporter_t *x, mt_error_t *err)
             mt_merge_push(&x->heap, i);
     }
     return 0;
+}
+
+/* export_pass with `jobs` threads (2 or more) reading: the ordered reader's batches, in the same order
+ * and with the same damage as the serial merge. */
+static int export_pass_jobs(exporter_t *x, unsigned jobs, mt_error_t *err)
+{
+    mt_ordered_t *m;
+    int rc = mt_ordered_open(&m, x->trace, jobs, err);
+    if (rc < 0)
+        return rc;
+    const mt_record_t *rec;
+    const uint32_t *thread;
+    size_t n;
+    int failed = 0; /* export_record's error */
+    while (!failed && (rc = mt_ordered_batch(m, &rec, &thread, &n, err)) > 0)
+        for (size_t k = 0; k < n && !failed; k++) {
+            x->seq++;
+            failed = export_record(x, thread[k], &rec[k]);
+        }
+    mt_ordered_close(m);
+    return failed < 0 ? failed : rc < 0 ? 1 : 0; /* the reader's error: damage, err says where */
 }
 
 static int open_outputs(exporter_t *x, const char *dir, mt_error_t *err)
@@ -739,7 +768,9 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
     }
     int damaged = 0;
     char stopped[sizeof err->msg] = "";
-    if ((rc = open_outputs(&x, o->dir, err)) == 0 && (rc = exporter_init(&x, err)) == 0)
+    if ((rc = open_outputs(&x, o->dir, err)) == 0 && o->jobs > 1)
+        rc = exporter_tables(&x, err) < 0 ? -ENOMEM : export_pass_jobs(&x, o->jobs, err);
+    else if (rc == 0 && (rc = exporter_init(&x, err)) == 0)
         rc = export_pass(&x, err);
     if (rc == 1) {
         damaged = 1;

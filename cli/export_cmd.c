@@ -189,21 +189,18 @@ static int export_many(const mt_trace_list_t *traces, const mt_export_opts_t *o)
 int mt_export_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "output", required_argument, NULL, 'o' },
-        { "trace-id", required_argument, NULL, 'i' },
-        { "force", no_argument, NULL, 'f' },
-        { "skip-frames", required_argument, NULL, 's' },
-        { "no-auto-skip", no_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "output", required_argument, NULL, 'o' }, { "trace-id", required_argument, NULL, 'i' },
+        { "force", no_argument, NULL, 'f' },        { "skip-frames", required_argument, NULL, 's' },
+        { "no-auto-skip", no_argument, NULL, 'n' }, { "jobs", required_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
     };
-    mt_export_opts_t o = { 0 };
+    mt_export_opts_t o = { .jobs = mt_online_cpus() };
     const char *skip[64];
     o.skip = skip;
     int force = 0, c;
-    unsigned long id;
+    unsigned long id, jobs;
     optind = 0; /* afresh: see mt_getopt */
-    while ((c = mt_getopt("mtrace export", argc, argv, "o:h", opts)) != -1) {
+    while ((c = mt_getopt("mtrace export", argc, argv, "o:j:h", opts)) != -1) {
         switch (c) {
         case 'o':
             o.dir = optarg;
@@ -223,6 +220,11 @@ int mt_export_main(int argc, char **argv)
             break;
         case 'n':
             o.no_auto_skip = 1;
+            break;
+        case 'j':
+            if (mt_uint_option("mtrace export", "--jobs", optarg, 1, MT_JOBS_MAX, &jobs) < 0)
+                return MT_EXIT_USAGE;
+            o.jobs = (unsigned)jobs;
             break;
         case 'h':
             return mt_help_print("export");

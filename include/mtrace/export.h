@@ -23,6 +23,10 @@ typedef struct mt_export_opts {
     const char *const *skip;
     size_t nskip;
     int no_auto_skip;
+    /* Threads reading the trace, the caller's included (0 or 1: the caller alone): with more, the
+     * ordered reader's workers decode and merge the records (mtrace/ordered_reader.h). The tables are
+     * the same bytes with any number. */
+    unsigned jobs;
 } mt_export_opts_t;
 
 typedef struct mt_export_stats {

@@ -9,6 +9,8 @@
 # - An output directory that cannot be made, a regular file in its place (its first table cannot be
 #   opened: once a double free), and files of an earlier export without --force: no file written, no
 #   temporary left.
+# - -j 1, 2 and 3 (the caller alone; one worker decoding and merging; two more): the same tables, byte
+#   for byte, and the same message, for the good trace and both damaged ones.
 set -u
 mtrace=$1
 mktrace=$2
@@ -102,6 +104,22 @@ rc=$?
 [ $rc = 1 ] || fail "export past the file size limit: exit $rc, expected 1"
 one_line err "export past the file size limit" "full/mtrace_records.rowbinary"
 no_file "export past the file size limit" full
+
+# -j N: the same tables and the same stop, whatever the number of threads reading
+for x in g chunk first; do
+    for j in 1 2 3; do
+        t 60 "$mtrace" export -j $j $x.mtr -o "j$j.$x" >out 2>"err.$j.$x"
+        echo $? >"rc.$j.$x"
+        sed -i "s|j$j\.$x|DIR|g" "err.$j.$x"
+    done
+    for j in 2 3; do
+        cmp -s "rc.1.$x" "rc.$j.$x" || fail "export -j $j $x.mtr: exit $(cat "rc.$j.$x"), -j 1's $(cat "rc.1.$x")"
+        cmp -s "err.1.$x" "err.$j.$x" || fail "export -j $j $x.mtr said: $(cat "err.$j.$x"); -j 1: $(cat "err.1.$x")"
+        for y in $tables; do
+            cmp -s "j1.$x/$y.rowbinary" "j$j.$x/$y.rowbinary" || fail "export -j $j $x.mtr: $y differs from -j 1's"
+        done
+    done
+done
 
 # --trace-id: the key of every row (little-endian in RowBinary); 0 and other non-numbers are refused
 t 60 "$mtrace" export g.mtr -o keyed --trace-id 42 2>err || fail "export --trace-id 42: $(cat err)"
