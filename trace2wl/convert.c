@@ -814,6 +814,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         const uint64_t anon_kb = r->arg[1] > r->arg[2] ? (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb : 0;
         if (anon_kb > c->source_peak_anon_kb)
             c->source_peak_anon_kb = anon_kb;
+        /* The recorder samples as tracing starts, at the first call: at most that call's block is
+         * also among the ops (libstdc++'s 72 KiB pool, or main's first malloc, not yet written). */
         if (!c->rss_seen) {
             c->rss_seen = 1;
             c->source_start_anon_kb = anon_kb;
