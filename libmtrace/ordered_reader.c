@@ -435,7 +435,9 @@ static int assign_threads(struct mt_ordered *m)
     return rc;
 }
 
-int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t *err)
+/* Opens a reader with `ndec` decoders and, if `merged`, the merger (which with no decoder decodes
+ * the threads itself). */
+static int ordered_open(mt_ordered_t **out, mt_trace_t *t, uint32_t ndec, int merged, mt_error_t *err)
 {
     *out = NULL;
     struct mt_ordered *m = calloc(1, sizeof *m);
@@ -445,7 +447,7 @@ int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t
     }
     m->trace = t;
     m->n = (uint32_t)mt_trace_thread_count(t);
-    m->ndec = jobs > 2 ? jobs - 2 : 0;
+    m->ndec = ndec;
     if (m->ndec > m->n)
         m->ndec = m->n; /* a decoder per trace thread at most */
     pthread_mutex_init(&m->out_mu, NULL);
@@ -453,7 +455,7 @@ int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t
     m->src = calloc(m->n + 1, sizeof *m->src);
     m->dec = calloc(m->ndec + 1, sizeof *m->dec);
     int rc = m->src && m->dec ? 0 : -ENOMEM;
-    if (rc == 0)
+    if (rc == 0 && merged)
         rc = queue_init(&m->out, &m->out_mu, &m->out_space, &m->out_waits, MERGED_RING, MERGED_BATCH, 1);
     for (uint32_t d = 0; d < m->ndec && rc == 0; d++) {
         m->dec[d].m = m;
@@ -483,7 +485,7 @@ int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t
     for (uint32_t d = 0; d < m->ndec && rc == 0; d++)
         if ((rc = -pthread_create(&m->dec[d].th, NULL, decoder_main, &m->dec[d])) == 0)
             m->dec[d].started = 1;
-    if (rc == 0 && (rc = -pthread_create(&m->merger, NULL, merger_main, m)) == 0)
+    if (rc == 0 && merged && (rc = -pthread_create(&m->merger, NULL, merger_main, m)) == 0)
         m->merger_started = 1;
     if (rc < 0) {
         mt_ordered_close(m);
@@ -492,6 +494,22 @@ int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t
     }
     *out = m;
     return 0;
+}
+
+int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t *err)
+{
+    return ordered_open(out, t, jobs > 2 ? jobs - 2 : 0, 1, err);
+}
+
+int mt_ordered_open_threads(mt_ordered_t **out, mt_trace_t *t, unsigned decoders, mt_error_t *err)
+{
+    return ordered_open(out, t, decoders ? decoders : 1, 0, err);
+}
+
+int mt_ordered_thread_next(mt_ordered_t *m, uint32_t i, const mt_record_t **r, mt_error_t *err)
+{
+    assert(!m->merger_started && i < m->n);
+    return source_next(m, i, r, err);
 }
 
 int mt_ordered_batch(mt_ordered_t *m, const mt_record_t **rec, const uint32_t **thread, size_t *n, mt_error_t *err)
@@ -523,7 +541,8 @@ static void stop_all(struct mt_ordered *m)
     /* Under each lock, so that a thread between its test of stop and its wait sees it. */
     pthread_mutex_lock(&m->out_mu);
     pthread_cond_broadcast(&m->out_space);
-    pthread_cond_broadcast(&m->out.data);
+    if (m->out.mu) /* no merged queue with per-thread streams */
+        pthread_cond_broadcast(&m->out.data);
     pthread_mutex_unlock(&m->out_mu);
     for (uint32_t d = 0; d < m->ndec; d++) {
         pthread_mutex_lock(&m->dec[d].mu);

@@ -19,6 +19,7 @@
 
 #include "mtrace/convert.h"
 #include "mtrace/merge_heap.h"
+#include "mtrace/ordered_reader.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
 #include "file_io.h"
@@ -124,6 +125,7 @@ typedef struct conv {
     mt_wl_writer_t *out;
     cthread_t *t;
     uint32_t n;
+    mt_ordered_t *dec;     /* with jobs > 1: the threads' records decoded by workers, t[].cur unused */
     mt_merge_heap_t heap;  /* runnable threads by head time */
     uint64_t *key;         /* key[i]: thread i's head time */
     uint32_t blocked;      /* threads held back, for any reason */
@@ -181,7 +183,14 @@ HOT int advance(conv_t *c, uint32_t i)
     while (!t->cursor_done && t->ring_n < LOOKAHEAD) {
         const uint32_t k = (t->ring_pos + t->ring_n) % LOOKAHEAD;
         mt_record_t *r = &t->ring[k];
-        const int rc = mt_thread_cursor_next(&t->cur, r, c->err);
+        int rc;
+        if (c->dec) {
+            const mt_record_t *d;
+            if ((rc = mt_ordered_thread_next(c->dec, i, &d, c->err)) > 0)
+                *r = *d; /* its payload, in the worker's batch until the next call, is copied below */
+        } else {
+            rc = mt_thread_cursor_next(&t->cur, r, c->err);
+        }
         if (rc < 0)
             return rc;
         if (rc == 0) {
@@ -195,7 +204,7 @@ HOT int advance(conv_t *c, uint32_t i)
             r->len = len;
         }
         prefetch_record(c, r);
-        t->ns[k] = c->rate > 0 ? to_ns(c, r->time) : 0; /* 0: the rate is not known yet */
+        t->ns[k] = to_ns(c, r->time); /* the rate is known before the first record is read */
         t->ring_n++;
         c->st->records++;
         if (r->op <= MT_OP_LAST_CALL)
@@ -908,7 +917,7 @@ static int read_creators(conv_t *c)
 /* ---- the steps of a conversion ------------------------------------------------------------------ */
 
 /* The per-thread state, each thread's first records, the clock's rate and the creators. */
-static int conv_start(conv_t *c, const char *trace_path, mt_error_t *err)
+static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error_t *err)
 {
     const mt_file_header_t *th = mt_trace_header(c->trace);
     c->t0 = th->start_time;
@@ -926,22 +935,9 @@ static int conv_start(conv_t *c, const char *trace_path, mt_error_t *err)
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         return -ENOMEM;
     }
-    /* The rate: from the header, else from RSS samples, which needs a pass over the events. */
+    /* The rate: from the header, else from RSS samples, which needs a pass over the events (before
+     * any worker reads the trace: one reader of its chunks at a time). */
     c->rate = mt_trace_ticks_per_sec(c->trace);
-    for (uint32_t i = 0; i < c->n; i++) {
-        cthread_t *t = &c->t[i];
-        t->waited = calloc(c->n, sizeof *t->waited);
-        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
-        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
-        if (!t->waited || !t->ring || !t->payload || mt_thread_cursor_init(&t->cur, c->trace, i) < 0) {
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
-            return -ENOMEM;
-        }
-        t->thread_no = mt_trace_thread(c->trace, i)->thread;
-        const int rc = advance(c, i);
-        if (rc < 0)
-            return rc;
-    }
     if (c->rate <= 0) {
         mt_cursor_t cur;
         if (mt_cursor_init(&cur, c->trace) == 0) {
@@ -958,12 +954,22 @@ static int conv_start(conv_t *c, const char *trace_path, mt_error_t *err)
         if (c->rate <= 0)
             c->rate = 1e9; /* nothing tells: times in the workload are then in ticks */
     }
-    /* The records decoded so far may have come before the rate was known. */
-    for (uint32_t i = 0; i < c->n; i++)
-        for (uint32_t k = 0; k < c->t[i].ring_n; k++) {
-            const uint32_t at = (c->t[i].ring_pos + k) % LOOKAHEAD;
-            c->t[i].ns[at] = to_ns(c, c->t[i].ring[at].time);
+    int rc = jobs > 1 && c->n ? mt_ordered_open_threads(&c->dec, c->trace, jobs - 1, err) : 0;
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < c->n; i++) {
+        cthread_t *t = &c->t[i];
+        t->waited = calloc(c->n, sizeof *t->waited);
+        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
+        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
+        if (!t->waited || !t->ring || !t->payload || (!c->dec && mt_thread_cursor_init(&t->cur, c->trace, i) < 0)) {
+            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+            return -ENOMEM;
         }
+        t->thread_no = mt_trace_thread(c->trace, i)->thread;
+        if ((rc = advance(c, i)) < 0)
+            return rc;
+    }
     read_creators(c);
     return 0;
 }
@@ -1120,6 +1126,7 @@ static void conv_free(conv_t *c)
 {
     if (c->out)
         mt_wl_writer_abort(c->out);
+    mt_ordered_close(c->dec);
     for (uint32_t i = 0; c->t && i < c->n; i++) {
         mt_thread_cursor_fini(&c->t[i].cur);
         free(c->t[i].waited);
@@ -1166,7 +1173,7 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
     }
     mt_wl_header_t hdr;
     uint64_t last_time = 0;
-    if ((rc = conv_start(&c, trace_path, err)) == 0 &&
+    if ((rc = conv_start(&c, trace_path, opts->jobs, err)) == 0 &&
         (rc = conv_open_output(&c, trace_path, wl_path, &hdr, err)) == 0 &&
         (rc = conv_merge(&c, wl_path, opts, &last_time, err)) == 0)
         rc = conv_close_output(&c, wl_path, &hdr, last_time, err);

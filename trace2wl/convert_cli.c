@@ -11,8 +11,8 @@
 
 /* The help of mtrace convert and trace2wl: one text, printed by both and made into mtrace-convert.1. */
 const char mt_convert_help[] =
-    "usage: mtrace convert TRACE -o WORKLOAD [--force] [--quiet]\n"
-    "       trace2wl TRACE -o WORKLOAD [--force] [--quiet]\n"
+    "usage: mtrace convert TRACE -o WORKLOAD [--force] [--quiet] [-j N]\n"
+    "       trace2wl TRACE -o WORKLOAD [--force] [--quiet] [-j N]\n"
     "\n"
     "Converts a trace (raw or packed) into a per-thread workload for the simulator (mtrace replay,\n"
     "mtrace-sim): every block gets a slot, every thread a stream of ops with sync points where one\n"
@@ -22,6 +22,9 @@ const char mt_convert_help[] =
     "  -o, --output WORKLOAD  the workload to write\n"
     "  -f, --force            replace WORKLOAD if it exists\n"
     "  -q, --quiet            no summary and no progress\n"
+    "  -j, --jobs N           threads reading the trace, 1 to 1024 (default: the CPUs online): N - 1\n"
+    "                         decode its threads' records ahead while this one converts; the\n"
+    "                         workload is the same, byte for byte, with any N\n"
     "  -h, --help             this text\n"
     "\n"
     "Output:\n"
@@ -52,17 +55,15 @@ const char mt_convert_help[] =
 int mt_convert_main(const char *prog, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "output", required_argument, 0, 'o' },
-        { "force", no_argument, 0, 'f' },
-        { "quiet", no_argument, 0, 'q' },
-        { "help", no_argument, 0, 'h' },
-        { 0, 0, 0, 0 },
+        { "output", required_argument, 0, 'o' }, { "force", no_argument, 0, 'f' }, { "quiet", no_argument, 0, 'q' },
+        { "jobs", required_argument, 0, 'j' },   { "help", no_argument, 0, 'h' },  { 0, 0, 0, 0 },
     };
     const char *in = NULL, *out = NULL;
-    mt_convert_opts_t opts = { .progress = isatty(STDERR_FILENO) };
+    mt_convert_opts_t opts = { .progress = isatty(STDERR_FILENO), .jobs = mt_online_cpus() };
     int quiet = 0, c;
+    unsigned long jobs;
     optind = 0; /* 0, not 1: glibc starts afresh, ordering too, after mtrace's own options */
-    while ((c = mt_getopt(prog, argc, argv, "o:fqh", longopts)) != -1) {
+    while ((c = mt_getopt(prog, argc, argv, "o:fqj:h", longopts)) != -1) {
         switch (c) {
         case 'o':
             out = optarg;
@@ -72,6 +73,11 @@ int mt_convert_main(const char *prog, int argc, char **argv)
             break;
         case 'q':
             quiet = 1;
+            break;
+        case 'j':
+            if (mt_uint_option(prog, "--jobs", optarg, 1, MT_JOBS_MAX, &jobs) < 0)
+                return MT_EXIT_USAGE;
+            opts.jobs = (unsigned)jobs;
             break;
         case 'h':
             fputs(mt_convert_help, stdout);

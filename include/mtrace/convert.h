@@ -13,6 +13,10 @@ extern "C" {
 typedef struct mt_convert_opts {
     int force;    /* replace an existing output */
     int progress; /* show progress on stderr */
+    /* Threads reading the trace, the caller's included (0 or 1: the caller alone): with more, jobs - 1
+     * workers decode the trace's threads ahead (mtrace/ordered_reader.h) while the caller converts.
+     * The workload is the same bytes with any number. */
+    unsigned jobs;
 } mt_convert_opts_t;
 
 typedef struct mt_convert_stats {

@@ -30,6 +30,16 @@ int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t
  * mt_trace_thread): 1; 0 at the end; negative on damage, with the message in err (the records
  * before the damage come first). They and their payloads stay valid until the next call. */
 int mt_ordered_batch(mt_ordered_t *m, const mt_record_t **rec, const uint32_t **thread, size_t *n, mt_error_t *err);
+/* The threads' records without the merge: `decoders` workers (1 or more; at most one per trace
+ * thread) decode each trace thread's chunks ahead into a few batches of its own, and the caller takes
+ * each thread's records in order, the threads in whatever interleaving it needs (trace2wl holds a
+ * thread back while others go on). A worker waits only when every thread it decodes has its batches
+ * full. 0, or -ENOMEM / -EAGAIN with the message in err. */
+int mt_ordered_open_threads(mt_ordered_t **out, mt_trace_t *t, unsigned decoders, mt_error_t *err);
+/* Thread i's next record, of a reader opened with mt_ordered_open_threads: 1; 0 at its end; negative
+ * on damage, with the message in err (as mt_thread_cursor_next). *r and its payload stay valid until
+ * the next call for thread i. */
+int mt_ordered_thread_next(mt_ordered_t *m, uint32_t i, const mt_record_t **r, mt_error_t *err);
 /* Stops the workers (also before the end) and frees everything. */
 void mt_ordered_close(mt_ordered_t *m);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Golden files of trace2wl (tests/golden): small packed traces written by make_golden, and for each
 # NAME.mtz the expected `mtrace dump` of its workload (NAME.wl.txt, byte for byte) and some fields
-# of `mtrace info --json` on the workload (NAME.info.txt).
+# of `mtrace info --json` on the workload (NAME.info.txt). check also converts each trace with -j 2
+# and -j 3 (workers decoding its threads ahead): the same workload, byte for byte, as -j 1's.
 #   golden.sh check TRACE2WL MTRACE GOLDEN_DIR    convert each trace and compare (the test)
 #   golden.sh regen TRACE2WL MTRACE GOLDEN_DIR    rewrite the expected files (review the diff!)
 #   golden.sh repro MAKE_GOLDEN MTRACE GOLDEN_DIR the committed traces are what make_golden writes
@@ -27,11 +28,21 @@ check | regen)
     for trace in "${traces[@]}"; do
         name=$(basename "$trace" .mtz)
         wl=$work/$name.mtw
-        if ! "$tool" --quiet "$trace" -o "$wl" 2>"$work/err"; then
+        if ! "$tool" --quiet -j 1 "$trace" -o "$wl" 2>"$work/err"; then
             echo "FAIL: $name: trace2wl failed: $(cat "$work/err")"
             failures=$((failures + 1))
             continue
         fi
+        for j in 2 3; do
+            [ "$mode" = check ] || break
+            if ! "$tool" --quiet -j $j "$trace" -o "$work/$name.j$j.mtw" 2>"$work/err"; then
+                echo "FAIL: $name: trace2wl -j $j failed: $(cat "$work/err")"
+                failures=$((failures + 1))
+            elif ! cmp -s "$wl" "$work/$name.j$j.mtw"; then
+                echo "FAIL: $name: trace2wl -j $j wrote another workload than -j 1"
+                failures=$((failures + 1))
+            fi
+        done
         "$mtrace" dump "$wl" >"$work/$name.wl.txt" || { echo "FAIL: $name: mtrace dump failed"; failures=$((failures + 1)); }
         fields "$wl" >"$work/$name.info.txt"
         for kind in wl info; do
