@@ -113,7 +113,8 @@ typedef struct mt_cursor {
     uint64_t prev_ptr;
     uint64_t base_offset; /* file offset of buf[0] (raw traces) */
     int sealed;
-    int complete; /* all of the chunk's bytes are present */
+    int complete;    /* all of the chunk's bytes are present */
+    uint32_t unread; /* raw, unsealed: bytes of the chunk after end not read yet (read when reached) */
 } mt_cursor_t;
 
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t);
