@@ -109,8 +109,10 @@ typedef struct cthread {
     uint64_t ns[LOOKAHEAD];
     int cursor_done;
     tstate_t state;
-    uint64_t key;     /* what a blocked thread waits for: an address or a thread number */
-    uint64_t *waited; /* per other thread: the highest count already waited for */
+    uint64_t key;        /* what a blocked thread waits for: an address or a thread number */
+    uint64_t *waited;    /* per other thread: the highest count already waited for (waited_*) */
+    uint32_t *waited_of; /* with many threads: the threads waited for, + 1, 0 for none (a hash) */
+    uint32_t waited_cap, waited_n;
     uint32_t thread_no;
     uint32_t creator;    /* index + 1 */
     uint64_t create_seq; /* the creator's op count when it created this thread; 0: unknown yet */
@@ -298,6 +300,76 @@ static int put(conv_t *c, uint32_t i, mt_wl_rec_t *r)
     return 0;
 }
 
+/* What a thread has waited for: the highest op count of each other thread. Indexed by thread below
+ * WAITED_DENSE threads; past that, an open-addressing table of the threads it waited for, which
+ * grows as it waits on more: a dense array is 8 bytes per thread per thread, 32 MB for a program
+ * of 2000 short threads, 80 GB for one of 100 000. */
+#define WAITED_DENSE 256u
+#define WAITED_FIRST 8u
+
+static inline uint64_t waited_get(const cthread_t *t, uint32_t owner)
+{
+    if (!t->waited_of)
+        return t->waited[owner];
+    for (uint32_t k = (owner * 0x9e3779b9u) & (t->waited_cap - 1);; k = (k + 1) & (t->waited_cap - 1)) {
+        if (t->waited_of[k] == owner + 1)
+            return t->waited[k];
+        if (!t->waited_of[k])
+            return 0;
+    }
+}
+
+/* Records that the thread has waited for owner's op count seq. 0, or -ENOMEM. */
+static int waited_set(cthread_t *t, uint32_t owner, uint64_t seq)
+{
+    if (!t->waited_of) {
+        t->waited[owner] = seq;
+        return 0;
+    }
+    if (2 * (t->waited_n + 1) > t->waited_cap) { /* at most half full: double, placing every entry again */
+        const uint32_t cap = 2 * t->waited_cap;
+        uint32_t *of = calloc(cap, sizeof *of);
+        uint64_t *v = calloc(cap, sizeof *v);
+        if (!of || !v) {
+            free(of);
+            free(v);
+            return -ENOMEM;
+        }
+        for (uint32_t j = 0; j < t->waited_cap; j++) {
+            if (!t->waited_of[j])
+                continue;
+            uint32_t k = ((t->waited_of[j] - 1) * 0x9e3779b9u) & (cap - 1);
+            while (of[k])
+                k = (k + 1) & (cap - 1);
+            of[k] = t->waited_of[j];
+            v[k] = t->waited[j];
+        }
+        free(t->waited_of);
+        free(t->waited);
+        t->waited_of = of;
+        t->waited = v;
+        t->waited_cap = cap;
+    }
+    uint32_t k = (owner * 0x9e3779b9u) & (t->waited_cap - 1);
+    while (t->waited_of[k] && t->waited_of[k] != owner + 1)
+        k = (k + 1) & (t->waited_cap - 1);
+    t->waited_n += !t->waited_of[k];
+    t->waited_of[k] = owner + 1;
+    t->waited[k] = seq;
+    return 0;
+}
+
+/* The table of thread t of c's n threads. 0, or -ENOMEM. */
+static int waited_init(cthread_t *t, uint32_t n)
+{
+    if (n <= WAITED_DENSE)
+        return (t->waited = calloc(n + 1, sizeof *t->waited)) ? 0 : -ENOMEM;
+    t->waited_cap = WAITED_FIRST;
+    t->waited = calloc(WAITED_FIRST, sizeof *t->waited);
+    t->waited_of = calloc(WAITED_FIRST, sizeof *t->waited_of);
+    return t->waited && t->waited_of ? 0 : -ENOMEM;
+}
+
 /* Children that exited before thread i's next record: their exits come before it, as a join
  * would make them. Written before anything else of the record, so that op numbers taken while
  * applying it (a new block's maker count) are those of its own op. */
@@ -308,9 +380,10 @@ static int flush_exits(conv_t *c, uint32_t i, uint64_t time_ns)
         mt_wl_rec_t w = wl_rec(MT_WL_WAIT, time_ns);
         w.thread = (uint32_t)t->pending[2 * k];
         w.n = t->pending[2 * k + 1];
-        if (t->waited[w.thread] >= w.n)
+        if (waited_get(t, w.thread) >= w.n)
             continue;
-        t->waited[w.thread] = w.n;
+        if (waited_set(t, w.thread, w.n) < 0)
+            return -ENOMEM;
         if (put(c, i, &w) < 0)
             return -EIO;
         c->st->waits++;
@@ -323,7 +396,8 @@ static int flush_exits(conv_t *c, uint32_t i, uint64_t time_ns)
 static int depend_wait(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
 {
     cthread_t *t = &c->t[i];
-    t->waited[owner] = seq;
+    if (waited_set(t, owner, seq) < 0)
+        return -ENOMEM;
     mt_wl_rec_t w = wl_rec(MT_WL_WAIT, time_ns);
     w.thread = owner;
     w.n = seq;
@@ -334,7 +408,7 @@ static int depend_wait(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint
 /* Makes thread i wait until thread `owner` has completed `seq` ops, unless it already did. */
 HOT int depend(conv_t *c, uint32_t i, uint32_t owner, uint64_t seq, uint64_t time_ns)
 {
-    if (owner == i || c->t[i].waited[owner] >= seq)
+    if (owner == i || waited_get(&c->t[i], owner) >= seq)
         return 0;
     return depend_wait(c, i, owner, seq, time_ns);
 }
@@ -959,10 +1033,10 @@ static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error
         return rc;
     for (uint32_t i = 0; i < c->n; i++) {
         cthread_t *t = &c->t[i];
-        t->waited = calloc(c->n, sizeof *t->waited);
+        const int wrc = waited_init(t, c->n);
         t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
         t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
-        if (!t->waited || !t->ring || !t->payload || (!c->dec && mt_thread_cursor_init(&t->cur, c->trace, i) < 0)) {
+        if (wrc < 0 || !t->ring || !t->payload || (!c->dec && mt_thread_cursor_init(&t->cur, c->trace, i) < 0)) {
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
             return -ENOMEM;
         }
@@ -1130,6 +1204,7 @@ static void conv_free(conv_t *c)
     for (uint32_t i = 0; c->t && i < c->n; i++) {
         mt_thread_cursor_fini(&c->t[i].cur);
         free(c->t[i].waited);
+        free(c->t[i].waited_of);
         free(c->t[i].ring);
         free(c->t[i].payload);
         free(c->t[i].freed.v);

@@ -496,6 +496,39 @@ START_TEST(cross_thread_free)
 }
 END_TEST
 
+/* More threads than the converter indexes densely (WAITED_DENSE, 256): what a thread has waited for
+ * is then kept per thread it waited on, and must still spare every wait already covered. The main
+ * thread frees two blocks of each of 300 threads: one wait per thread, for its second block. */
+#define MANY 300u
+START_TEST(many_threads_waits)
+{
+    scen_t s;
+    scen_begin(&s, "many");
+    tb_t *b = &s.b;
+    tb_start(b, 1, 0, 0);
+    uint64_t t = 10;
+    for (uint32_t k = 0; k < MANY; k++) {
+        tb_create(b, 1, t++, k + 2);
+        tb_start(b, k + 2, t++, 1);
+        tb_malloc(b, k + 2, t++, 100, 0x100000 + 0x1000 * (uint64_t)k);
+        tb_malloc(b, k + 2, t++, 200, 0x100800 + 0x1000 * (uint64_t)k);
+    }
+    for (uint32_t k = 0; k < MANY; k++) {
+        tb_free(b, 1, t++, 0x100800 + 0x1000 * (uint64_t)k); /* waits for thread k + 1's op 3 */
+        tb_free(b, 1, t++, 0x100000 + 0x1000 * (uint64_t)k); /* made before: covered */
+    }
+    scen_convert(&s);
+    uint64_t main_waits = 0;
+    for (size_t k = 0; k < s.m.s[0].n; k++)
+        main_waits += s.m.s[0].ops[k].op == MT_WL_WAIT;
+    ck_assert_uint_eq(main_waits, MANY);
+    ck_assert_uint_eq(s.m.h.waits, 2 * MANY); /* and each thread's wait for its creation */
+    ck_assert_uint_eq(s.m.h.threads, MANY + 1);
+    replay_ok(&s.m, SCHED_RANDOM, 1, 1, NULL);
+    scen_end(&s);
+}
+END_TEST
+
 /* ---- (c) a block handed between threads by realloc ---------------------------------------------- */
 
 START_TEST(cross_thread_realloc)
@@ -1084,6 +1117,7 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("own_brk_and_madvise_become_ops", own_brk_and_madvise_become_ops));
     suite_add_tcase(s, tcase("uncounted_evidence_is_estimated", uncounted_evidence_is_estimated));
     suite_add_tcase(s, tcase("cross_thread_free", cross_thread_free));
+    suite_add_tcase(s, tcase("many_threads_waits", many_threads_waits));
     suite_add_tcase(s, tcase("cross_thread_realloc", cross_thread_realloc));
     suite_add_tcase(s, tcase("address_reuse_no_wait", address_reuse_no_wait));
     suite_add_tcase(s, tcase("freed_slot_taken_with_wait", freed_slot_taken_with_wait));
