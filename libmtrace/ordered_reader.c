@@ -498,11 +498,18 @@ static int ordered_open(mt_ordered_t **out, mt_trace_t *t, uint32_t ndec, int me
 
 int mt_ordered_open(mt_ordered_t **out, mt_trace_t *t, unsigned jobs, mt_error_t *err)
 {
-    return ordered_open(out, t, jobs > 2 ? jobs - 2 : 0, 1, err);
+    const int few = mt_trace_thread_count(t) <= MT_ORDERED_DECODED_THREADS_MAX;
+    return ordered_open(out, t, jobs > 2 && few ? jobs - 2 : 0, 1, err);
 }
 
 int mt_ordered_open_threads(mt_ordered_t **out, mt_trace_t *t, unsigned decoders, mt_error_t *err)
 {
+    if (mt_trace_thread_count(t) > MT_ORDERED_DECODED_THREADS_MAX) {
+        *out = NULL;
+        snprintf(err->msg, sizeof err->msg, "%s: %zu threads: more than decoders keep batches for",
+                 mt_trace_path(t), mt_trace_thread_count(t));
+        return -E2BIG;
+    }
     return ordered_open(out, t, decoders ? decoders : 1, 0, err);
 }
 

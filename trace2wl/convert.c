@@ -1028,7 +1028,9 @@ static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error
         if (c->rate <= 0)
             c->rate = 1e9; /* nothing tells: times in the workload are then in ticks */
     }
-    int rc = jobs > 1 && c->n ? mt_ordered_open_threads(&c->dec, c->trace, jobs - 1, err) : 0;
+    int rc = jobs > 1 && c->n && c->n <= MT_ORDERED_DECODED_THREADS_MAX
+                 ? mt_ordered_open_threads(&c->dec, c->trace, jobs - 1, err)
+                 : 0; /* past that many threads: the caller decodes, a chunk buffer per thread */
     if (rc < 0)
         return rc;
     for (uint32_t i = 0; i < c->n; i++) {

@@ -22,6 +22,11 @@ extern "C" {
 
 typedef struct mt_ordered mt_ordered_t;
 
+/* Decoders hold 128 KiB of decoded records per trace thread: past this many threads (a program that
+ * made thousands of short ones) the merger decodes the threads itself, holding a chunk buffer per
+ * thread as a serial reader does, and mt_ordered_open_threads refuses (-E2BIG). */
+#define MT_ORDERED_DECODED_THREADS_MAX 1024u
+
 /* Starts reading t with `jobs` threads in all (2 or more, the caller's included). t must stay open
  * and no other cursor of it may load chunks in the meantime. 0, or -ENOMEM / -EAGAIN with the
  * message in err. */
