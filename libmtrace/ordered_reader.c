@@ -506,8 +506,8 @@ int mt_ordered_open_threads(mt_ordered_t **out, mt_trace_t *t, unsigned decoders
 {
     if (mt_trace_thread_count(t) > MT_ORDERED_DECODED_THREADS_MAX) {
         *out = NULL;
-        snprintf(err->msg, sizeof err->msg, "%s: %zu threads: more than decoders keep batches for",
-                 mt_trace_path(t), mt_trace_thread_count(t));
+        snprintf(err->msg, sizeof err->msg, "%s: %zu threads: more than decoders keep batches for", mt_trace_path(t),
+                 mt_trace_thread_count(t));
         return -E2BIG;
     }
     return ordered_open(out, t, decoders ? decoders : 1, 0, err);
