@@ -56,7 +56,7 @@ typedef struct pass {
     mt_record_t rec;   /* the record pass_next hands out (jobs 1) */
     int damage;        /* jobs 1: the damage met after the record handed out, handed out next */
     mt_error_t damage_err;
-    uint8_t *payload;  /* a copy of the latest event's payload (see pass_next_serial) */
+    uint8_t *payload; /* a copy of the latest event's payload (see pass_next_serial) */
     size_t cap_payload;
 } pass_t;
 
