@@ -123,7 +123,7 @@ oom:
 /* pass_next with the caller's thread alone: the threads' cursors merged here. */
 static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, mt_error_t *err)
 {
-    if (p->damage) { /* met reading past the record handed out last */
+    if (p->damage < 0) { /* met reading past the record handed out last */
         *err = p->damage_err;
         return p->damage;
     }
