@@ -446,7 +446,7 @@ int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
             return mt_errorf(err, rc, t->path, ref->offset, "read failed: %s", strerror(-rc));
         have = got;
         c->base_offset = ref->offset;
-        c->unread = got == want ? ref->stored - want : 0; /* a file cut short: nothing more to read */
+        c->unread = !sealed && got == want ? ref->stored - want : 0; /* cut short: nothing more to read */
         c->complete = got == MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE;
     }
     c->chunk = chunk;
