@@ -583,23 +583,20 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
 }
 
 /* The JSON result into f. */
-static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
+/* The result's first keys: what ran (allocator, workload, settings, pacing, touch policy). */
+static void json_run(mt_json_t *j, const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
 {
-    const mt_wl_header_t *h = mt_wl_header(s->wl);
-    mt_json_t j;
-    mt_json_init(&j, f);
-    mt_json_begin_object(&j);
-    mt_json_kv_cstr(&j, "kind", "replay");
-    mt_json_kv_cstr(&j, "allocator", r->allocator);
-    mt_json_kv_cstr(&j, "workload", o->path);
-    mt_json_key(&j, "settings");
-    mt_json_begin_array(&j);
+    mt_json_kv_cstr(j, "kind", "replay");
+    mt_json_kv_cstr(j, "allocator", r->allocator);
+    mt_json_kv_cstr(j, "workload", o->path);
+    mt_json_key(j, "settings");
+    mt_json_begin_array(j);
     for (int i = 0; i < o->nopts; i++)
-        mt_json_str(&j, o->opt_text[i], strlen(o->opt_text[i]));
-    mt_json_end_array(&j);
+        mt_json_str(j, o->opt_text[i], strlen(o->opt_text[i]));
+    mt_json_end_array(j);
     const char *tun = getenv("GLIBC_TUNABLES");
     if (tun)
-        mt_json_kv_cstr(&j, "glibc_tunables", tun);
+        mt_json_kv_cstr(j, "glibc_tunables", tun);
     if (o->series_path) {
         /* absolute, so the result can be read from anywhere (it is written after this JSON) */
         char abs[PATH_MAX];
@@ -607,104 +604,138 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
             strlen(abs) + strlen(o->series_path) + 2 < sizeof abs) {
             strcat(abs, "/");
             strcat(abs, o->series_path);
-            mt_json_kv_cstr(&j, "rss_series", abs);
+            mt_json_kv_cstr(j, "rss_series", abs);
         } else {
-            mt_json_kv_cstr(&j, "rss_series", o->series_path);
+            mt_json_kv_cstr(j, "rss_series", o->series_path);
         }
     }
-    mt_json_kv_cstr(&j, "timing", s->timing == TIMING_ASAP ? "asap" : "recorded");
-    mt_json_kv_cstr(&j, "timing_chosen", o->timing_asked ? "asked" : "default");
-    mt_json_kv_cstr(&j, "touch", touch_name(s->touch));
-    mt_json_kv_u64(&j, "touched_in_part", r->touched_in_part);
-    mt_json_kv_u64(&j, "program_maps", r->maps);
-    mt_json_kv_u64(&j, "program_maps_failed", r->map_failed);
-    mt_json_kv_u64(&j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
-    mt_json_kv_u64(&j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
-    mt_json_kv_u64(&j, "program_advises", h->program_advises);
-    mt_json_kv_u64(&j, "program_peak_resident_kb", r->share.maps_peak_kb);
-    mt_json_kv_u64(&j, "rss_less_program_peak_kb", r->share.heap_kb);
-    mt_json_kv_u64(&j, "threads", s->nthreads);
-    mt_json_kv_u64(&j, "wall_us", r->wall_ns / 1000);
-    mt_json_kv_u64(&j, "cpu_us", r->cpu_us);
-    mt_json_kv_u64(&j, "thread_us", r->thread_cpu_ns / 1000); /* CPU time of the replay threads */
-    mt_json_kv_u64(&j, "cycles", r->cycles);
-    mt_json_kv_u64(&j, "max_rss_kb", r->max_rss_kb);
-    mt_json_kv_u64(&j, "start_rss_kb", r->start_rss_kb);
-    mt_json_kv_u64(&j, "max_vm_kb", s->peak_vm_kb);
-    mt_json_kv_u64(&j, "ideal_rss_kb", r->ideal_kb);
-    mt_json_kv_u64(&j, "ideal_pages_kb", r->ideal_pages_kb);
-    mt_json_kv_u64(&j, "allocator_us", (uint64_t)(r->costs.alloc_ns / 1000));
-    mt_json_kv_double(&j, "allocator_ns_per_call", r->costs.calls ? r->costs.alloc_ns / (double)r->costs.calls : 0);
-    mt_json_kv_u64(&j, "block_writes_us", (uint64_t)(r->costs.write_ns / 1000));
-    mt_json_kv_double(&j, "replay_overhead_ns_per_op", r->costs.own_ns_per_op);
-    mt_json_kv_u64(&j, "blocked_switches", s->totals->blocked_switches);
-    mt_json_kv_cstr(&j, "replay_overhead_rule",
+    mt_json_kv_cstr(j, "timing", s->timing == TIMING_ASAP ? "asap" : "recorded");
+    mt_json_kv_cstr(j, "timing_chosen", o->timing_asked ? "asked" : "default");
+    mt_json_kv_cstr(j, "touch", touch_name(s->touch));
+}
+
+/* The program's own mappings, as replayed. */
+static void json_program_memory(mt_json_t *j, const sim_t *s, const sim_results_t *r)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    mt_json_kv_u64(j, "touched_in_part", r->touched_in_part);
+    mt_json_kv_u64(j, "program_maps", r->maps);
+    mt_json_kv_u64(j, "program_maps_failed", r->map_failed);
+    mt_json_kv_u64(j, "program_peak_mapped_kb", h->program_peak_bytes / 1024);
+    mt_json_kv_u64(j, "program_brk_peak_kb", h->program_brk_peak_bytes / 1024);
+    mt_json_kv_u64(j, "program_advises", h->program_advises);
+    mt_json_kv_u64(j, "program_peak_resident_kb", r->share.maps_peak_kb);
+    mt_json_kv_u64(j, "rss_less_program_peak_kb", r->share.heap_kb);
+}
+
+/* Threads, times, the replay's RSS and what the replay's own work cost. */
+static void json_time_and_rss(mt_json_t *j, const sim_t *s, const sim_results_t *r)
+{
+    mt_json_kv_u64(j, "threads", s->nthreads);
+    mt_json_kv_u64(j, "wall_us", r->wall_ns / 1000);
+    mt_json_kv_u64(j, "cpu_us", r->cpu_us);
+    mt_json_kv_u64(j, "thread_us", r->thread_cpu_ns / 1000); /* CPU time of the replay threads */
+    mt_json_kv_u64(j, "cycles", r->cycles);
+    mt_json_kv_u64(j, "max_rss_kb", r->max_rss_kb);
+    mt_json_kv_u64(j, "start_rss_kb", r->start_rss_kb);
+    mt_json_kv_u64(j, "max_vm_kb", s->peak_vm_kb);
+    mt_json_kv_u64(j, "ideal_rss_kb", r->ideal_kb);
+    mt_json_kv_u64(j, "ideal_pages_kb", r->ideal_pages_kb);
+    mt_json_kv_u64(j, "allocator_us", (uint64_t)(r->costs.alloc_ns / 1000));
+    mt_json_kv_double(j, "allocator_ns_per_call", r->costs.calls ? r->costs.alloc_ns / (double)r->costs.calls : 0);
+    mt_json_kv_u64(j, "block_writes_us", (uint64_t)(r->costs.write_ns / 1000));
+    mt_json_kv_double(j, "replay_overhead_ns_per_op", r->costs.own_ns_per_op);
+    mt_json_kv_u64(j, "blocked_switches", s->totals->blocked_switches);
+    mt_json_kv_cstr(j, "replay_overhead_rule",
                     "the replay threads' time less allocator_us (every timed call) and "
                     "block_writes_us (writing the blocks the calls returned), per op of "
                     "the workload: the replay's own work; their time is the lower of "
                     "their clock time from start to end less their waits and pacing "
                     "(too high when descheduled) and their CPU time less their pacing "
                     "(too high when spinning in waits)");
-    mt_json_kv_double(&j, "fragmentation",
+}
+
+/* The prediction of the program's peak RSS on this allocator, and what it is made of. */
+static void json_prediction(mt_json_t *j, const sim_t *s, const sim_results_t *r)
+{
+    const mt_wl_header_t *h = mt_wl_header(s->wl);
+    mt_json_kv_double(j, "fragmentation",
                       r->ideal_pages_kb ? (double)(r->max_rss_kb - r->start_rss_kb) / (double)r->ideal_pages_kb : 0);
-    mt_json_kv_u64(&j, "source_peak_rss_kb", h->source_peak_rss_kb);
-    mt_json_kv_u64(&j, "source_peak_anon_kb", h->source_peak_anon_kb);
-    mt_json_kv_u64(&j, "max_anon_rss_kb", s->peak_anon_kb);
-    mt_json_kv_u64(&j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
-    mt_json_kv_cstr(&j, "predicted_peak_rule",
+    mt_json_kv_u64(j, "source_peak_rss_kb", h->source_peak_rss_kb);
+    mt_json_kv_u64(j, "source_peak_anon_kb", h->source_peak_anon_kb);
+    mt_json_kv_u64(j, "max_anon_rss_kb", s->peak_anon_kb);
+    mt_json_kv_u64(j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
+    mt_json_kv_cstr(j, "predicted_peak_rule",
                     "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
                     "source_peak_anon_kb (the traced program's file-backed pages), plus "
                     "allocator_file_kb (the file pages of the libraries the allocator brings); "
                     "where the trace has it, source_start_anon_kb (the program's anonymous pages at "
                     "its start: relocated data, static variables, stack) in place of "
                     "own_static_kb (the replay's own); 0 when the trace has no RSS samples");
-    mt_json_kv_u64(&j, "allocator_file_kb", r->allocator_file_kb);
-    mt_json_kv_u64(&j, "source_start_anon_kb", h->source_start_anon_kb);
-    mt_json_kv_u64(&j, "own_static_kb", r->own_static_kb);
-    mt_json_kv_u64(&j, "bookkeeping_kb", r->bookkeeping_kb);
-    mt_json_kv_u64(&j, "far_slots", r->far_slots);
-    mt_json_key(&j, "emulated");
-    mt_json_begin_array(&j);
+    mt_json_kv_u64(j, "allocator_file_kb", r->allocator_file_kb);
+    mt_json_kv_u64(j, "source_start_anon_kb", h->source_start_anon_kb);
+    mt_json_kv_u64(j, "own_static_kb", r->own_static_kb);
+    mt_json_kv_u64(j, "bookkeeping_kb", r->bookkeeping_kb);
+    mt_json_kv_u64(j, "far_slots", r->far_slots);
+}
+
+/* Per op: calls, emulations, syncs, and the distribution of call times. */
+static void json_calls(mt_json_t *j, const sim_results_t *r)
+{
+    mt_json_key(j, "emulated");
+    mt_json_begin_array(j);
     for (unsigned op = 1; op < SIM_OPS; op++)
         if (r->emulated >> op & 1)
-            mt_json_str(&j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
-    mt_json_end_array(&j);
-    mt_json_kv_u64(&j, "syncs", r->waits);
-    mt_json_kv_u64(&j, "sync_sleeps", r->sleeps);
-    mt_json_kv_double(&j, "avg_sync_wait_cycles", r->waits ? (double)r->wait_cycles / (double)r->waits : 0);
-    mt_json_key(&j, "calls");
-    mt_json_begin_object(&j);
+            mt_json_str(j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
+    mt_json_end_array(j);
+    mt_json_kv_u64(j, "syncs", r->waits);
+    mt_json_kv_u64(j, "sync_sleeps", r->sleeps);
+    mt_json_kv_double(j, "avg_sync_wait_cycles", r->waits ? (double)r->wait_cycles / (double)r->waits : 0);
+    mt_json_key(j, "calls");
+    mt_json_begin_object(j);
     for (unsigned op = 1; op < SIM_OPS; op++)
-        mt_json_kv_u64(&j, mt_wl_op_name(op), r->total[op].calls);
-    mt_json_end_object(&j);
-    mt_json_kv_cstr(&j, "avg_rule",
+        mt_json_kv_u64(j, mt_wl_op_name(op), r->total[op].calls);
+    mt_json_end_object(j);
+    mt_json_kv_cstr(j, "avg_rule",
                     "avg_cycles leaves out descheduled_calls: calls timed at descheduled_cycles or "
                     "more, of ops whose p50_cycles is at most descheduled_median_max; avg_cycles_all "
                     "counts every call");
-    mt_json_kv_u64(&j, "descheduled_cycles", SIM_DESCHED_CYCLES);
-    mt_json_kv_u64(&j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
+    mt_json_kv_u64(j, "descheduled_cycles", SIM_DESCHED_CYCLES);
+    mt_json_kv_u64(j, "descheduled_median_max", SIM_DESCHED_MEDIAN_MAX);
     static const char *const keys[] = { "avg_cycles", "p50_cycles",        "p99_cycles",    "max_cycles",
                                         "failed",     "descheduled_calls", "avg_cycles_all" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        mt_json_key(&j, keys[k]);
-        mt_json_begin_object(&j);
+        mt_json_key(j, keys[k]);
+        mt_json_begin_object(j);
         for (unsigned op = 1; op < SIM_OPS; op++) {
             const sim_opstat_t *st = &r->total[op];
             if (k == 0 || k == 6)
-                mt_json_kv_double(&j, mt_wl_op_name(op), avg_cycles(st, k == 6));
+                mt_json_kv_double(j, mt_wl_op_name(op), avg_cycles(st, k == 6));
             else if (k == 1)
-                mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.50));
+                mt_json_kv_u64(j, mt_wl_op_name(op), percentile(st, 0.50));
             else if (k == 2)
-                mt_json_kv_u64(&j, mt_wl_op_name(op), percentile(st, 0.99));
+                mt_json_kv_u64(j, mt_wl_op_name(op), percentile(st, 0.99));
             else if (k == 3)
-                mt_json_kv_u64(&j, mt_wl_op_name(op), st->max);
+                mt_json_kv_u64(j, mt_wl_op_name(op), st->max);
             else if (k == 4)
-                mt_json_kv_u64(&j, mt_wl_op_name(op), st->failed);
+                mt_json_kv_u64(j, mt_wl_op_name(op), st->failed);
             else
-                mt_json_kv_u64(&j, mt_wl_op_name(op), descheduled_calls(st));
+                mt_json_kv_u64(j, mt_wl_op_name(op), descheduled_calls(st));
         }
-        mt_json_end_object(&j);
+        mt_json_end_object(j);
     }
+}
+
+static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const sim_results_t *r)
+{
+    mt_json_t j;
+    mt_json_init(&j, f);
+    mt_json_begin_object(&j);
+    json_run(&j, s, o, r);
+    json_program_memory(&j, s, r);
+    json_time_and_rss(&j, s, r);
+    json_prediction(&j, s, r);
+    json_calls(&j, r);
     mt_json_end_object(&j);
     mt_json_finish(&j);
 }
