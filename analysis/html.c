@@ -263,8 +263,11 @@ static void html_summary(FILE *f, const mt_report_t *r)
     fprintf(f,
             "</code></td></tr><tr><td>threads</td><td>%u</td></tr><tr><td>duration</td><td>%.3f s%s</td></tr>"
             "<tr><td>peak live</td><td>%s in %" PRIu64 " blocks at %.3f s</td></tr>",
-            r->threads, r->duration_s, r->complete ? "" : " (the trace did not finish)", a, r->peak_live_blocks,
-            r->peak_time_s);
+            r->threads, r->duration_s,
+            r->complete        ? ""
+            : r->ended_at_exec ? " (the trace ended at an exec)"
+                               : " (the trace did not finish)",
+            a, r->peak_live_blocks, r->peak_time_s);
     human(a, sizeof a, (double)r->leaked_bytes);
     human(b, sizeof b, (double)r->temporary_bytes);
     fprintf(f,

@@ -661,6 +661,7 @@ typedef struct build {
     pass_t p;
     trace_clock_t clk;
     uint64_t peak_step, first_time, last_time;
+    unsigned last_op; /* of the latest record */
     size_t series_cap;
     call_points_t cpoints;
     uint64_t page_kb;
@@ -824,6 +825,7 @@ static int first_pass(build_t *bs, mt_trace_t *t, mt_error_t *err)
     const mt_record_t *r;
     int rc;
     while ((rc = pass_next(&bs->p, &ti, &r, err)) > 0) {
+        bs->last_op = r->op;
         if (r->op == MT_EV_RSS && r->nargs >= 2) {
             mt_trace_note_rss(t, r);
             clock_update(&bs->clk, t);
@@ -956,6 +958,10 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     }
     count_leaks(&bs);
     pass_fini(&bs.p);
+    rep->ended_at_exec = mt_trace_ended_at_exec(h, bs.last_op);
+    char next[4096];
+    if (rep->ended_at_exec && mt_trace_continuation(path, h, next, sizeof next))
+        rep->continued_in = strdup(next); /* out of memory: the report does not name it */
     if (rep->has_stacks && bs.peak_step && (rc = peak_shares(&bs, t, jobs, err)) < 0) {
         mt_trace_close(t);
         return rc;
@@ -987,6 +993,7 @@ void mt_report_free(mt_report_t *rep)
         mt_suppressions_free(&pv->supp);
         free(pv);
     }
+    free(rep->continued_in);
     free(rep->thread);
     free(rep->series);
     free(rep->callsites);

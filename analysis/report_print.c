@@ -180,6 +180,9 @@ static void print_json(const mt_report_t *r, FILE *f, unsigned top)
     mt_json_kv_u64(&j, "threads", r->threads);
     mt_json_kv_double(&j, "duration_s", r->duration_s);
     mt_json_kv_bool(&j, "complete", r->complete);
+    mt_json_kv_bool(&j, "ended_at_exec", r->ended_at_exec);
+    if (r->continued_in)
+        mt_json_kv_cstr(&j, "continued_in", r->continued_in);
     mt_json_kv_bool(&j, "truncated", r->truncated);
     mt_report_json_calls(&j, r->calls, r->bytes, r->failures);
     mt_json_kv_u64(&j, "allocations", r->allocations);
@@ -291,9 +294,17 @@ static void print_text_summary(const mt_report_t *r, FILE *f)
     fputs("\ncommand: ", f);
     mt_put_safe(f, r->command, strlen(r->command));
     fputc('\n', f);
-    fprintf(f, "%u thread%s, %.3f s of calls%s%s\n\n", r->threads, r->threads == 1 ? "" : "s", r->duration_s,
-            r->complete ? "" : " (the trace did not finish: the process was killed or crashed)",
-            r->truncated ? " (truncated)" : "");
+    fprintf(f, "%u thread%s, %.3f s of calls", r->threads, r->threads == 1 ? "" : "s", r->duration_s);
+    if (r->ended_at_exec && r->continued_in) {
+        fputs(" (the trace ended at an exec: the program went on in ", f);
+        mt_put_safe(f, r->continued_in, strlen(r->continued_in));
+        fputc(')', f);
+    } else if (r->ended_at_exec) {
+        fputs(" (the trace ended at an exec: no trace of what followed was found beside it)", f);
+    } else if (!r->complete) {
+        fputs(" (the trace did not finish: the process was killed or crashed)", f);
+    }
+    fputs(r->truncated ? " (truncated)\n\n" : "\n\n", f);
     mt_report_calls_table(f, r->calls, r->bytes, r->failures);
     fputc('\n', f);
     fprintf(f, "peak live      %s in %" PRIu64 " blocks at %.3f s\n", human(a, sizeof a, (double)r->peak_live_bytes),

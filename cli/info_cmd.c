@@ -252,6 +252,7 @@ typedef struct info_facts {
     int truncated, complete, ended_at_exec, whole;
     const char *bound; /* the object whose malloc went past the recorder, if any */
     size_t bound_len;
+    const char *next; /* ended at an exec: the trace the program went on in, if found */
 } info_facts_t;
 
 static void info_json(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts_t *x)
@@ -280,6 +281,8 @@ static void info_json(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
     mt_json_kv_bool(&j, "complete", x->complete && x->whole);
     mt_json_kv_bool(&j, "file_truncated", !x->whole);
     mt_json_kv_bool(&j, "ended_at_exec", x->ended_at_exec);
+    if (x->next)
+        mt_json_kv_cstr(&j, "continued_in", x->next);
     mt_json_kv_bool(&j, "truncated", x->truncated);
     mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
     if (x->bound)
@@ -328,12 +331,16 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
     if (s->calls)
         printf("size          %.2f bytes per call\n", (double)x->size / (double)s->calls);
     printf("time span     %.6f s\n", x->span);
-    printf("state         %s%s%s\n",
-           !x->whole          ? "truncated file (cut short after it was written: the counts are of the records present)"
-           : x->complete      ? "complete"
-           : x->ended_at_exec ? "ended at an exec (the program image was replaced; nothing follows the exec)"
-                              : "not finished (the process was killed or crashed)",
-           x->truncated ? ", truncated: " : "", x->truncated ? strerror(h->truncated_errno) : "");
+    printf("state         %s%s%s%s\n",
+           !x->whole     ? "truncated file (cut short after it was written: the counts are of the records present)"
+           : x->complete ? "complete"
+           : x->ended_at_exec
+               ? (x->next ? "ended at an exec: the program went on in "
+                          : "ended at an exec (the program image was replaced; no trace of what followed was found "
+                            "beside this file)")
+               : "not finished (the process was killed or crashed)",
+           x->whole && !x->complete && x->ended_at_exec && x->next ? x->next : "", x->truncated ? ", truncated: " : "",
+           x->truncated ? strerror(h->truncated_errno) : "");
     if (h->lost_calls)
         printf("lost calls    %" PRIu64 "\n", h->lost_calls);
     if (h->flags & MT_HDR_BYPASSED) {
@@ -399,10 +406,7 @@ int cmd_info(int argc, char **argv)
     const double span = rate > 0 ? (double)(s.last_time - s.first_time) / rate : 0;
     const int truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     const int complete = (h->flags & MT_HDR_COMPLETE) != 0;
-    /* An exec that succeeds replaces the image before tracing can finish (the header is written
-     * just before the exec, without MT_HDR_COMPLETE, since the exec may fail): such a trace is not
-     * complete, yet nothing was lost. Its latest record is the EXEC event. */
-    const int ended_at_exec = !complete && s.last_op == MT_EV_EXEC;
+    const int ended_at_exec = mt_trace_ended_at_exec(h, s.last_op);
     const uint64_t size = mt_trace_file_size(t);
     /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
     mt_error_t cut;
@@ -410,6 +414,8 @@ int cmd_info(int argc, char **argv)
     /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
     size_t bound_len = 0;
     const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
+    char next[4096];
+    const int has_next = ended_at_exec && mt_trace_continuation(path, h, next, sizeof next);
     const info_facts_t facts = { .path = path,
                                  .size = size,
                                  .rate = rate,
@@ -419,7 +425,8 @@ int cmd_info(int argc, char **argv)
                                  .ended_at_exec = ended_at_exec,
                                  .whole = whole,
                                  .bound = bound,
-                                 .bound_len = bound_len };
+                                 .bound_len = bound_len,
+                                 .next = has_next ? next : NULL };
     if (json)
         info_json(t, &s, &facts);
     else

@@ -350,6 +350,61 @@ int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
                          (unsigned long long)t->size, MT_CHUNK_SIZE);
     return 0;
 }
+/* The header of the trace at `path`, read alone (no index of its chunks). 0, or -1. */
+static int read_header_only(const char *path, mt_file_header_t *h)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    const ssize_t got = pread(fd, h, sizeof *h, 0);
+    close(fd);
+    return got == (ssize_t)sizeof *h && memcmp(h->magic, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN) == 0 ? 0 : -1;
+}
+
+/* How long `name` is without a ".PID" or ".PID.N" suffix that the recorder appends (N < 100). */
+static size_t strip_pid_suffix(const char *name, uint32_t pid)
+{
+    char tail[40];
+    const size_t n = strlen(name);
+    for (int k = 0; k < 100; k++) {
+        const int len = k ? snprintf(tail, sizeof tail, ".%u.%d", pid, k) : snprintf(tail, sizeof tail, ".%u", pid);
+        if ((size_t)len < n && !strcmp(name + n - (size_t)len, tail))
+            return n - (size_t)len;
+    }
+    return n;
+}
+
+int mt_trace_continuation(const char *path, const mt_file_header_t *h, char *out, size_t cap)
+{
+    struct stat self;
+    if (stat(path, &self) < 0)
+        return 0;
+    const char *slash = strrchr(path, '/');
+    const size_t base_len = (size_t)(slash ? slash + 1 - path : 0) + strip_pid_suffix(slash ? slash + 1 : path, h->pid);
+    char cand[4096];
+    uint64_t best = UINT64_MAX;
+    int found = 0;
+    /* The recorder takes the names in this order, so the first missing one ends the list. */
+    for (int k = 0; k < 100; k++) {
+        const int len = k ? snprintf(cand, sizeof cand, "%.*s.%u.%d", (int)base_len, path, h->pid, k)
+                          : snprintf(cand, sizeof cand, "%.*s.%u", (int)base_len, path, h->pid);
+        struct stat st;
+        if (len < 0 || (size_t)len >= sizeof cand || lstat(cand, &st) < 0)
+            break;
+        mt_file_header_t c;
+        if ((st.st_dev == self.st_dev && st.st_ino == self.st_ino) || !S_ISREG(st.st_mode) ||
+            read_header_only(cand, &c) < 0 || c.pid != h->pid || c.start_mono_ns < h->start_mono_ns ||
+            c.start_mono_ns >= best)
+            continue;
+        if ((size_t)len >= cap)
+            continue;
+        best = c.start_mono_ns;
+        memcpy(out, cand, (size_t)len + 1);
+        found = 1;
+    }
+    return found;
+}
+
 const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i)
 {
     return i < t->nchunks ? &t->chunks[i] : NULL;

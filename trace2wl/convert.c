@@ -150,7 +150,9 @@ typedef struct conv {
     mt_vmap_t vmap;      /* the program's own mappings */
     mt_vmap_cut_t *cuts; /* scratch for mt_vmap_cut */
     size_t ncuts, cap_cuts;
-    int touch_failed; /* out of memory deciding a block's entry */
+    int touch_failed;     /* out of memory deciding a block's entry */
+    uint64_t latest_time; /* of the records read */
+    unsigned latest_op;   /* the op of the latest record: did the trace end at an exec? */
     mt_convert_stats_t *st;
     mt_error_t *err;
 } conv_t;
@@ -209,6 +211,10 @@ HOT int advance(conv_t *c, uint32_t i)
         t->ns[k] = to_ns(c, r->time); /* the rate is known before the first record is read */
         t->ring_n++;
         c->st->records++;
+        if (r->time >= c->latest_time) {
+            c->latest_time = r->time;
+            c->latest_op = r->op;
+        }
         if (r->op <= MT_OP_LAST_CALL)
             c->st->calls++;
     }
@@ -1254,6 +1260,10 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         (rc = conv_open_output(&c, trace_path, wl_path, &hdr, err)) == 0 &&
         (rc = conv_merge(&c, wl_path, opts, &last_time, err)) == 0)
         rc = conv_close_output(&c, wl_path, &hdr, last_time, err);
+    st->ended_at_exec = mt_trace_ended_at_exec(mt_trace_header(c.trace), c.latest_op);
+    if (rc == 0 && st->ended_at_exec &&
+        !mt_trace_continuation(trace_path, mt_trace_header(c.trace), st->continued_in, sizeof st->continued_in))
+        st->continued_in[0] = 0;
     conv_free(&c);
     return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "cli_options.h"
 #include "convert_cli.h"
+#include "file_io.h"
 #include "mtrace/convert.h"
 
 /* The help of mtrace convert and trace2wl: one text, printed by both and made into mtrace-convert.1. */
@@ -41,7 +42,8 @@ const char mt_convert_help[] =
     "                       (the replay writes those)\n"
     "  program mappings     the program's own mmaps, the most MiB mapped at once and the share of\n"
     "                       their pages written\n"
-    "Progress goes to stderr, and only when it is a terminal.\n"
+    "Progress goes to stderr, and only when it is a terminal. A trace that ended at an exec gives the\n"
+    "program up to the exec: a note on stderr (with --quiet too) names the trace it went on in.\n"
     "\n"
     "Exit status:\n"
     "  0  success\n"
@@ -132,6 +134,17 @@ int mt_convert_main(const char *prog, int argc, char **argv)
                    (double)st.program_brk_peak_bytes / 1048576.0);
         if (st.program_advises)
             printf("  program's madvise   %" PRIu64 " ops dropping pages of its own mappings\n", st.program_advises);
+    }
+    /* The workload is the program up to its exec only: say so even with --quiet, where it goes on. */
+    if (st.ended_at_exec) {
+        fprintf(stderr, "%s: note: %s ended at an exec: the workload is the program up to it; ", prog, in);
+        if (st.continued_in[0]) {
+            fputs("the program went on in ", stderr);
+            mt_put_safe(stderr, st.continued_in, strlen(st.continued_in));
+            fputs(" (convert that for the rest)\n", stderr);
+        } else {
+            fputs("no trace of what followed was found beside it\n", stderr);
+        }
     }
     return 0;
 }

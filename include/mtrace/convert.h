@@ -44,6 +44,10 @@ typedef struct mt_convert_stats {
     /* of those, the most the program's brk/sbrk held at once (bytes); its madvise calls that drop
      * pages of its mappings, as ops */
     uint64_t program_brk_peak_bytes, program_advises;
+    /* the trace ended at an exec (mt_trace_ended_at_exec): the workload is the program up to it, and
+     * continued_in names the trace of what followed ("" if it was not found beside this one) */
+    int ended_at_exec;
+    char continued_in[4096];
 } mt_convert_stats_t;
 
 int mt_convert(const char *trace, const char *workload, const mt_convert_opts_t *opts, mt_convert_stats_t *stats,

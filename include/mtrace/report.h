@@ -67,6 +67,8 @@ typedef struct mt_report {
     mt_leaks_t leaks;     /* with stacks: the leaks by stack (mtrace/leaks.h) */
     int has_stacks;
     int truncated, complete;
+    int ended_at_exec;  /* not complete: the process went on in another image (mt_trace_ended_at_exec) */
+    char *continued_in; /* ended at an exec: the trace of what followed, if found beside this one */
     /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
     struct mt_report_own {
         uint64_t maps, brk_maps;        /* mappings made; of them, pages added to the break */

@@ -85,6 +85,21 @@ const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_
  * packed trace holds packed_frames frames. A killed process's trace is unfinished, not truncated. */
 int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err);
 
+/* The trace file in which the same process went on after an exec ended this trace (`h` is its
+ * header, `path` its file). The recorder names the file of an image whose first choice of name is
+ * taken by appending ".PID", then ".PID.1", ".PID.2" ... (libmtrace/shim_file.c, create_file): of the
+ * files of those names beside `path`, the one with this trace's pid that began first after it.
+ * 1 with its path in `out`, 0 if there is none (moved, removed, or never written). */
+int mt_trace_continuation(const char *path, const mt_file_header_t *h, char *out, size_t cap);
+
+/* Whether a trace ended at an exec, given its latest record's op: an exec that succeeds replaces the
+ * image before tracing can finish (the header is written just before it, without MT_HDR_COMPLETE,
+ * since the exec may fail), so the trace is not complete, yet nothing was lost. */
+static inline int mt_trace_ended_at_exec(const mt_file_header_t *h, unsigned last_op)
+{
+    return !(h->flags & MT_HDR_COMPLETE) && last_op == MT_EV_EXEC;
+}
+
 size_t mt_trace_chunk_count(const mt_trace_t *t);
 const mt_chunk_ref_t *mt_trace_chunk(const mt_trace_t *t, size_t i);
 
