@@ -227,7 +227,7 @@ static int block_take(exporter_t *x, uint64_t addr, xblock_t *out)
  * field is no request). */
 static uint64_t bytes_requested(const mt_record_t *r)
 {
-    if (r->op == MT_OP_FREE || r->op == MT_OP_USABLE_SIZE || r->op == MT_OP_MALLOPT)
+    if (!mt_op_allocates(r->op))
         return 0;
     return mt_requested(r->op, r->count, r->size);
 }

@@ -69,6 +69,9 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
             case MT_WL_MALLOPT:
                 printf(" param=%" PRId64 " value=%" PRId64, r.a, r.b);
                 break;
+            case MT_WL_MALLOC_TRIM:
+                printf(" pad=%" PRIu64, r.size);
+                break;
             case MT_WL_WAIT:
                 printf(" thread=%u count=%" PRIu64,
                        r.thread < mt_wl_thread_count(w) ? mt_wl_thread(w, r.thread)->thread_no : r.thread, r.n);
@@ -87,7 +90,7 @@ static int scan_workload(const mt_wl_t *w, wl_stats_t *s, int dump, mt_error_t *
             default:
                 printf(" #%" PRIu64, r.slot);
             }
-            if (r.op <= MT_WL_MALLOPT && r.op != MT_WL_FREE && r.op != MT_WL_USABLE_SIZE && r.op != MT_WL_MALLOPT) {
+            if (mt_op_allocates(r.op)) { /* the workload's call ops are the trace's */
                 if (r.align)
                     printf(" align=%" PRIu64, r.align);
                 if (r.op == MT_WL_CALLOC || r.op == MT_WL_REALLOCARRAY)
@@ -145,7 +148,7 @@ static int info_workload(const char *path, int json)
         mt_json_kv_bool(&j, "source_truncated", (h->flags & MT_WLH_SRC_TRUNCATED) != 0);
         mt_json_key(&j, "calls");
         mt_json_begin_object(&j);
-        for (unsigned op = 1; op <= MT_WL_MALLOPT; op++)
+        for (unsigned op = 1; op <= MT_WL_LAST_CALL; op++)
             mt_json_kv_u64(&j, mt_wl_op_name(op), s.per_op[op]);
         mt_json_end_object(&j);
         mt_json_key(&j, "events");
@@ -173,7 +176,7 @@ static int info_workload(const char *path, int json)
                " forced\n",
                h->inversions, h->unknown_frees, h->double_frees, h->forced);
         printf("calls        ");
-        for (unsigned op = 1; op <= MT_WL_MALLOPT; op++)
+        for (unsigned op = 1; op <= MT_WL_LAST_CALL; op++)
             if (s.per_op[op])
                 printf(" %s %" PRIu64, mt_wl_op_name(op), s.per_op[op]);
         printf("\n");
@@ -456,6 +459,9 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
         break;
     case MT_OP_MALLOPT:
         printf(" param=%" PRId64 " value=%" PRId64 " = %" PRId64, r->arg[0], r->arg[1], r->arg[2]);
+        break;
+    case MT_OP_MALLOC_TRIM:
+        printf(" pad=%" PRIu64 " = %" PRId64, (uint64_t)r->arg[0], r->arg[1]);
         break;
     case MT_OP_MALLOC:
     case MT_OP_VALLOC:

@@ -14,6 +14,7 @@ static const char *const op_names[MT_OP_MAX + 1] = {
     [MT_OP_PVALLOC] = "pvalloc",
     [MT_OP_USABLE_SIZE] = "malloc_usable_size",
     [MT_OP_MALLOPT] = "mallopt",
+    [MT_OP_MALLOC_TRIM] = "malloc_trim",
     [MT_EV_THREAD_START] = "thread_start",
     [MT_EV_THREAD_EXIT] = "thread_exit",
     [MT_EV_THREAD_CREATE] = "thread_create",

@@ -131,6 +131,7 @@ static const call_shape_t shapes[MT_OP_LAST_CALL + 1] = {
     [MT_OP_PVALLOC] = { 0, 1, { S_SIZE }, 1, 0 },
     [MT_OP_USABLE_SIZE] = { 1, 1, { S_MISC }, 0, 0 },
     [MT_OP_MALLOPT] = { 0, 3, { S_MISC, S_MISC, S_MISC }, 0, 0 },
+    [MT_OP_MALLOC_TRIM] = { 0, 2, { S_MISC, S_MISC }, 0, 0 },
 };
 
 /* The bytes a block-returning call asks for: count * size, or its last number (the size). */
@@ -286,7 +287,7 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
             pos += hl + len;
             continue;
         }
-        if (op == 0 || op > MT_OP_LAST_CALL) {
+        if (op == 0 || op > mt_last_call(m->version)) {
             *why = "expected a record's first byte in the ops stream, found an undefined opcode or an event "
                    "with flags";
             return -EINVAL;
@@ -609,7 +610,7 @@ static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
             p += len;
             continue;
         }
-        if (op == 0 || op > MT_OP_LAST_CALL)
+        if (op == 0 || op > mt_last_call(m->version))
             return -1;
         const call_shape_t *sh = &shapes[op];
         uint8_t ext = 0;

@@ -43,6 +43,7 @@ typedef struct mt_real_api {
     void *(*pvalloc)(size_t);
     size_t (*malloc_usable_size)(void *);
     int (*mallopt)(int, int);
+    int (*malloc_trim)(size_t);
     /* shim_vm.c: NULL until resolved (a raw system call stands in) */
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);

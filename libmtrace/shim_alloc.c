@@ -1,5 +1,5 @@
 /* The interposed allocation API of libmtrace.so: malloc, free, calloc, realloc, reallocarray, the
- * aligned family, malloc_usable_size and mallopt.
+ * aligned family, malloc_usable_size, mallopt and malloc_trim.
  *
  * Hot path of every call: one TLS load for the thread's state, one read of a global flag, the
  * timestamp, the real call, and the record written into the thread's own chunk (shim_record.h). No
@@ -224,5 +224,19 @@ MT_EXPORT int mallopt(int param, int value)
         return rc;
     mt_rec_plain_slow(MT_OP_MALLOPT, now, NULL, (uint64_t)(int64_t)param, (uint64_t)(int64_t)value,
                       (uint64_t)(int64_t)rc);
+    return rc;
+}
+
+/* Rare and slow (glibc walks every arena and gives free pages back): the general path. */
+MT_EXPORT int malloc_trim(size_t pad)
+{
+    mt_thread_t *t = &mt_self;
+    if (!mt_init() || !mt_g.real.malloc_trim)
+        return 0;
+    const uint64_t now = mt_now();
+    const int rc = mt_g.real.malloc_trim(pad);
+    if (pass_through(t))
+        return rc;
+    mt_rec_plain_slow(MT_OP_MALLOC_TRIM, now, NULL, pad, 0, (uint64_t)(int64_t)rc);
     return rc;
 }

@@ -63,7 +63,7 @@ void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg, uint64
     return r;
 }
 
-/* The general writer of a call that returns no block (free, malloc_usable_size, mallopt). */
+/* The general writer of a call that returns no block (free, malloc_usable_size, mallopt, malloc_trim). */
 void mt_rec_plain_slow(unsigned op, uint64_t now, const void *ptr, uint64_t n1, uint64_t n2, uint64_t result)
 {
     mt_thread_t *t = &mt_self;

@@ -75,6 +75,7 @@ void mt_resolve_real(void)
     r->reallocarray = NULL;
     r->malloc_usable_size = (size_t(*)(void *))resolve_same("malloc_usable_size", base);
     r->mallopt = (int (*)(int, int))dlsym(RTLD_NEXT, "mallopt");
+    r->malloc_trim = (int (*)(size_t))dlsym(RTLD_NEXT, "malloc_trim");
     if (!m || !r->free || !r->calloc || !r->realloc)
         abort(); /* no allocator to forward to: the program could not run without us either */
     if (!r->memalign)

@@ -621,7 +621,8 @@ static inline void clear_record(mt_record_t *r)
 
 static inline int is_opcode(unsigned op, unsigned version)
 {
-    return (op >= MT_OP_MALLOC && op <= MT_OP_LAST_CALL) || (op >= MT_FIRST_EVENT && op <= mt_last_event(version));
+    return (op >= MT_OP_MALLOC && op <= mt_last_call(version)) ||
+           (op >= MT_FIRST_EVENT && op <= mt_last_event(version));
 }
 
 /* The record at c->p, which is present and not the end marker. `unchecked`: at least
@@ -724,6 +725,15 @@ static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *rest
             r->nargs = 3;
             block = 0;
             break;
+        case MT_OP_MALLOC_TRIM: {
+            uint64_t pad;
+            GET_U(pad);
+            r->arg[0] = (int64_t)pad;
+            GET_S(r->arg[1]);
+            r->nargs = 2;
+            block = 0;
+            break;
+        }
         default:
             return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
         }

@@ -270,8 +270,8 @@ static int put(mt_writer_t *w, uint32_t thread, uint32_t tid, const pending_t *r
 int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_record_t *r)
 {
     const unsigned op = r->op;
-    if (op == MT_OP_NONE || op > MT_OP_LAST_CALL)
-        return set_error(w, -EINVAL, "opcode %u is not a call", op);
+    if (op == MT_OP_NONE || op > mt_last_call(w->version))
+        return set_error(w, -EINVAL, "opcode %u is not a call of trace format %u", op, w->version);
     pending_t p = { .b0 = op, .time = r->time, .stack = r->stack };
     if (r->flags & MT_FLAG_NULL)
         p.b0 |= MT_RF_NULL;
@@ -321,6 +321,11 @@ int mt_writer_call(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_recor
         p.n1 = (uint64_t)r->arg[0];
         p.n2 = (uint64_t)r->arg[1];
         p.result = (uint64_t)r->arg[2];
+        block = 0;
+        break;
+    case MT_OP_MALLOC_TRIM:
+        p.n1 = (uint64_t)r->arg[0];
+        p.result = (uint64_t)r->arg[1];
         block = 0;
         break;
     }

@@ -30,6 +30,7 @@ static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_PVALLOC] = "pvalloc",
     [MT_WL_USABLE_SIZE] = "malloc_usable_size",
     [MT_WL_MALLOPT] = "mallopt",
+    [MT_WL_MALLOC_TRIM] = "malloc_trim",
     [MT_WL_THREAD_START] = "thread_start",
     [MT_WL_THREAD_EXIT] = "thread_exit",
     [MT_WL_WAIT] = "wait",
@@ -156,6 +157,9 @@ static inline __attribute__((always_inline)) int decode_op(const uint8_t **pp, c
         r->a = mt_unzigzag(v);
         U(v);
         r->b = mt_unzigzag(v);
+        break;
+    case MT_WL_MALLOC_TRIM:
+        U(r->size);
         break;
     case MT_WL_WAIT:
         U(v);

@@ -15,7 +15,7 @@
 
 #define SIM_HIST_SUB 8u /* sub-buckets per power of two: about 9 % resolution */
 #define SIM_HIST_BUCKETS (64u * SIM_HIST_SUB)
-#define SIM_OPS (MT_WL_MALLOPT + 1)
+#define SIM_OPS (MT_WL_LAST_CALL + 1)
 /* A replay thread's buffer for a frame's ops, decompressed */
 
 /* How the replay writes a block it allocates. TOUCH_AUTO (the default) becomes TOUCH_EVIDENCE when

@@ -429,7 +429,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             thread_fail_at(s, t, &err);
             break;
         }
-        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_MALLOPT && r.time_ns >= pace_from) {
+        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_LAST_CALL && r.time_ns >= pace_from) {
             pace_from = r.time_ns + PACE_SLACK_NS;
             const uint64_t p0 = sim_cycles();
             pace(s, r.time_ns, &paced_cpu, &pace_sleeps);
@@ -538,6 +538,11 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_MALLOPT:
             c0 = sim_cycles();
             mallopt((int)r.a, (int)r.b);
+            account(t, r.op, sim_cycles() - c0);
+            break;
+        case MT_WL_MALLOC_TRIM: /* by name, as the program called it: the allocator's, else glibc's */
+            c0 = sim_cycles();
+            malloc_trim((size_t)r.size);
             account(t, r.op, sim_cycles() - c0);
             break;
         case MT_WL_WAIT: {

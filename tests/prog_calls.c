@@ -47,6 +47,7 @@ int main(void)
     put("m1", (uint64_t)(int64_t)mallopt(M_ARENA_TEST, -1)); /* ignored, returns 1 */
     put("m2", (uint64_t)(int64_t)mallopt(-100, -7));         /* unknown parameter */
     put("m3", (uint64_t)(int64_t)mallopt(M_MXFAST, 1000));   /* out of range: returns 0 */
+    put("t1", (uint64_t)(int64_t)malloc_trim(4096));
     free(NULL);
     void *fail = malloc(huge);
     put_ptr("fail", fail);

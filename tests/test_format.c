@@ -160,7 +160,7 @@ static mt_record_t gen_call(rng_t *g, uint64_t time)
 {
     const unsigned op = 1 + (unsigned)rng_below(g, MT_OP_LAST_CALL);
     mt_record_t r = exp_call(op, time);
-    const int block = op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT;
+    const int block = mt_op_allocates(op);
     if (rng_below(g, 8) == 0) {
         r.flags |= MT_FLAG_STACK;
         r.stack = (uint32_t)rng_next(g);
@@ -205,6 +205,11 @@ static mt_record_t gen_call(rng_t *g, uint64_t time)
         r.arg[1] = (int32_t)rng_next(g);
         r.arg[2] = rng_below(g, 2) ? (int32_t)rng_next(g) : 1;
         r.nargs = 3;
+        return r;
+    case MT_OP_MALLOC_TRIM:
+        r.arg[0] = (int64_t)(rng_below(g, 2) ? gen_size(g) : 0);
+        r.arg[1] = rng_below(g, 2);
+        r.nargs = 2;
         return r;
     default:
         r.size = gen_size(g);
@@ -413,6 +418,17 @@ static void build_every_op(rec_list_t *l)
     r.arg[2] = 1;
     r.nargs = 3;
     PUSH();
+    /* malloc_trim's pad is a size_t, its return 0 or 1 */
+    r = exp_call(MT_OP_MALLOC_TRIM, t += 1);
+    r.arg[0] = (int64_t)(UINT64_MAX >> 1);
+    r.arg[1] = 1;
+    r.nargs = 2;
+    PUSH();
+    r = exp_call(MT_OP_MALLOC_TRIM, t += 1);
+    r.arg[0] = 0;
+    r.arg[1] = 0;
+    r.nargs = 2;
+    PUSH();
     r = exp_call(MT_OP_FREE, t += 1);
     r.ptr = 0x555555559ac0;
     PUSH();
@@ -558,10 +574,15 @@ START_TEST(versions_1_and_2_read_alike)
     rec_list_t want = { 0 }, heap = { 0 }, every = { 0 };
     rng_t g = { 0x5eed2 };
     uint64_t time = 1000;
-    gen_records(&g, &want, 20000, &time);
+    rec_list_t all = { 0 };
+    gen_records(&g, &all, 20000, &time);
+    for (size_t i = 0; i < all.n; i++) /* malloc_trim is a call of version 4 on */
+        if (all.v[i].op <= mt_last_call(2) || all.v[i].op >= MT_FIRST_EVENT)
+            rec_list_push(&want, &all.v[i]);
+    rec_list_free(&all);
     build_every_op(&every);
     for (size_t i = 0; i < every.n; i++)
-        if (every.v[i].op != MT_EV_PAGES && every.v[i].op != MT_EV_VM)
+        if (every.v[i].op != MT_EV_PAGES && every.v[i].op != MT_EV_VM && every.v[i].op != MT_OP_MALLOC_TRIM)
             rec_list_push(&want, &every.v[i]);
     rec_list_free(&every);
     for (size_t i = 0; i < 20000; i++) { /* a heap's calls: aligned blocks up to 4 MiB apart */
@@ -712,6 +733,8 @@ START_TEST(writer_rejects_bad_records)
     h2.version = 2;
     w = open_writer(path, &h2);
     ck_assert_int_eq(mt_writer_event(w, 1, 1, MT_EV_PAGES, 1, NULL, 0), -EINVAL); /* not in version 2 */
+    r = exp_call(MT_OP_MALLOC_TRIM, 1);
+    ck_assert_int_eq(mt_writer_call(w, 1, 1, &r), -EINVAL); /* nor malloc_trim (version 4) */
     static uint8_t big[MT_CHUNK_SIZE];
     ck_assert_int_eq(mt_writer_event(w, 1, 1, MT_EV_MARK, 1, big, sizeof big), -EMSGSIZE);
     ck_assert_int_eq(mt_writer_header_string(w, MT_STR_END, "x", 1), -EINVAL);
@@ -1491,8 +1514,8 @@ START_TEST(bad_headers)
     free(p);
 
     /* a newer version: the message names the file's version and the ones this reader knows */
-    p = write_header_file("v4.mtr", edit_version_new);
-    expect_open_error(p, -ENOTSUP, "version 4", "versions 1 to 3");
+    p = write_header_file("v5.mtr", edit_version_new);
+    expect_open_error(p, -ENOTSUP, "version 5", "versions 1 to 4");
     free(p);
     p = write_header_file("v0.mtr", edit_version_zero);
     expect_open_error(p, -ENOTSUP, "version 0", "offset 8:");

@@ -353,6 +353,7 @@ START_TEST(known_calls_recorded_exactly)
         { .op = MT_OP_MALLOPT, .arg = { M_ARENA_TEST, -1, (int64_t)V("m1") }, .nargs = 3 },
         { .op = MT_OP_MALLOPT, .arg = { -100, -7, (int64_t)V("m2") }, .nargs = 3 },
         { .op = MT_OP_MALLOPT, .arg = { M_MXFAST, 1000, (int64_t)V("m3") }, .nargs = 3 },
+        { .op = MT_OP_MALLOC_TRIM, .arg = { 4096, (int64_t)V("t1") }, .nargs = 2 },
         { .op = MT_OP_FREE, .ptr = 0 },
         { .op = MT_OP_MALLOC, .flags = MT_FLAG_NULL, .size = SIZE_MAX },
         { .op = MT_OP_FREE, .ptr = V("a") },

@@ -857,6 +857,9 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
         w.a = r->arg[0];
         w.b = r->arg[1];
         return put(c, i, &w);
+    case MT_OP_MALLOC_TRIM:
+        w.size = (uint64_t)r->arg[0];
+        return put(c, i, &w);
     case MT_EV_THREAD_START: {
         if (t->creator && !t->create_seen) {
             if (!force) {

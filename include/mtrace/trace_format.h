@@ -17,7 +17,7 @@ extern "C" {
 /* PNG-style magic: the high byte catches 7-bit transfers, CR LF and ^Z catch text-mode mangling. */
 #define MT_TRACE_MAGIC "\x89MTR\r\n\x1a\n"
 #define MT_TRACE_MAGIC_LEN 8
-#define MT_TRACE_VERSION 3u
+#define MT_TRACE_VERSION 4u
 
 #define MT_CHUNK_SIZE 65536u       /* every chunk, the header chunk included */
 #define MT_CHUNK_HEADER_SIZE 32u   /* at the start of each record chunk */
@@ -178,7 +178,8 @@ typedef enum mt_op {
     MT_OP_PVALLOC = 10,
     MT_OP_USABLE_SIZE = 11,
     MT_OP_MALLOPT = 12,
-    MT_OP_LAST_CALL = 12,
+    MT_OP_MALLOC_TRIM = 13, /* version 4 */
+    MT_OP_LAST_CALL = 13,   /* the highest call opcode of MT_TRACE_VERSION */
     /* events: op, time delta, payload length, payload */
     MT_EV_THREAD_START = 16,
     MT_EV_THREAD_EXIT = 17,
@@ -257,7 +258,8 @@ enum {
 /* Whether call `op` is one that hands out a block (malloc, calloc, realloc, the aligned ones). */
 static inline int mt_op_allocates(unsigned op)
 {
-    return op <= MT_OP_LAST_CALL && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT;
+    return op <= MT_OP_LAST_CALL && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT &&
+           op != MT_OP_MALLOC_TRIM;
 }
 
 /* Whether a call failed, as `mtrace info` and `mtrace report` count failures: flagged NULL (no
@@ -266,6 +268,12 @@ static inline int mt_op_allocates(unsigned op)
 static inline int mt_call_failed(unsigned op, unsigned flags, uint64_t requested)
 {
     return (flags & MT_FLAG_NULL) && !(op == MT_OP_REALLOC && requested == 0);
+}
+
+/* The highest call opcode a trace of format `version` may hold. */
+static inline unsigned mt_last_call(unsigned version)
+{
+    return version >= 4 ? MT_OP_LAST_CALL : MT_OP_MALLOPT;
 }
 
 /* The highest event opcode a trace of format `version` may hold. */
@@ -437,9 +445,10 @@ static inline __attribute__((always_inline)) uint8_t *mt_enc_ptr(mt_enc_t *e, ui
 
 /* A call record's fields (see the spec's table "Call records"), in the syntax of trace format
  * `version` (the preload shim writes MT_TRACE_VERSION; mt_writer also the older ones):
- *   n1, n2     the op's size fields in order (size; count, size; align, size; param, value)
+ *   n1, n2     the op's size fields in order (size; count, size; align, size; param, value; pad)
  *   ptr        the argument pointer of realloc, reallocarray, free, malloc_usable_size
- *   result     the block returned, or posix_memalign's error when MT_RF_NULL; mallopt's return
+ *   result     the block returned, or posix_memalign's error when MT_RF_NULL; mallopt's and
+ *              malloc_trim's return
  *   slack      usable size minus requested size (block ops, result not NULL)
  * b0 holds the op and the MT_RF_* bits; MT_RF_EXT is set here when ext is nonzero.
  * Writes the record at p with its first byte stored last and returns the end. At most
@@ -469,6 +478,10 @@ static inline __attribute__((always_inline)) uint8_t *mt_enc_call(mt_enc_t *e, u
     case MT_OP_MALLOPT:
         q = mt_put_svarint(q, (int64_t)n1);
         q = mt_put_svarint(q, (int64_t)n2);
+        q = mt_put_svarint(q, (int64_t)result);
+        break;
+    case MT_OP_MALLOC_TRIM:
+        q = mt_put_uvarint(q, n1);
         q = mt_put_svarint(q, (int64_t)result);
         break;
     default: {

@@ -176,6 +176,9 @@ static inline uint8_t *mt_wl_encode_op_(uint8_t *q, const mt_wl_rec_t *r, uint64
         q = mt_put_svarint(q, r->a);
         q = mt_put_svarint(q, r->b);
         break;
+    case MT_WL_MALLOC_TRIM:
+        q = mt_wl_put_uvarint_(q, r->size);
+        break;
     case MT_WL_WAIT:
         q = mt_wl_put_uvarint_(q, r->thread);
         q = mt_wl_put_uvarint_(q, r->n);

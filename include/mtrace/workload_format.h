@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
-#define MT_WL_VERSION 4u
+#define MT_WL_VERSION 5u
 #define MT_WL_VERSION_MIN 2u          /* version 2: the same without the touch table */
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
@@ -140,6 +140,8 @@ typedef enum mt_wl_op {
     MT_WL_PVALLOC = 10,
     MT_WL_USABLE_SIZE = 11,  /* slot */
     MT_WL_MALLOPT = 12,      /* param (zigzag), value (zigzag) */
+    MT_WL_MALLOC_TRIM = 13,  /* version 5: pad */
+    MT_WL_LAST_CALL = 13,    /* the calls are ops 1 to this */
     MT_WL_THREAD_START = 16, /* first op of every stream */
     MT_WL_THREAD_EXIT = 17,  /* last op of a stream whose thread exited */
     MT_WL_WAIT = 18,         /* thread index, count: wait until that thread has completed count ops */
@@ -152,7 +154,9 @@ typedef enum mt_wl_op {
 } mt_wl_op_t;
 
 /* Same numbers as the trace's call opcodes, so names and counts line up. */
-_Static_assert((int)MT_WL_MALLOPT == (int)MT_OP_MALLOPT, "call ops share numbers");
+_Static_assert((int)MT_WL_MALLOPT == (int)MT_OP_MALLOPT && (int)MT_WL_MALLOC_TRIM == (int)MT_OP_MALLOC_TRIM &&
+                   (int)MT_WL_LAST_CALL == (int)MT_OP_LAST_CALL,
+               "call ops share numbers");
 _Static_assert((int)MT_WL_CALLOC == (int)MT_OP_CALLOC && (int)MT_WL_REALLOCARRAY == (int)MT_OP_REALLOCARRAY,
                "mt_requested() reads workload ops too");
 

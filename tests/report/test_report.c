@@ -84,7 +84,7 @@ static void put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
 static mt_record_t call(unsigned op, uint64_t time, uint64_t result)
 {
     mt_record_t r = { .op = (uint8_t)op, .time = time, .result = result };
-    if (!result && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT)
+    if (!result && mt_op_allocates(op))
         r.flags |= MT_FLAG_NULL;
     return r;
 }
@@ -207,6 +207,11 @@ START_TEST(calls_bytes_failures)
     r.arg[1] = 65536;
     r.arg[2] = 1;
     put(w, 1, &r);
+    r = call(MT_OP_MALLOC_TRIM, t += 10, 0);
+    r.arg[0] = 1 << 20; /* its pad is no request */
+    r.arg[1] = 1;
+    r.nargs = 2;
+    put(w, 1, &r);
     w_free(w, 1, t += 10, 0x1000);
     w_free(w, 1, t += 10, 0); /* free(NULL): a call, not an unknown free */
     w_free(w, 1, t += 10, 0x5000);
@@ -225,6 +230,7 @@ START_TEST(calls_bytes_failures)
         { MT_OP_POSIX_MEMALIGN, 2, 200, 1 }, { MT_OP_ALIGNED_ALLOC, 1, 48, 0 },
         { MT_OP_VALLOC, 1, 4096, 0 },        { MT_OP_PVALLOC, 1, 100, 0 },
         { MT_OP_USABLE_SIZE, 1, 0, 0 },      { MT_OP_MALLOPT, 1, 0, 0 },
+        { MT_OP_MALLOC_TRIM, 1, 0, 0 },
     };
     ck_assert_uint_eq(sizeof want / sizeof want[0], MT_OP_LAST_CALL);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -246,7 +252,7 @@ START_TEST(calls_bytes_failures)
     ck_assert_uint_eq(rep.threads, 1);
     ck_assert_uint_eq(rep.thread[0].thread, 1);
     ck_assert_uint_eq(rep.thread[0].tid, TID(1));
-    ck_assert_uint_eq(rep.thread[0].calls, 22);
+    ck_assert_uint_eq(rep.thread[0].calls, 23);
     ck_assert_uint_eq(rep.thread[0].allocations, 11);
     ck_assert_uint_eq(rep.thread[0].bytes, 10 + 21 + 180 + 100 + 100 + 200 + 48 + 4096 + 100);
     ck_assert_uint_eq(rep.thread[0].frees, 2);
@@ -254,7 +260,7 @@ START_TEST(calls_bytes_failures)
     ck_assert(!rep.truncated);
     ck_assert(!rep.has_stacks);
     ck_assert_uint_eq(rep.ncallsites, 0);
-    ck_assert_double_eq_tol(rep.duration_s, 210e-9, 1e-15);
+    ck_assert_double_eq_tol(rep.duration_s, 220e-9, 1e-15);
     mt_report_free(&rep);
     free(path);
 }
