@@ -25,10 +25,12 @@
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial python python-malloc cc1 clang node threads zstd memcached (default:
+#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node threads zstd memcached (default:
 #              all; node only where Debian's nodejs is installed)
 # Programs (each isolates one effect, or is a real Debian program):
 #   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
+#   trim           tests/prog_trim.c: 48 MiB freed behind pinned blocks, malloc_trim(0), then 48 MiB
+#                  in a second thread's arena (glibc gives the free pages inside its heap back)
 #   python         /usr/bin/python3.11 building and dropping dicts of strings; pymalloc keeps small
 #                  objects in arenas it maps itself, which no malloc record shows
 #   python-malloc  the same with PYTHONMALLOC=malloc: every object is a malloc call
@@ -54,11 +56,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
-PROGRAMS=${PROGRAMS:-"partial python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) threads zstd memcached"}
+PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) threads zstd memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
 THREADS=$BUILD/tests/prog_shortthreads
+TRIM=$BUILD/tests/e2e/prog_trim
 CC1=$(gcc -print-prog-name=cc1)
 CLANG=$(command -v clang || echo /usr/bin/clang)
 MULTIARCH=$(gcc -print-multiarch 2>/dev/null || true)
@@ -67,7 +70,7 @@ declare -A LIB=([jemalloc]=$LIBDIR/libjemalloc.so.2 [tcmalloc]=$LIBDIR/libtcmall
                 [mimalloc]=$LIBDIR/libmimalloc.so.2)
 ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
 SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
-for f in "$CLI" "$PARTIAL" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached \
+for f in "$CLI" "$PARTIAL" "$TRIM" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached \
          "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac); do
     [ -x "$f" ] || [ -f "$f" ] || {
         echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
@@ -126,6 +129,7 @@ prog_cmd() {
     CLIENT=()
     case $1 in
     partial) CMD=("$PARTIAL" -n 3000) ;;
+    trim) CMD=("$TRIM" trim) ;;
     python) CMD=("$PY" "$TMP/work.py") ;;
     python-malloc) CMD=("$PY" "$TMP/work.py"); ENVV=(PYTHONMALLOC=malloc) ;;
     cc1) CMD=("$CC1" -quiet ${MULTIARCH:+-imultiarch "$MULTIARCH"} -O2 -I"$ROOT/include"
