@@ -195,6 +195,35 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
 /* At the process's end: an event AT_EXIT for each large block still live (their pages were never
  * counted at an end). */
 void mt_pages_at_exit(void);
+
+/* A spin lock of the shim's own tables (taken around a system call's worth of work at most). */
+static inline void mt_spin_take(atomic_int *lock)
+{
+    while (atomic_exchange_explicit(lock, 1, memory_order_acquire))
+        while (atomic_load_explicit(lock, memory_order_relaxed))
+            mt_cpu_relax();
+}
+
+/* Takes it only if it is free (at exit: a signal handler may have interrupted its holder); 1 if it did. */
+static inline int mt_spin_try(atomic_int *lock)
+{
+    return !atomic_exchange_explicit(lock, 1, memory_order_acquire);
+}
+
+static inline void mt_spin_give(atomic_int *lock)
+{
+    atomic_store_explicit(lock, 0, memory_order_release);
+}
+
+/* How many of the n pages from lo are resident (mincore). A range not all mapped: UINT64_MAX, or with
+ * `holes`, the resident pages of its mapped parts. */
+uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes);
+
+/* shim_vmlive.c: the program's own mappings still live, and their resident pages at exit */
+void mt_vmlive_mapped(uintptr_t a, uint64_t len);
+void mt_vmlive_unmapped(uintptr_t a, uint64_t len);
+/* At the process's end: an MT_VM_AT_EXIT event for each mapping of the program's still live. */
+void mt_vm_at_exit(void);
 void mt_pages_after_fork_child(void);
 
 /* glibc's chunk header word before block p: its size and flag bits (2: mmapped). */

@@ -27,8 +27,7 @@
 /* Pages per mincore() call: the vector lives on the caller's stack. */
 #define PAGES_PER_CALL 1024u
 
-/* How many of the n pages from lo are resident; UINT64_MAX: unknown. */
-static uint64_t resident_pages(uintptr_t lo, uint64_t n_pages)
+uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes)
 {
     const uintptr_t pg = mt_g.page_size, hi = lo + n_pages * pg;
     unsigned char vec[PAGES_PER_CALL];
@@ -37,10 +36,16 @@ static uint64_t resident_pages(uintptr_t lo, uint64_t n_pages)
         size_t np = (size_t)((hi - a) / pg);
         if (np > PAGES_PER_CALL)
             np = PAGES_PER_CALL;
-        if (mincore((void *)a, np * pg, vec) != 0)
+        if (mincore((void *)a, np * pg, vec) == 0) {
+            for (size_t i = 0; i < np; i++)
+                n += vec[i] & 1;
+        } else if (!holes) {
             return UINT64_MAX;
-        for (size_t i = 0; i < np; i++)
-            n += vec[i] & 1;
+        } else { /* a hole in this step: page by page, the mapped ones */
+            for (size_t i = 0; i < np; i++)
+                if (mincore((void *)(a + i * pg), pg, vec) == 0)
+                    n += vec[0] & 1;
+        }
         a += np * pg;
     }
     return n;
@@ -87,18 +92,6 @@ static uint64_t live_home(uintptr_t p, uint64_t cap)
     return (uint64_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
 }
 
-static void live_lock_take(void)
-{
-    while (atomic_exchange_explicit(&live_lock, 1, memory_order_acquire))
-        while (atomic_load_explicit(&live_lock, memory_order_relaxed))
-            mt_cpu_relax();
-}
-
-static void live_lock_give(void)
-{
-    atomic_store_explicit(&live_lock, 0, memory_order_release);
-}
-
 static void live_put_in(live_block_t *tab, uint64_t cap, uintptr_t p, uint64_t usable)
 {
     uint64_t i = live_home(p, cap);
@@ -128,7 +121,7 @@ static int live_grow(void)
 
 static void live_add(uintptr_t p, uint64_t usable)
 {
-    live_lock_take();
+    mt_spin_take(&live_lock);
     if (2 * (live_n + 1) <= live_cap || live_grow() == 0) {
         const uint64_t before = live_n;
         uint64_t i = live_home(p, live_cap);
@@ -137,12 +130,12 @@ static void live_add(uintptr_t p, uint64_t usable)
         live_n = before + !live_tab[i].p;
         live_tab[i] = (live_block_t){ p, usable };
     }
-    live_lock_give();
+    mt_spin_give(&live_lock);
 }
 
 static void live_del(uintptr_t p)
 {
-    live_lock_take();
+    mt_spin_take(&live_lock);
     if (live_n) {
         const uint64_t mask = live_cap - 1;
         uint64_t i = live_home(p, live_cap);
@@ -161,7 +154,7 @@ static void live_del(uintptr_t p)
             live_n--;
         }
     }
-    live_lock_give();
+    mt_spin_give(&live_lock);
 }
 
 /* Counts the large blocks live now, each an MT_EV_PAGES event AT_EXIT in this thread's stream: at the
@@ -172,7 +165,7 @@ void mt_pages_at_exit(void)
     mt_thread_t *t = &mt_self;
     if (t->busy | atomic_load_explicit(&mt_g.off, memory_order_relaxed) || !mt_g.glibc)
         return;
-    if (atomic_exchange_explicit(&live_lock, 1, memory_order_acquire))
+    if (!mt_spin_try(&live_lock))
         return;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -183,7 +176,7 @@ void mt_pages_at_exit(void)
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(live_tab[k].p, live_tab[k].usable, mt_g.page_size, &lo);
         /* a block freed unseen may be unmapped: mincore fails, and nothing is said of it */
-        const uint64_t resident = whole ? resident_pages((uintptr_t)lo, whole) : 0;
+        const uint64_t resident = whole ? mt_resident_pages((uintptr_t)lo, whole, 0) : 0;
         if (resident == UINT64_MAX)
             continue;
         uint8_t payload[40], *q = payload;
@@ -195,7 +188,7 @@ void mt_pages_at_exit(void)
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
-    live_lock_give();
+    mt_spin_give(&live_lock);
 }
 
 void mt_pages_after_fork_child(void)
@@ -217,7 +210,7 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
     if (!fresh && whole) {
         if (may_count(t, now)) {
             const uint64_t t0 = mt_now();
-            resident = resident_pages((uintptr_t)lo, whole);
+            resident = mt_resident_pages((uintptr_t)lo, whole, 0);
             t->pages_spent += mt_now() - t0;
             t->pages_counted++;
         } else {

@@ -107,6 +107,7 @@ static void finish_before_exit(void)
         return;
     mt_sample_rss_at_exit(); /* neither when inside the shim: they check */
     mt_pages_at_exit();
+    mt_vm_at_exit();
     if (t->busy)
         t->exited = 1;
     t->busy = 2;

@@ -149,6 +149,7 @@ __attribute__((destructor(101))) static void mt_destructor(void)
     if (mt_g.base && getpid() == mt_g.pid) {
         mt_sample_rss_at_exit();
         mt_pages_at_exit();
+        mt_vm_at_exit();
     }
     t->busy = 2;
     mt_file_finish();

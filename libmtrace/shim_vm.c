@@ -29,9 +29,6 @@
 
 #include "shim.h"
 
-/* Pages per mincore() call: the vector lives on the caller's stack. */
-#define PAGES_PER_CALL 1024u
-
 /* Whether this call is the program's to record: tracing on, the shim not busy, and (under an
  * allocator other than glibc's) the caller not the allocator. */
 static int recordable(const void *caller)
@@ -47,18 +44,10 @@ static int recordable(const void *caller)
 /* Resident whole pages of [a, a + len); 0 when the range is not (all) mapped. */
 static uint64_t resident(uintptr_t a, size_t len)
 {
-    uint64_t lo, n = 0;
+    uint64_t lo;
     const uint64_t whole = mt_whole_pages(a, len, mt_g.page_size, &lo);
-    unsigned char vec[PAGES_PER_CALL];
-    for (uint64_t k = 0; k < whole;) {
-        const uint64_t np = whole - k < PAGES_PER_CALL ? whole - k : PAGES_PER_CALL;
-        if (mincore((void *)(uintptr_t)(lo + k * mt_g.page_size), np * mt_g.page_size, vec) != 0)
-            return 0;
-        for (uint64_t i = 0; i < np; i++)
-            n += vec[i] & 1;
-        k += np;
-    }
-    return n;
+    const uint64_t n = whole ? mt_resident_pages((uintptr_t)lo, whole, 0) : 0;
+    return n == UINT64_MAX ? 0 : n;
 }
 
 /* Takes the RSS sample that is due, if one is. A program that lives on memory it manages itself
@@ -92,6 +81,10 @@ static void vm_event5(uint64_t now, unsigned kind, const void *addr, size_t len,
     if (has_fifth)
         q = mt_put_uvarint(q, fifth);
     mt_emit_event_at(t, MT_EV_VM, now, payload, (size_t)(q - payload));
+    if (kind == MT_VM_MAP)
+        mt_vmlive_mapped((uintptr_t)addr, len);
+    else if (kind == MT_VM_UNMAP)
+        mt_vmlive_unmapped((uintptr_t)addr, len);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
 }

@@ -130,22 +130,25 @@ static inline void account(sim_thread_t *t, unsigned op, uint64_t cycles)
     st->hist[hist_bucket(cycles)]++;
 }
 
-/* Writes the first byte of a block and the first frac/65536 of its whole pages: what the traced
- * program wrote of it, as the trace's page evidence tells (workload-format.md, "Touch table"). */
-static __attribute__((noinline)) void touch_share(const sim_t *s, volatile uint8_t *b, uint64_t size, uint32_t frac)
+/* Writes the first frac/65536 of a block's whole pages, and the block's first byte (a mapping's
+ * only with its pages: one written at none is not the program's): what the traced program wrote of
+ * it, as the trace's page evidence tells (workload-format.md, "Touch table"). */
+static __attribute__((noinline)) void touch_share(const sim_t *s, volatile uint8_t *b, uint64_t size, uint32_t frac,
+                                                  int mapping)
 {
     uint64_t lo;
     const uint64_t whole = mt_whole_pages((uintptr_t)b, size, s->page, &lo);
     const uint64_t n = (whole * frac + MT_WL_TOUCH_ONE / 2) / MT_WL_TOUCH_ONE;
-    b[0] = 1;
+    if (!mapping)
+        b[0] = 1;
     for (uint64_t k = 0; k < n; k++)
         *(volatile uint8_t *)(uintptr_t)(lo + k * s->page) = 1;
 }
 
-/* Writes the block as the program did after allocating it: with TOUCH_EVIDENCE, the share its
- * entry in the touch table gives (the op's number is the thread's count of completed ops + 1),
- * every page when it has none. */
-static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size)
+/* Writes the block (or, with `mapping`, the program's own mapping) as the program did after
+ * allocating it: with TOUCH_EVIDENCE, the share its entry in the touch table gives (the op's number
+ * is the thread's count of completed ops + 1), every page when it has none. */
+static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size, int mapping)
 {
     if (!p || !size || s->touch == TOUCH_NONE)
         return;
@@ -155,7 +158,7 @@ static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size
         while (t->touch_next < t->touch_end && t->touch_next->op < op)
             t->touch_next++;
         if (t->touch_next < t->touch_end && t->touch_next->op == op) {
-            touch_share(s, b, size, t->touch_next->frac);
+            touch_share(s, b, size, t->touch_next->frac, mapping);
             t->work->c.touched_in_part++;
             return;
         }
@@ -489,7 +492,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             }
             if (!p)
                 t->work->c.stat[r.op].failed++;
-            touch(s, t, p, bytes);
+            touch(s, t, p, bytes, 0);
             t->work->c.write_cycles += sim_cycles() - c1;
             set_slot(s, t, r.slot, p, bytes);
             break;
@@ -515,7 +518,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
                     clear_slot(s, t, r.slot, r.old_size);
                 if (!p)
                     t->work->c.stat[r.op].failed++;
-                touch(s, t, p, bytes);
+                touch(s, t, p, bytes, 0);
                 t->work->c.write_cycles += sim_cycles() - c1;
                 set_slot(s, t, r.slot2, p ? p : old, bytes);
             } else if (r.slot && bytes == 0) {
@@ -575,7 +578,7 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             t->work->c.maps++;
             const int64_t writing = p ? (int64_t)((r.size + s->page - 1) / s->page) : 0;
             sim_maps_writing(s, writing);
-            touch(s, t, p, r.size);
+            touch(s, t, p, r.size, 1);
             const int put = sim_maps_put(s, r.slot, p, r.size);
             sim_maps_writing(s, -writing);
             if (put < 0) {

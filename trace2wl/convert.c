@@ -96,6 +96,16 @@ static inline uint32_t *deque_at(const slot_deque_t *d, uint64_t k)
     return &d->v[k & (d->cap - 1)];
 }
 
+/* A mapping the program just made, held back while its thread's next records trim it. Programs map
+ * more than they need and unmap a head and a tail to align the rest (Ruby's 16 KiB heap pages, from
+ * 32 KiB mappings). The replay writes a mapping's pages from its start, so a mapping replayed whole
+ * and then trimmed at its head loses what it wrote, and its page evidence is shared over pages the
+ * program never kept: folded, the trims leave one mapping of the part kept, as the program used it. */
+typedef struct held_map {
+    uint64_t a, len, resident, ns;
+    int brk, on;
+} held_map_t;
+
 typedef struct cthread {
     slot_deque_t freed;
     mt_thread_cursor_t cur;
@@ -120,6 +130,7 @@ typedef struct cthread {
     int exited;        /* the trace recorded its exit */
     uint64_t *pending; /* exits of children to wait for at the next op: pairs (index, count) */
     uint32_t npending, cap_pending;
+    held_map_t held; /* its latest mapping, while the records after it may trim it */
 } cthread_t;
 
 typedef struct conv {
@@ -149,6 +160,7 @@ typedef struct conv {
     mt_touch_t vtouch;   /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
     mt_vmap_t vmap;      /* the program's own mappings */
     mt_vmap_cut_t *cuts; /* scratch for mt_vmap_cut */
+    uint32_t held_maps;  /* threads holding a mapping back (cthread_t.held) */
     size_t ncuts, cap_cuts;
     int touch_failed;     /* out of memory deciding a block's entry */
     uint64_t latest_time; /* of the records read */
@@ -574,16 +586,19 @@ static void count_unknown(conv_t *c, const mt_record_t *r)
         c->st->first_unknown_free_offset = r->offset;
 }
 
+static int held_release(conv_t *c, uint32_t i); /* with the program's mappings, below */
+
 /* Thread i has no records left: a thread that exited gets its THREAD_EXIT op, and its creator
  * waits for it before its own next op, as a join would make it. */
 static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
 {
     cthread_t *t = &c->t[i];
     t->state = DONE;
-    if (!t->exited)
-        return 0;
+    int rc = held_release(c, i);
+    if (rc < 0 || !t->exited)
+        return rc;
     mt_wl_rec_t w = wl_rec(MT_WL_THREAD_EXIT, to_ns(c, time));
-    int rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
+    rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
     if (rc < 0 || (rc = put(c, i, &w)) < 0)
         return rc;
     if (!t->creator)
@@ -689,6 +704,19 @@ static int vm_advise(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t r
     return rc;
 }
 
+/* `resident` pages of [a, a + len), a mapping still live, were resident at the process's exit: the
+ * evidence at its end of the parts of the program's mappings there, shared out by length. Without
+ * it, a mapping kept to the end is estimated from those unmapped before. */
+static int vm_at_exit(conv_t *c, uint64_t a, uint64_t len, uint64_t resident)
+{
+    if (!len || a + len < a)
+        return 0;
+    const int rc = mt_vmap_parts(&c->vmap, a, a + len, &c->cuts, &c->ncuts, &c->cap_cuts);
+    for (size_t k = 0; k < c->ncuts && rc == 0; k++)
+        mt_touch_ending_add(&c->vtouch, c->vmap.map[c->cuts[k].map].key, share(resident, &c->cuts[k], len));
+    return rc;
+}
+
 /* Thread i maps [a, a + len) (what was mapped there is gone: the trace says so first, unless a
  * record was lost); `resident` of its whole pages are resident already (a remap, MAP_POPULATE).
  * `brk`: the pages are those the program's brk or sbrk added to the break. */
@@ -714,6 +742,74 @@ static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resi
     return put(c, i, &w);
 }
 
+/* Folds an unmap of [a, a + len) into the mapping h holds when it cuts a head or a tail of it that
+ * held no page: 1 if it did. */
+static int held_trim(held_map_t *h, uint64_t a, uint64_t len, uint64_t resident)
+{
+    if (!h->on || h->brk || resident || !len || len >= h->len || a < h->a)
+        return 0;
+    if (a == h->a)
+        h->a += len;
+    else if (a - h->a != h->len - len)
+        return 0;
+    h->len -= len;
+    return 1;
+}
+
+/* Thread i's held mapping goes into the workload, at its place in the thread's ops. */
+static int held_release(conv_t *c, uint32_t i)
+{
+    held_map_t *h = &c->t[i].held;
+    if (!h->on)
+        return 0;
+    h->on = 0;
+    c->held_maps--;
+    return vm_map(c, i, h->a, h->len, h->resident, h->brk, h->ns);
+}
+
+/* Before a VM event on [a, a + len): the mappings that other threads hold there go in first. */
+static int held_release_overlapping(conv_t *c, uint64_t a, uint64_t len)
+{
+    int rc = 0;
+    for (uint32_t k = 0; k < c->n && c->held_maps && rc == 0; k++) {
+        const held_map_t *h = &c->t[k].held;
+        if (h->on && h->a < a + len && a < h->a + h->len)
+            rc = held_release(c, k);
+    }
+    return rc;
+}
+
+/* A VM event of thread i: a mapping made is held back until a record that is not its trim. */
+static int vm_event(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
+{
+    if (r->nargs < 4)
+        return 0;
+    uint64_t fifth = 0;
+    const int has_fifth = mt_vmap_event_fifth(r, &fifth);
+    const uint64_t kind = (uint64_t)r->arg[0], a = (uint64_t)r->arg[1], len = (uint64_t)r->arg[2];
+    const uint64_t resident = (uint64_t)r->arg[3];
+    held_map_t *h = &c->t[i].held;
+    if (kind == MT_VM_UNMAP && held_trim(h, a, len, resident))
+        return 0;
+    int rc = held_release(c, i);
+    if (rc < 0 || (c->held_maps && (rc = held_release_overlapping(c, a, len)) < 0))
+        return rc;
+    if (kind == MT_VM_MAP) {
+        if (!len || a + len < a)
+            return 0;
+        *h = (held_map_t){ a, len, resident, ns, has_fifth && fifth == MT_VM_VIA_BRK, 1 };
+        c->held_maps++;
+        return 0;
+    }
+    if (kind == MT_VM_UNMAP)
+        return vm_unmap(c, i, a, len, resident, ns);
+    if (kind == MT_VM_ADVISE && has_fifth)
+        return vm_advise(c, i, a, len, resident, fifth, ns);
+    if (kind == MT_VM_AT_EXIT)
+        return vm_at_exit(c, a, len, resident);
+    return 0; /* a kind this converter does not know */
+}
+
 typedef enum { APPLIED, HELD } outcome_t;
 
 /* Applies thread i's head record, or holds it back (the thread becomes blocked). `force` applies a
@@ -726,6 +822,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
     mt_wl_rec_t w = wl_rec(r->op, ns);
     *out = APPLIED;
     int rc = t->npending ? flush_exits(c, i, ns) : 0;
+    if (rc == 0 && t->held.on && r->op != MT_EV_VM)
+        rc = held_release(c, i);
     if (rc < 0)
         return rc;
     switch (r->op) {
@@ -943,20 +1041,8 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
             mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
         return 0;
     }
-    case MT_EV_VM: {
-        if (r->nargs < 4)
-            return 0;
-        uint64_t fifth = 0;
-        const int has_fifth = mt_vmap_event_fifth(r, &fifth);
-        if (r->arg[0] == MT_VM_MAP)
-            return vm_map(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3],
-                          has_fifth && fifth == MT_VM_VIA_BRK, ns);
-        if (r->arg[0] == MT_VM_UNMAP)
-            return vm_unmap(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], ns);
-        if (r->arg[0] == MT_VM_ADVISE && has_fifth)
-            return vm_advise(c, i, (uint64_t)r->arg[1], (uint64_t)r->arg[2], (uint64_t)r->arg[3], fifth, ns);
-        return 0; /* a kind this converter does not know */
-    }
+    case MT_EV_VM:
+        return vm_event(c, i, r, ns);
     case MT_EV_MARK:
         w.op = MT_WL_MARK;
         w.data = r->data;

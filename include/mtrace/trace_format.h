@@ -317,8 +317,10 @@ enum {
 enum {
     MT_VM_MAP = 0,
     MT_VM_UNMAP = 1,
-    MT_VM_ADVISE = 2, /* madvise() that drops pages: a fifth field, the advice (MADV_DONTNEED, MADV_FREE,
-                       * MADV_REMOVE); the resident pages are those of the range before the call */
+    MT_VM_ADVISE = 2,  /* madvise() that drops pages: a fifth field, the advice (MADV_DONTNEED, MADV_FREE,
+                        * MADV_REMOVE); the resident pages are those of the range before the call */
+    MT_VM_AT_EXIT = 3, /* at the process's exit, for a mapping still live (as mapped, less the heads and
+                        * tails unmapped since): its pages resident then; the range may hold holes */
 };
 /* MT_VM_MAP and MT_VM_UNMAP's optional fifth field: what made or removed the memory (absent: mmap). */
 enum {

@@ -82,7 +82,7 @@ enum {
 
 /* The touch table: one entry per allocation op whose block the program wrote only in part, sorted
  * by thread, then op. The replay writes the first frac/65536 of the block's whole pages (and its
- * first byte) instead of every page. An allocation op without an entry writes every page. */
+ * first byte, a block's only) instead of every page. An allocation op without an entry writes every page. */
 typedef struct mt_wl_touch_entry {
     uint64_t op;     /* the op's number in its thread's stream, from 1 (the count once it completes) */
     uint32_t thread; /* thread index, 0-based */
