@@ -25,8 +25,8 @@
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node threads zstd memcached (default:
-#              all; node only where Debian's nodejs is installed)
+#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd memcached
+#              (default: all; node and ruby only where Debian's nodejs and ruby are installed)
 # Programs (each isolates one effect, or is a real Debian program):
 #   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
 #   trim           tests/prog_trim.c: 48 MiB freed behind pinned blocks, malloc_trim(0), then 48 MiB
@@ -39,6 +39,9 @@
 #                  pages before its main (libLLVM's relocated data) that no malloc call makes
 #   node           Debian's node building a Map of 300 000 objects and 200 Buffers of 100-300 KB: V8
 #                  keeps its heap in pages it maps itself and gives back with madvise at the end
+#   ruby           Debian's ruby (3.1) building a Hash of 300 000 strings and upcasing its values:
+#                  its heap's 16 KiB pages are mapped 32 KiB at a time and trimmed to alignment,
+#                  some kept unwritten to exit (the GC grows the heap ahead of its use)
 #   threads        tests/prog_shortthreads.c: 300 threads created and joined one after another,
 #                  50000 calls each (per-thread caches and arenas of threads that end)
 #   zstd           Debian's zstd -T2 compressing 48 MiB of generated text (2 worker threads,
@@ -56,7 +59,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
-PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) threads zstd memcached"}
+PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
@@ -71,7 +74,8 @@ declare -A LIB=([jemalloc]=$LIBDIR/libjemalloc.so.2 [tcmalloc]=$LIBDIR/libtcmall
 ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
 SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
 for f in "$CLI" "$PARTIAL" "$TRIM" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached \
-         "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac); do
+         "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac) \
+         $(case " $PROGRAMS " in *" ruby "*) echo /usr/bin/ruby ;; esac); do
     [ -x "$f" ] || [ -f "$f" ] || {
         echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
              "(packages: scripts/setup.sh)" >&2
@@ -104,6 +108,12 @@ const bufs = [];
 for (let i = 0; i < 200; i++) bufs.push(Buffer.alloc(100000 + i * 1000));
 console.log(m.size, bufs.length);
 JS
+cat >"$TMP/work.rb" <<'RB'
+h = {}
+300000.times { |i| h["k#{i}"] = "v" * (i % 300) }
+a = h.values.map(&:upcase)
+puts a.join(",").size
+RB
 
 # zstd's input: words drawn with a fixed seed, so that every run compresses the same bytes and the
 # ratio is that of text (about 3:1), not of a repeated pattern that zstd would skip through.
@@ -137,6 +147,7 @@ prog_cmd() {
     clang) CMD=("$CLANG" -O2 -I"$ROOT/include" -I"$ROOT/libmtrace" -c "$ROOT/libmtrace/trace_reader.c"
                 -o "$TMP/out.o") ;;
     node) CMD=(/usr/bin/node "$TMP/work.js") ;;
+    ruby) CMD=(/usr/bin/ruby "$TMP/work.rb") ;;
     threads) CMD=("$THREADS" 300 50000) ;;
     zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
     # -u: memcached refuses to run as root without it, and takes it for nothing otherwise; -m: room
