@@ -141,6 +141,13 @@ static uint64_t shape_requested(const call_shape_t *sh, const uint64_t num[3])
     return sh->product ? num[0] * num[1] : num[sh->nnum - 1];
 }
 
+/* Whether b0 starts an event record: an event's opcode and no flags. */
+static inline int is_event(unsigned version, uint8_t b0)
+{
+    const unsigned op = b0 & MT_RF_OPMASK;
+    return op >= MT_FIRST_EVENT && op <= mt_last_event(version) && !(b0 & ~MT_RF_OPMASK);
+}
+
 static void model_reset(model_t *st)
 {
     st->nallocs = st->nfrees = 0;
@@ -246,153 +253,205 @@ static const char *const stream_names[S_COUNT] = {
     "size high bytes",
 };
 
-/* Rebuilds the records from the decoded streams into dst. Returns 0 and the length in *n, or
- * -EINVAL with *why. Every read is bounded by its stream, every write by cap. */
-static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, size_t *n, const char **why)
+/* The decoder's place in a chunk: the decoded streams and the last pointer field written. */
+typedef struct rebuild_state {
+    mt_pack_model_t *m;
+    rstream_t *s;
+    uint64_t prev_ptr;
+    const char **why;
+} rebuild_t;
+
+/* Fails the rebuild on a stream that ran short or held a bad varint. */
+static int rb_short(mt_pack_model_t *m, unsigned stream, const char **why)
 {
-    model_t *st = &m->st;
-    model_reset(st);
-    size_t pos = 0;
-    uint64_t prev_ptr = 0;
-    int bad = -1; /* the stream that ran short or held a bad varint */
-#define GET(stream, dst_)                                                                                              \
-    do {                                                                                                               \
-        if (rs_u(&s[stream], &(dst_)) < 0) {                                                                           \
-            bad = stream;                                                                                              \
-            goto short_stream;                                                                                         \
-        }                                                                                                              \
-    } while (0)
-    while (s[S_OPS].p < s[S_OPS].end) {
-        const uint8_t b0 = *s[S_OPS].p++;
-        const unsigned op = b0 & MT_RF_OPMASK;
-        uint64_t v;
-        if (op >= MT_FIRST_EVENT && op <= mt_last_event(m->version) && !(b0 & ~MT_RF_OPMASK)) {
-            uint64_t dt, len;
-            GET(S_TIME, dt);
-            GET(S_MISC, len);
-            if (len > (uint64_t)(s[S_PAYLOAD].end - s[S_PAYLOAD].p)) {
-                bad = S_PAYLOAD;
-                goto short_stream;
-            }
-            uint8_t head[21], *q = head;
-            *q++ = b0;
-            q = mt_put_uvarint(q, dt);
-            q = mt_put_uvarint(q, len);
-            const size_t hl = (size_t)(q - head);
-            if (hl + len > cap - pos)
-                goto overflow;
-            memcpy(dst + pos, head, hl);
-            memcpy(dst + pos + hl, s[S_PAYLOAD].p, len);
-            s[S_PAYLOAD].p += len;
-            pos += hl + len;
-            continue;
-        }
-        if (op == 0 || op > mt_last_call(m->version)) {
-            *why = "expected a record's first byte in the ops stream, found an undefined opcode or an event "
-                   "with flags";
+    snprintf(m->msg, sizeof m->msg, "the %s stream ends early or holds a bad varint", stream_names[stream]);
+    *why = m->msg;
+    return -EINVAL;
+}
+
+/* Fails the rebuild with a message that needs no numbers. */
+static int rb_fail(const char **why, const char *msg)
+{
+    *why = msg;
+    return -EINVAL;
+}
+
+/* Reads a varint of the stream into *v. Returns 0, or -EINVAL with the stream named. */
+static inline int rb_get(rebuild_t *r, unsigned stream, uint64_t *v)
+{
+    return rs_u(&r->s[stream], v) < 0 ? rb_short(r->m, stream, r->why) : 0;
+}
+
+/* Rebuilds an event record, b0 its first byte, and its payload at dst + *pos. */
+static inline int rebuild_event(rebuild_t *r, uint8_t b0, uint8_t *dst, size_t cap, size_t *pos)
+{
+    rstream_t *pl = &r->s[S_PAYLOAD];
+    uint64_t dt, len;
+    if (rb_get(r, S_TIME, &dt) < 0 || rb_get(r, S_MISC, &len) < 0)
+        return -EINVAL;
+    if (len > (uint64_t)(pl->end - pl->p))
+        return rb_short(r->m, S_PAYLOAD, r->why);
+    uint8_t head[21], *q = head;
+    *q++ = b0;
+    q = mt_put_uvarint(q, dt);
+    q = mt_put_uvarint(q, len);
+    const size_t hl = (size_t)(q - head);
+    if (hl + len > cap - *pos)
+        return rb_fail(r->why, "the records decoded exceed a chunk");
+    memcpy(dst + *pos, head, hl);
+    memcpy(dst + *pos + hl, pl->p, len);
+    pl->p += len;
+    *pos += hl + len;
+    return 0;
+}
+
+/* Decodes a call's argument pointer into *ptr, and into *ptr_usable its usable size where it names
+ * an allocation of the chunk. */
+static inline int rebuild_arg(rebuild_t *r, uint64_t *ptr, uint64_t *ptr_usable)
+{
+    model_t *st = &r->m->st;
+    uint64_t code, v;
+    if (rb_get(r, S_PCODE, &code) < 0)
+        return -EINVAL;
+    if (code == PC_LITERAL) {
+        if (rb_get(r, S_PLIT, &v) < 0)
             return -EINVAL;
-        }
-        const call_shape_t *sh = &shapes[op];
-        uint8_t rec[MT_MAX_CALL_RECORD], *q = rec;
-        *q++ = b0;
-        uint8_t ext = 0;
-        if (b0 & MT_RF_EXT) {
-            if (s[S_EXT].p >= s[S_EXT].end) {
-                bad = S_EXT;
-                goto short_stream;
-            }
-            ext = *s[S_EXT].p++;
-            *q++ = ext;
-        }
-        GET(S_TIME, v);
-        q = mt_put_uvarint(q, v);
-        uint64_t ptr = 0, ptr_usable = 0;
-        if (sh->ptr) {
-            uint64_t code;
-            GET(S_PCODE, code);
-            if (code == PC_LITERAL) {
-                GET(S_PLIT, v);
-                ptr = st->prev_arg_literal + (uint64_t)mt_unzigzag(v);
-                st->prev_arg_literal = ptr;
-            } else if (code != PC_NULL) {
-                if (code - 1 > st->nallocs) {
-                    *why = "a pointer code names an allocation before the chunk's first";
-                    return -EINVAL;
-                }
-                ptr = st->allocs[st->nallocs - (code - 1)];
-                ptr_usable = st->alloc_usable[st->nallocs - (code - 1)];
-            }
-            q = mt_put_ptr(q, prev_ptr, ptr, m->version);
-            prev_ptr = ptr;
-        }
-        uint64_t num[3] = { 0, 0, 0 };
-        for (unsigned k = 0; k < sh->nnum; k++) {
-            if (sh->num[k] == S_SIZE) {
-                if (rs_split_u(&s[S_SIZE], &s[S_SIZE_HI], &num[k]) < 0) {
-                    bad = S_SIZE;
-                    goto short_stream;
-                }
-            } else {
-                GET(sh->num[k], num[k]);
-            }
-            q = mt_put_uvarint(q, num[k]);
-        }
-        const int has_result = sh->block && !(b0 & MT_RF_NULL);
-        uint64_t result = 0, requested = 0;
-        int64_t slack = 0;
-        if (has_result) {
-            requested = shape_requested(sh, num);
-            GET(S_SLACK, v);
-            slack = (int64_t)((uint64_t)slack_predict(st, requested) + (uint64_t)mt_unzigzag(v)); /* mod 2^64 */
-            uint64_t code;
-            GET(S_RCODE, code);
-            if (code == PC_LITERAL) {
-                GET(S_RLIT, v);
-                result = st->next_result + (uint64_t)mt_unzigzag(v);
-                st->next_result = result + requested + (uint64_t)slack;
-            } else if (code == PC_ARG) {
-                if (!sh->ptr) {
-                    *why = "a result code names the argument of a call that has none";
-                    return -EINVAL;
-                }
-                result = ptr;
-            } else if (code & 1) { /* the k-th latest free, code 2k + 1 */
-                const uint64_t k = (code - 1) / 2;
-                if (k > st->nfrees) {
-                    *why = "a result code names a free before the chunk's first";
-                    return -EINVAL;
-                }
-                result = st->frees[st->nfrees - k];
-            } else { /* the k-th latest free of a block of this usable size, code 2k */
-                const uint64_t k = code / 2;
-                uint32_t f = class_latest(st, requested + (uint64_t)slack);
-                for (uint64_t j = 1; j < k && f && k <= MAX_CLASS_RANK; j++)
-                    f = st->free_prev[f - 1];
-                if (!f || k > MAX_CLASS_RANK) {
-                    *why = "a result code names a free of its size that the chunk does not hold";
-                    return -EINVAL;
-                }
-                result = st->frees[f - 1];
-            }
-            q = mt_put_ptr(q, prev_ptr, result, m->version);
-            prev_ptr = result;
-            q = mt_put_svarint(q, slack);
-        } else if (op == MT_OP_POSIX_MEMALIGN) {
-            GET(S_MISC, v);
-            q = mt_put_uvarint(q, v);
-        }
-        if (ext & MT_XF_STACK) {
-            GET(S_STACK, v);
-            q = mt_put_uvarint(q, v);
-        }
-        model_note(st, op, ptr, ptr_usable, has_result, result, requested, slack);
-        const size_t rl = (size_t)(q - rec);
-        if (rl > cap - pos)
-            goto overflow;
-        memcpy(dst + pos, rec, rl);
-        pos += rl;
+        *ptr = st->prev_arg_literal + (uint64_t)mt_unzigzag(v);
+        st->prev_arg_literal = *ptr;
+    } else if (code != PC_NULL) {
+        if (code - 1 > st->nallocs)
+            return rb_fail(r->why, "a pointer code names an allocation before the chunk's first");
+        *ptr = st->allocs[st->nallocs - (code - 1)];
+        *ptr_usable = st->alloc_usable[st->nallocs - (code - 1)];
     }
-#undef GET
+    return 0;
+}
+
+/* Reads a call's numbers into num, each from the stream its shape names, and writes them at q.
+ * Returns the end of what it wrote, or NULL with the stream named. */
+static inline uint8_t *rebuild_nums(rebuild_t *r, const call_shape_t *sh, uint64_t num[3], uint8_t *q)
+{
+    for (unsigned k = 0; k < sh->nnum; k++) {
+        if (sh->num[k] == S_SIZE) {
+            if (rs_split_u(&r->s[S_SIZE], &r->s[S_SIZE_HI], &num[k]) < 0) {
+                rb_short(r->m, S_SIZE, r->why);
+                return NULL;
+            }
+        } else if (rb_get(r, sh->num[k], &num[k]) < 0) {
+            return NULL;
+        }
+        q = mt_put_uvarint(q, num[k]);
+    }
+    return q;
+}
+
+/* The address that a result code naming a free stands for: 2k + 1, the free k back; 2k, the k-th
+ * latest free of a block of usable size `usable`. */
+static inline int result_from_frees(const model_t *st, uint64_t code, uint64_t usable, uint64_t *result,
+                                    const char **why)
+{
+    if (code & 1) {
+        const uint64_t k = (code - 1) / 2;
+        if (k > st->nfrees)
+            return rb_fail(why, "a result code names a free before the chunk's first");
+        *result = st->frees[st->nfrees - k];
+        return 0;
+    }
+    const uint64_t k = code / 2;
+    uint32_t f = class_latest(st, usable);
+    for (uint64_t j = 1; j < k && f && k <= MAX_CLASS_RANK; j++)
+        f = st->free_prev[f - 1];
+    if (!f || k > MAX_CLASS_RANK)
+        return rb_fail(why, "a result code names a free of its size that the chunk does not hold");
+    *result = st->frees[f - 1];
+    return 0;
+}
+
+/* Decodes a block call's slack and result pointer; ptr is the call's argument pointer, if any. */
+static inline int rebuild_result(rebuild_t *r, const call_shape_t *sh, uint64_t ptr, uint64_t requested, int64_t *slack,
+                                 uint64_t *result)
+{
+    model_t *st = &r->m->st;
+    uint64_t code, v;
+    if (rb_get(r, S_SLACK, &v) < 0)
+        return -EINVAL;
+    *slack = (int64_t)((uint64_t)slack_predict(st, requested) + (uint64_t)mt_unzigzag(v)); /* mod 2^64 */
+    if (rb_get(r, S_RCODE, &code) < 0)
+        return -EINVAL;
+    if (code == PC_LITERAL) {
+        if (rb_get(r, S_RLIT, &v) < 0)
+            return -EINVAL;
+        *result = st->next_result + (uint64_t)mt_unzigzag(v);
+        st->next_result = *result + requested + (uint64_t)*slack;
+        return 0;
+    }
+    if (code == PC_ARG) {
+        if (!sh->ptr)
+            return rb_fail(r->why, "a result code names the argument of a call that has none");
+        *result = ptr;
+        return 0;
+    }
+    return result_from_frees(st, code, requested + (uint64_t)*slack, result, r->why);
+}
+
+/* Rebuilds a call record, b0 its first byte, at dst + *pos, and notes the call in the model. */
+static inline int rebuild_call(rebuild_t *r, uint8_t b0, uint8_t *dst, size_t cap, size_t *pos)
+{
+    const unsigned op = b0 & MT_RF_OPMASK, version = r->m->version;
+    const call_shape_t *sh = &shapes[op];
+    rstream_t *es = &r->s[S_EXT];
+    uint8_t rec[MT_MAX_CALL_RECORD], *q = rec, ext = 0;
+    *q++ = b0;
+    if (b0 & MT_RF_EXT) {
+        if (es->p >= es->end)
+            return rb_short(r->m, S_EXT, r->why);
+        ext = *es->p++;
+        *q++ = ext;
+    }
+    uint64_t v, ptr = 0, ptr_usable = 0, num[3] = { 0, 0, 0 };
+    if (rb_get(r, S_TIME, &v) < 0)
+        return -EINVAL;
+    q = mt_put_uvarint(q, v);
+    if (sh->ptr) {
+        if (rebuild_arg(r, &ptr, &ptr_usable) < 0)
+            return -EINVAL;
+        q = mt_put_ptr(q, r->prev_ptr, ptr, version);
+        r->prev_ptr = ptr;
+    }
+    if (!(q = rebuild_nums(r, sh, num, q)))
+        return -EINVAL;
+    const int has_result = sh->block && !(b0 & MT_RF_NULL);
+    uint64_t result = 0, requested = 0;
+    int64_t slack = 0;
+    if (has_result) {
+        requested = shape_requested(sh, num);
+        if (rebuild_result(r, sh, ptr, requested, &slack, &result) < 0)
+            return -EINVAL;
+        q = mt_put_ptr(q, r->prev_ptr, result, version);
+        r->prev_ptr = result;
+        q = mt_put_svarint(q, slack);
+    } else if (op == MT_OP_POSIX_MEMALIGN) {
+        if (rb_get(r, S_MISC, &v) < 0)
+            return -EINVAL;
+        q = mt_put_uvarint(q, v);
+    }
+    if (ext & MT_XF_STACK) {
+        if (rb_get(r, S_STACK, &v) < 0)
+            return -EINVAL;
+        q = mt_put_uvarint(q, v);
+    }
+    model_note(&r->m->st, op, ptr, ptr_usable, has_result, result, requested, slack);
+    const size_t rl = (size_t)(q - rec);
+    if (rl > cap - *pos)
+        return rb_fail(r->why, "the records decoded exceed a chunk");
+    memcpy(dst + *pos, rec, rl);
+    *pos += rl;
+    return 0;
+}
+
+/* Fails the rebuild where the records left bytes of a stream unused. */
+static int check_streams_used(mt_pack_model_t *m, const rstream_t *s, const char **why)
+{
     for (unsigned i = 0; i < S_COUNT; i++) {
         if (s[i].p != s[i].end) {
             snprintf(m->msg, sizeof m->msg, "the %s stream holds %zu bytes more than the records use", stream_names[i],
@@ -401,15 +460,34 @@ static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, s
             return -EINVAL;
         }
     }
+    return 0;
+}
+
+/* Rebuilds the records from the decoded streams into dst. Returns 0 and the length in *n, or
+ * -EINVAL with *why. Every read is bounded by its stream, every write by cap. */
+static int rebuild(mt_pack_model_t *m, rstream_t *s, uint8_t *dst, size_t cap, size_t *n, const char **why)
+{
+    rebuild_t r = { .m = m, .s = s, .prev_ptr = 0, .why = why };
+    size_t pos = 0;
+    model_reset(&m->st);
+    while (s[S_OPS].p < s[S_OPS].end) {
+        const uint8_t b0 = *s[S_OPS].p++;
+        const unsigned op = b0 & MT_RF_OPMASK;
+        int rc;
+        if (is_event(m->version, b0))
+            rc = rebuild_event(&r, b0, dst, cap, &pos);
+        else if (op == 0 || op > mt_last_call(m->version))
+            rc = rb_fail(why, "expected a record's first byte in the ops stream, found an undefined opcode or an "
+                              "event with flags");
+        else
+            rc = rebuild_call(&r, b0, dst, cap, &pos);
+        if (rc < 0)
+            return rc;
+    }
+    if (check_streams_used(m, s, why) < 0)
+        return -EINVAL;
     *n = pos;
     return 0;
-short_stream:
-    snprintf(m->msg, sizeof m->msg, "the %s stream ends early or holds a bad varint", stream_names[bad]);
-    *why = m->msg;
-    return -EINVAL;
-overflow:
-    *why = "the records decoded exceed a chunk";
-    return -EINVAL;
 }
 
 mt_pack_model_t *mt_pack_model_new(unsigned trace_version)
