@@ -650,129 +650,187 @@ static int get_ptr(const uint8_t **pp, const uint8_t *end, uint64_t *prev, unsig
     return 0;
 }
 
+/* The encoder's place in a chunk's records: the next byte, the end, the last pointer field read. */
+typedef struct split_state {
+    mt_pack_model_t *m;
+    const uint8_t *p, *end;
+    uint64_t prev_ptr;
+} split_t;
+
+/* Reads a varint of the records into *v. Returns -1 at a bad one. */
+static inline int sp_get(split_t *sp, uint64_t *v)
+{
+    return mt_get_uvarint(&sp->p, sp->end, v);
+}
+
+/* Splits an event record, its first byte read: time, payload length and payload. */
+static inline int split_event(split_t *sp)
+{
+    wstream_t *w = sp->m->w, *pw = &w[S_PAYLOAD];
+    uint64_t v, len;
+    if (sp_get(sp, &v) < 0)
+        return -1;
+    ws_u(&w[S_TIME], v);
+    if (sp_get(sp, &len) < 0 || len > (uint64_t)(sp->end - sp->p))
+        return -1;
+    ws_u(&w[S_MISC], len);
+    if (len > MT_PACK_MODEL_STREAM_MAX - pw->n)
+        return -1;
+    memcpy(pw->p + pw->n, sp->p, len);
+    pw->n += len;
+    sp->p += len;
+    return 0;
+}
+
+/* Codes a call's argument pointer: null, an allocation of the chunk, else a literal. Returns the
+ * block's usable size where the chunk allocated it, else 0. */
+static inline uint64_t split_arg(mt_pack_model_t *m, uint64_t ptr)
+{
+    model_t *st = &m->st;
+    wstream_t *w = m->w;
+    const long i = ptr ? map_get(&m->alloc_map, ptr) : -1;
+    if (!ptr) {
+        ws_u(&w[S_PCODE], PC_NULL);
+    } else if (i >= 0) {
+        ws_u(&w[S_PCODE], st->nallocs - (uint64_t)i + 1);
+        return st->alloc_usable[i];
+    } else {
+        ws_u(&w[S_PCODE], PC_LITERAL);
+        ws_u(&w[S_PLIT], mt_zigzag((int64_t)(ptr - st->prev_arg_literal)));
+        st->prev_arg_literal = ptr;
+    }
+    return 0;
+}
+
+/* Reads a call's numbers into num and writes each to the stream its shape names. */
+static inline int split_nums(split_t *sp, const call_shape_t *sh, uint64_t num[3])
+{
+    wstream_t *w = sp->m->w;
+    for (unsigned k = 0; k < sh->nnum; k++) {
+        if (sp_get(sp, &num[k]) < 0)
+            return -1;
+        if (sh->num[k] == S_SIZE)
+            ws_split_u(&w[S_SIZE], &w[S_SIZE_HI], num[k]);
+        else
+            ws_u(&w[sh->num[k]], num[k]);
+    }
+    return 0;
+}
+
+/* The rank of free i among the latest frees of usable size `usable` (1: the latest), or 0 where it
+ * is not one of them or lies more than MAX_CLASS_RANK back. */
+static inline uint64_t class_rank(const model_t *st, long i, uint64_t usable)
+{
+    if (!usable || st->free_usable[i] != usable)
+        return 0;
+    uint32_t f = class_latest(st, usable);
+    uint64_t k;
+    for (k = 1; f && f - 1 != (uint32_t)i && k <= MAX_CLASS_RANK; k++)
+        f = st->free_prev[f - 1];
+    return !f || k > MAX_CLASS_RANK ? 0 : k;
+}
+
+/* Codes a block call's slack and its result pointer: the call's argument ptr, a free of the chunk,
+ * else a literal. */
+static inline void split_result(mt_pack_model_t *m, const call_shape_t *sh, uint64_t ptr, uint64_t result,
+                                uint64_t requested, int64_t slack)
+{
+    model_t *st = &m->st;
+    wstream_t *w = m->w;
+    ws_u(&w[S_SLACK], mt_zigzag((int64_t)((uint64_t)slack - (uint64_t)slack_predict(st, requested))));
+    const long i = map_get(&m->free_map, result);
+    if (sh->ptr && result == ptr) {
+        ws_u(&w[S_RCODE], PC_ARG);
+    } else if (i >= 0) {
+        /* By rank among the frees of its usable size when it is one of those, near the end: an
+         * allocator reuses the latest free of a size class first. */
+        const uint64_t k = class_rank(st, i, requested + (uint64_t)slack);
+        ws_u(&w[S_RCODE], k ? 2 * k : 2 * (st->nfrees - (uint64_t)i) + 1);
+    } else {
+        ws_u(&w[S_RCODE], PC_LITERAL);
+        ws_u(&w[S_RLIT], mt_zigzag((int64_t)(result - st->next_result)));
+        st->next_result = result + requested + (uint64_t)slack;
+    }
+}
+
+/* Splits a call record, b0 its first byte (read), into the streams, and notes the call in the
+ * model and the address maps. */
+static inline int split_call(split_t *sp, uint8_t b0)
+{
+    mt_pack_model_t *m = sp->m;
+    wstream_t *w = m->w;
+    const unsigned op = b0 & MT_RF_OPMASK;
+    const call_shape_t *sh = &shapes[op];
+    uint8_t ext = 0;
+    if (b0 & MT_RF_EXT) {
+        if (sp->p >= sp->end)
+            return -1;
+        ext = *sp->p++;
+        ws_byte(&w[S_EXT], ext);
+    }
+    uint64_t v, ptr = 0, ptr_usable = 0, num[3] = { 0, 0, 0 };
+    if (sp_get(sp, &v) < 0)
+        return -1;
+    ws_u(&w[S_TIME], v);
+    if (sh->ptr) {
+        if (get_ptr(&sp->p, sp->end, &sp->prev_ptr, m->version) < 0)
+            return -1;
+        ptr = sp->prev_ptr;
+        ptr_usable = split_arg(m, ptr);
+    }
+    if (split_nums(sp, sh, num) < 0)
+        return -1;
+    const int has_result = sh->block && !(b0 & MT_RF_NULL);
+    uint64_t result = 0, requested = 0;
+    int64_t slack = 0;
+    if (has_result) {
+        requested = shape_requested(sh, num);
+        if (get_ptr(&sp->p, sp->end, &sp->prev_ptr, m->version) < 0 || sp_get(sp, &v) < 0)
+            return -1;
+        result = sp->prev_ptr;
+        slack = mt_unzigzag(v);
+        split_result(m, sh, ptr, result, requested, slack);
+    } else if (op == MT_OP_POSIX_MEMALIGN) {
+        if (sp_get(sp, &v) < 0)
+            return -1;
+        ws_u(&w[S_MISC], v);
+    }
+    if (ext & MT_XF_STACK) {
+        if (sp_get(sp, &v) < 0)
+            return -1;
+        ws_u(&w[S_STACK], v);
+    }
+    const uint32_t na = m->st.nallocs, nf = m->st.nfrees;
+    model_note(&m->st, op, ptr, ptr_usable, has_result, result, requested, slack);
+    if (m->st.nfrees != nf)
+        map_put(&m->free_map, ptr, nf);
+    if (m->st.nallocs != na)
+        map_put(&m->alloc_map, result, na);
+    return 0;
+}
+
 /* Splits the records into the streams. Returns 0, or -1 where the bytes are not records the model
  * knows (it then need not be exact: the check after encoding catches any difference). */
 static int split(mt_pack_model_t *m, const uint8_t *rec, size_t n)
 {
-    model_t *st = &m->st;
+    split_t sp = { .m = m, .p = rec, .end = rec + n, .prev_ptr = 0 };
     wstream_t *w = m->w;
-    const uint8_t *p = rec, *end = rec + n;
-    uint64_t prev_ptr = 0, v;
-    model_reset(st);
+    model_reset(&m->st);
     map_clear(&m->alloc_map);
     map_clear(&m->free_map);
     for (unsigned i = 0; i < S_COUNT; i++)
         w[i].n = 0, w[i].full = 0;
-#define GET(dst_)                                                                                                      \
-    do {                                                                                                               \
-        if (mt_get_uvarint(&p, end, &(dst_)) < 0)                                                                      \
-            return -1;                                                                                                 \
-    } while (0)
-    while (p < end) {
-        const uint8_t b0 = *p++;
+    while (sp.p < sp.end) {
+        const uint8_t b0 = *sp.p++;
         const unsigned op = b0 & MT_RF_OPMASK;
         ws_byte(&w[S_OPS], b0);
-        if (op >= MT_FIRST_EVENT && op <= mt_last_event(m->version) && !(b0 & ~MT_RF_OPMASK)) {
-            uint64_t len;
-            GET(v);
-            ws_u(&w[S_TIME], v);
-            GET(len);
-            if (len > (uint64_t)(end - p))
+        if (is_event(m->version, b0)) {
+            if (split_event(&sp) < 0)
                 return -1;
-            ws_u(&w[S_MISC], len);
-            wstream_t *pw = &w[S_PAYLOAD];
-            if (len > MT_PACK_MODEL_STREAM_MAX - pw->n)
-                return -1;
-            memcpy(pw->p + pw->n, p, len);
-            pw->n += len;
-            p += len;
-            continue;
-        }
-        if (op == 0 || op > mt_last_call(m->version))
+        } else if (op == 0 || op > mt_last_call(m->version) || split_call(&sp, b0) < 0) {
             return -1;
-        const call_shape_t *sh = &shapes[op];
-        uint8_t ext = 0;
-        if (b0 & MT_RF_EXT) {
-            if (p >= end)
-                return -1;
-            ext = *p++;
-            ws_byte(&w[S_EXT], ext);
         }
-        GET(v);
-        ws_u(&w[S_TIME], v);
-        uint64_t ptr = 0, ptr_usable = 0;
-        if (sh->ptr) {
-            if (get_ptr(&p, end, &prev_ptr, m->version) < 0)
-                return -1;
-            ptr = prev_ptr;
-            const long i = ptr ? map_get(&m->alloc_map, ptr) : -1;
-            if (!ptr) {
-                ws_u(&w[S_PCODE], PC_NULL);
-            } else if (i >= 0) {
-                ws_u(&w[S_PCODE], st->nallocs - (uint64_t)i + 1);
-                ptr_usable = st->alloc_usable[i];
-            } else {
-                ws_u(&w[S_PCODE], PC_LITERAL);
-                ws_u(&w[S_PLIT], mt_zigzag((int64_t)(ptr - st->prev_arg_literal)));
-                st->prev_arg_literal = ptr;
-            }
-        }
-        uint64_t num[3] = { 0, 0, 0 };
-        for (unsigned k = 0; k < sh->nnum; k++) {
-            GET(num[k]);
-            if (sh->num[k] == S_SIZE)
-                ws_split_u(&w[S_SIZE], &w[S_SIZE_HI], num[k]);
-            else
-                ws_u(&w[sh->num[k]], num[k]);
-        }
-        const int has_result = sh->block && !(b0 & MT_RF_NULL);
-        uint64_t result = 0, requested = 0;
-        int64_t slack = 0;
-        if (has_result) {
-            requested = shape_requested(sh, num);
-            if (get_ptr(&p, end, &prev_ptr, m->version) < 0)
-                return -1;
-            result = prev_ptr;
-            GET(v);
-            slack = mt_unzigzag(v);
-            ws_u(&w[S_SLACK], mt_zigzag((int64_t)((uint64_t)slack - (uint64_t)slack_predict(st, requested))));
-            const long i = map_get(&m->free_map, result);
-            if (sh->ptr && result == ptr) {
-                ws_u(&w[S_RCODE], PC_ARG);
-            } else if (i >= 0) {
-                /* By rank among the frees of its usable size when it is one of those, near the
-                 * end: an allocator reuses the latest free of a size class first. */
-                const uint64_t usable = requested + (uint64_t)slack;
-                uint64_t k = 0;
-                if (usable && st->free_usable[i] == usable) {
-                    uint32_t f = class_latest(st, usable);
-                    for (k = 1; f && f - 1 != (uint32_t)i && k <= MAX_CLASS_RANK; k++)
-                        f = st->free_prev[f - 1];
-                    if (!f || k > MAX_CLASS_RANK)
-                        k = 0;
-                }
-                ws_u(&w[S_RCODE], k ? 2 * k : 2 * (st->nfrees - (uint64_t)i) + 1);
-            } else {
-                ws_u(&w[S_RCODE], PC_LITERAL);
-                ws_u(&w[S_RLIT], mt_zigzag((int64_t)(result - st->next_result)));
-                st->next_result = result + requested + (uint64_t)slack;
-            }
-        } else if (op == MT_OP_POSIX_MEMALIGN) {
-            GET(v);
-            ws_u(&w[S_MISC], v);
-        }
-        if (ext & MT_XF_STACK) {
-            GET(v);
-            ws_u(&w[S_STACK], v);
-        }
-        const uint32_t na = st->nallocs, nf = st->nfrees;
-        model_note(st, op, ptr, ptr_usable, has_result, result, requested, slack);
-        if (st->nfrees != nf)
-            map_put(&m->free_map, ptr, nf);
-        if (st->nallocs != na)
-            map_put(&m->alloc_map, result, na);
     }
-#undef GET
     for (unsigned i = 0; i < S_COUNT; i++)
         if (w[i].full)
             return -1;
