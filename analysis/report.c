@@ -458,6 +458,175 @@ static int collect_leaks(mt_report_t *rep, priv_t *pv)
     return rc;
 }
 
+/* The files resolve_callsites writes, and the folded stacks that two of them draw. */
+enum { OUT_FOLDED, OUT_FLAME, OUT_CSV, NOUT };
+typedef struct site_outputs {
+    const char *path[NOUT];
+    mt_out_t out[NOUT];
+    mt_folded_t *fl;
+    size_t nfl;
+} site_outputs_t;
+
+/* Opens the outputs asked for, in order, up to the first that cannot be made (its reason in err). */
+static int site_outputs_open(site_outputs_t *so, mt_error_t *err)
+{
+    int rc = 0;
+    for (int k = 0; k < NOUT && rc == 0; k++)
+        if (so->path[k])
+            rc = mt_out_open(&so->out[k], so->path[k], err);
+    return rc;
+}
+
+/* Renames the outputs into place, in order, while rc is 0; removes those not renamed; frees the
+ * folded stacks. Returns rc, or the first rename's failure. */
+static int site_outputs_close(site_outputs_t *so, int rc, mt_error_t *err)
+{
+    for (int k = 0; k < NOUT && rc == 0; k++)
+        if (so->path[k])
+            rc = mt_out_commit(&so->out[k], err);
+    for (int k = 0; k < NOUT; k++)
+        mt_out_abort(&so->out[k]);
+    for (size_t k = 0; k < so->nfl; k++)
+        free((void *)so->fl[k].frames);
+    free(so->fl);
+    return rc;
+}
+
+/* Appends stack si to the folded stacks, its functions outermost first, weighed as `weight` says. */
+static int add_folded(const mt_report_t *rep, const priv_t *pv, size_t si, const char *weight, site_outputs_t *so)
+{
+    const mt_stack_in_t *in = &pv->input[si];
+    const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
+    /* From main or the thread's start routine, as the top-down tree: the C runtime's frames above
+     * them would root every flame graph at _start */
+    const uint32_t nshown =
+        rep->callers.top && rep->callers.top[si] < s->nframes ? rep->callers.top[si] + 1 : s->nframes;
+    const char **names = calloc(nshown + 1, sizeof *names);
+    if (!names)
+        return 0;
+    for (uint32_t k = 0; k < nshown; k++)
+        names[nshown - 1 - k] = pv->frames[in->frame[k]].sym.function;
+    mt_folded_t *g = realloc(so->fl, (so->nfl + 1) * sizeof *g);
+    if (!g) {
+        free(names);
+        return -ENOMEM;
+    }
+    so->fl = g;
+    so->fl[so->nfl++] = (mt_folded_t){ .frames = names, .nframes = nshown, .weight = flame_weight(s, weight) };
+    return 0;
+}
+
+/* The report's callsite with these fields, or NULL. */
+static mt_callsite_t *find_callsite(mt_report_t *rep, const char *fn, const char *file, uint32_t line, const char *mod,
+                                    uint64_t off)
+{
+    for (size_t k = 0; k < rep->ncallsites; k++) {
+        mt_callsite_t *x = &rep->callsites[k];
+        if (x->function == fn && x->file == file && x->line == line && x->module == mod && x->offset == off)
+            return x;
+    }
+    return NULL;
+}
+
+/* Room for one more callsite at the end of the report's (*cap: what its array holds): the new one,
+ * not yet filled in, or NULL when out of memory. */
+static mt_callsite_t *new_callsite(mt_report_t *rep, size_t *cap)
+{
+    if (rep->ncallsites == *cap) {
+        *cap = *cap ? *cap * 2 : 256;
+        mt_callsite_t *n = realloc(rep->callsites, *cap * sizeof *n);
+        if (!n)
+            return NULL;
+        rep->callsites = n;
+    }
+    return &rep->callsites[rep->ncallsites++];
+}
+
+/* Adds stack si's figures to the callsite of its leaf (the frame mt_callers_build chose), which is
+ * made the first time it is met. */
+static int add_to_callsite(mt_report_t *rep, priv_t *pv, size_t si, size_t *cap)
+{
+    const mt_stack_in_t *in = &pv->input[si];
+    const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
+    const uint32_t leaf = rep->callers.leaf[si];
+    const mt_symbol_t none = { .function = "??", .module = "??" };
+    const mt_symbol_t site = leaf < in->nframes ? pv->frames[in->frame[leaf]].sym : none;
+    /* Without a symbol the function is "??" and the return address in its module tells sites
+     * apart (and symbolizes later). */
+    const int unknown = leaf >= in->nframes || pv->frames[in->frame[leaf]].unnamed;
+    const char *fn = unknown ? intern(pv, "??") : site.function;
+    const uint64_t off = unknown ? site.offset : 0;
+    mt_callsite_t *c = find_callsite(rep, fn, site.file, site.line, site.module, off);
+    if (!c) {
+        if (!(c = new_callsite(rep, cap)))
+            return -ENOMEM;
+        *c = (mt_callsite_t){
+            .function = fn, .file = site.file, .module = site.module, .line = site.line, .offset = off
+        };
+    }
+    c->calls += s->calls;
+    c->bytes += s->bytes;
+    c->leaked_blocks += s->leaked_blocks;
+    c->leaked_bytes += s->leaked_bytes;
+    c->peak_bytes += s->peak_bytes;
+    c->added += s->added;
+    c->shrunk += s->shrunk;
+    return 0;
+}
+
+/* Every stack with calls or leaks: into its callsite, and into the folded stacks when the folded
+ * stacks or the flame graph is asked for. */
+static int add_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, site_outputs_t *so)
+{
+    const int want_flame = o && (o->folded || o->flamegraph);
+    size_t cap = 0;
+    for (size_t si = 0; si < pv->ninput; si++) {
+        const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
+        if (!s->calls && !s->leaked_bytes)
+            continue;
+        int rc = want_flame ? add_folded(rep, pv, si, o->flame_weight, so) : 0;
+        if (rc == 0)
+            rc = add_to_callsite(rep, pv, si, &cap);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The callsites as CSV, one a line under a header line. */
+static void write_callsites_csv(FILE *f, const mt_report_t *rep)
+{
+    fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
+    for (size_t k = 0; k < rep->ncallsites; k++) {
+        const mt_callsite_t *c = &rep->callsites[k];
+        mt_put_csv_field(f, c->function);
+        fputc(',', f);
+        mt_put_csv_field(f, c->file);
+        fprintf(f, ",%u,", c->line);
+        mt_put_csv_field(f, c->module);
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->calls, c->bytes,
+                c->leaked_blocks, c->leaked_bytes, c->peak_bytes);
+    }
+}
+
+/* Writes the folded stacks, the flame graph and the callsites' CSV, those asked for. */
+static int write_site_outputs(const mt_report_t *rep, const mt_report_opts_t *o, site_outputs_t *so, mt_error_t *err)
+{
+    int rc = 0;
+    if (so->out[OUT_FOLDED].f)
+        rc = writer_failed(&so->out[OUT_FOLDED], mt_folded_write(so->out[OUT_FOLDED].f, so->fl, so->nfl), err);
+    if (rc == 0 && so->out[OUT_FLAME].f) {
+        const char *weight = o->flame_weight ? o->flame_weight : "bytes";
+        char title[700];
+        snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, weight);
+        rc = writer_failed(&so->out[OUT_FLAME], mt_flamegraph_svg(so->out[OUT_FLAME].f, title, weight, so->fl, so->nfl),
+                           err);
+    }
+    if (rc == 0 && so->out[OUT_CSV].f)
+        write_callsites_csv(so->out[OUT_CSV].f, rep);
+    return rc;
+}
+
 static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, mt_error_t *err)
 {
     int rc = symbolize_stacks(pv, err);
@@ -468,115 +637,21 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
         return rc;
     }
-    size_t cap = 0;
     /* The outputs are made before the work (a name that cannot be written fails at once) and are
      * renamed into place together at the end: a failure leaves none of them, never a partial one. */
-    enum { OUT_FOLDED, OUT_FLAME, OUT_CSV, NOUT };
-    const char *const out_path[NOUT] = { o ? o->folded : NULL, o ? o->flamegraph : NULL, o ? o->callsites_csv : NULL };
-    mt_out_t out[NOUT] = { { 0 } };
-    for (int k = 0; k < NOUT && rc == 0; k++)
-        if (out_path[k])
-            rc = mt_out_open(&out[k], out_path[k], err);
-    mt_folded_t *fl = NULL;
-    size_t nfl = 0;
-    const int want_flame = o && (o->folded || o->flamegraph);
-    for (size_t si = 0; si < pv->ninput && rc == 0; si++) {
-        const mt_stack_in_t *in = &pv->input[si];
-        const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
-        if (!s->calls && !s->leaked_bytes)
-            continue;
-        const uint32_t leaf = rep->callers.leaf[si];
-        const mt_symbol_t none = { .function = "??", .module = "??" };
-        const mt_symbol_t site = leaf < in->nframes ? pv->frames[in->frame[leaf]].sym : none;
-        /* From main or the thread's start routine, as the top-down tree: the C runtime's frames above
-         * them would root every flame graph at _start */
-        const uint32_t nshown =
-            rep->callers.top && rep->callers.top[si] < s->nframes ? rep->callers.top[si] + 1 : s->nframes;
-        const char **names = want_flame ? calloc(nshown + 1, sizeof *names) : NULL;
-        for (uint32_t k = 0; names && k < nshown; k++)
-            names[nshown - 1 - k] = pv->frames[in->frame[k]].sym.function;
-        if (names) {
-            mt_folded_t *g = realloc(fl, (nfl + 1) * sizeof *g);
-            if (!g) {
-                free(names);
-                rc = -ENOMEM;
-                break;
-            }
-            fl = g;
-            fl[nfl++] = (mt_folded_t){ .frames = names, .nframes = nshown, .weight = flame_weight(s, o->flame_weight) };
-        }
-        /* Without a symbol the function is "??" and the return address in its module tells sites
-         * apart (and symbolizes later). */
-        const int unknown = leaf >= in->nframes || pv->frames[in->frame[leaf]].unnamed;
-        const char *fn = unknown ? intern(pv, "??") : site.function, *file = site.file, *mod = site.module;
-        const uint64_t off = unknown ? site.offset : 0;
-        mt_callsite_t *c = NULL;
-        for (size_t k = 0; k < rep->ncallsites; k++) {
-            mt_callsite_t *x = &rep->callsites[k];
-            if (x->function == fn && x->file == file && x->line == site.line && x->module == mod && x->offset == off) {
-                c = x;
-                break;
-            }
-        }
-        if (!c) {
-            if (rep->ncallsites == cap) {
-                cap = cap ? cap * 2 : 256;
-                mt_callsite_t *n = realloc(rep->callsites, cap * sizeof *n);
-                if (!n) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                rep->callsites = n;
-            }
-            c = &rep->callsites[rep->ncallsites++];
-            *c = (mt_callsite_t){ .function = fn, .file = file, .module = mod, .line = site.line, .offset = off };
-        }
-        c->calls += s->calls;
-        c->bytes += s->bytes;
-        c->leaked_blocks += s->leaked_blocks;
-        c->leaked_bytes += s->leaked_bytes;
-        c->peak_bytes += s->peak_bytes;
-        c->added += s->added;
-        c->shrunk += s->shrunk;
-    }
+    site_outputs_t so = { .path = { o ? o->folded : NULL, o ? o->flamegraph : NULL, o ? o->callsites_csv : NULL } };
+    rc = site_outputs_open(&so, err);
+    if (rc == 0)
+        rc = add_callsites(rep, pv, o, &so);
     if (rep->ncallsites)
         qsort(rep->callsites, rep->ncallsites, sizeof *rep->callsites, cmp_callsite);
     if (rc == 0)
         rc = collect_leaks(rep, pv);
     if (rc == -ENOMEM)
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
-    if (rc == 0 && out[OUT_FOLDED].f)
-        rc = writer_failed(&out[OUT_FOLDED], mt_folded_write(out[OUT_FOLDED].f, fl, nfl), err);
-    if (rc == 0 && out[OUT_FLAME].f) {
-        char title[700];
-        snprintf(title, sizeof title, "mtrace: %s (%s)", rep->command, o->flame_weight ? o->flame_weight : "bytes");
-        rc = writer_failed(
-            &out[OUT_FLAME],
-            mt_flamegraph_svg(out[OUT_FLAME].f, title, o->flame_weight ? o->flame_weight : "bytes", fl, nfl), err);
-    }
-    if (rc == 0 && out[OUT_CSV].f) {
-        FILE *f = out[OUT_CSV].f;
-        fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
-        for (size_t k = 0; k < rep->ncallsites; k++) {
-            const mt_callsite_t *c = &rep->callsites[k];
-            mt_put_csv_field(f, c->function);
-            fputc(',', f);
-            mt_put_csv_field(f, c->file);
-            fprintf(f, ",%u,", c->line);
-            mt_put_csv_field(f, c->module);
-            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->calls, c->bytes,
-                    c->leaked_blocks, c->leaked_bytes, c->peak_bytes);
-        }
-    }
-    for (int k = 0; k < NOUT && rc == 0; k++)
-        if (out_path[k])
-            rc = mt_out_commit(&out[k], err);
-    for (int k = 0; k < NOUT; k++)
-        mt_out_abort(&out[k]);
-    for (size_t k = 0; k < nfl; k++)
-        free((void *)fl[k].frames);
-    free(fl);
-    return rc;
+    if (rc == 0)
+        rc = write_site_outputs(rep, o, &so, err);
+    return site_outputs_close(&so, rc, err);
 }
 
 /* ---- the passes ---------------------------------------------------------------------------------- */
