@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mtrace/callers.h"
 #include "mtrace/flamegraph.h"
@@ -477,13 +478,18 @@ static int site_outputs_open(site_outputs_t *so, mt_error_t *err)
     return rc;
 }
 
-/* Renames the outputs into place, in order, while rc is 0; removes those not renamed; frees the
- * folded stacks. Returns rc, or the first rename's failure. */
+/* Renames the outputs into place, in order, while rc is 0; removes those not renamed, and when one
+ * cannot be renamed those renamed before it (none of a half-done set stays); frees the folded
+ * stacks. Returns rc, or the first rename's failure. */
 static int site_outputs_close(site_outputs_t *so, int rc, mt_error_t *err)
 {
-    for (int k = 0; k < NOUT && rc == 0; k++)
-        if (so->path[k])
-            rc = mt_out_commit(&so->out[k], err);
+    int done = 0; /* outputs renamed, and the one whose rename failed */
+    for (; done < NOUT && rc == 0; done++)
+        if (so->path[done])
+            rc = mt_out_commit(&so->out[done], err);
+    for (int j = 0; rc < 0 && j < done - 1; j++)
+        if (so->path[j])
+            unlink(so->path[j]);
     for (int k = 0; k < NOUT; k++)
         mt_out_abort(&so->out[k]);
     for (size_t k = 0; k < so->nfl; k++)

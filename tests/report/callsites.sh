@@ -7,7 +7,9 @@
 # the function and the module, and their calls, bytes, leaks and share of the peak; the callsites'
 # peak_bytes add up to peak_live_bytes and, as every allocation has a stack, their calls, bytes and
 # leaks add up to the totals. --folded, --flamegraph and --callsites-csv write well-formed files
-# whose numbers agree with the JSON. Not in sanitized builds (the recorder is an LD_PRELOAD shim).
+# whose numbers agree with the JSON; when one of them cannot be renamed into place (a directory of
+# that name), none is left (the --folded file renamed before it stayed). Not in sanitized builds
+# (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
 prog=$2
@@ -110,4 +112,10 @@ grep -q report_callee_alloc t.svg || fail "the flame graph does not name report_
 t 60 "$mtrace" report t.mtr >r.txt 2>err || fail "report: $(cat err)"
 grep -q "prog_report.c:$main_line" r.txt || fail "the text report does not name prog_report.c:$main_line"
 grep -q "libreport_callee.c:$lib_line" r.txt || fail "the text report does not name libreport_callee.c:$lib_line"
+# one output that cannot be renamed into place: none of the set stays
+mkdir a.dir
+t 60 "$mtrace" report --folded u.folded --flamegraph a.dir --callsites-csv u.csv t.mtr >/dev/null 2>err &&
+    fail "report with --flamegraph naming a directory: exit 0"
+grep -q "a.dir" err || fail "report with --flamegraph naming a directory: $(cat err)"
+for f in u.folded u.csv; do [ -e "$f" ] && fail "report left $f when the flame graph could not be written"; done
 finish
