@@ -508,8 +508,8 @@ static int add_folded(const mt_report_t *rep, const priv_t *pv, size_t si, const
     const uint32_t nshown =
         rep->callers.top && rep->callers.top[si] < s->nframes ? rep->callers.top[si] + 1 : s->nframes;
     const char **names = calloc(nshown + 1, sizeof *names);
-    if (!names)
-        return 0;
+    if (!names) /* a flame graph without this stack would pass for the whole one */
+        return -ENOMEM;
     for (uint32_t k = 0; k < nshown; k++)
         names[nshown - 1 - k] = pv->frames[in->frame[k]].sym.function;
     mt_folded_t *g = realloc(so->fl, (so->nfl + 1) * sizeof *g);
@@ -662,7 +662,6 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
 
 /* ---- the passes ---------------------------------------------------------------------------------- */
 
-/* Saturates: a damaged trace's times must not overflow the conversion. */
 /* The program's own memory: a VM event applied to its mappings. */
 static int note_vm_event(struct mt_report_own *own, mt_vmap_t *v, mt_vmap_cut_t **cuts, size_t *cap,
                          const mt_record_t *r)
