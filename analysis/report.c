@@ -57,7 +57,8 @@ typedef struct pass {
     mt_record_t rec;   /* the record pass_next hands out (jobs 1) */
     int damage;        /* jobs 1: the damage met after the record handed out, handed out next */
     mt_error_t damage_err;
-    uint8_t *payload; /* a copy of the latest event's payload (see pass_next_serial) */
+    uint8_t **first_data; /* with many threads: each head's payload, kept while its cursor is rewound */
+    uint8_t *payload;     /* a copy of the latest event's payload (see pass_next_serial) */
     size_t cap_payload;
 } pass_t;
 
@@ -80,14 +81,35 @@ typedef struct priv {
 
 static void pass_fini(pass_t *p)
 {
-    for (uint32_t i = 0; p->t && i < p->n; i++)
+    for (uint32_t i = 0; p->t && i < p->n; i++) {
         mt_thread_cursor_fini(&p->t[i].cur);
+        if (p->first_data)
+            free(p->first_data[i]);
+    }
+    free(p->first_data);
     free(p->t);
     free(p->heap.v);
     free(p->key);
     free(p->payload);
     mt_ordered_close(p->ordered);
     mt_live_fini(&p->live);
+}
+
+/* With many threads: thread i's first record is kept, its payload copied, and its cursor rewound
+ * past it until its turn (MT_PARK_THREADS). 0, or -ENOMEM. */
+static int park(pass_t *p, uint32_t i)
+{
+    rthread_t *th = &p->t[i];
+    if (th->head.data && th->head.len) {
+        if (!p->first_data && !(p->first_data = calloc(p->n, sizeof *p->first_data)))
+            return -ENOMEM;
+        if (!(p->first_data[i] = malloc(th->head.len)))
+            return -ENOMEM;
+        memcpy(p->first_data[i], th->head.data, th->head.len);
+        th->head.data = p->first_data[i];
+    }
+    mt_thread_cursor_rewind(&th->cur, 1);
+    return 0;
 }
 
 /* jobs: threads reading the trace, the caller's included (1: the caller alone). */
@@ -114,6 +136,10 @@ static int pass_init(pass_t *p, mt_trace_t *t, unsigned jobs, mt_error_t *err)
         p->key[i] = p->t[i].head.time;
         if (rc)
             mt_merge_push(&p->heap, i);
+        if (!rc)
+            mt_thread_cursor_fini(&p->t[i].cur);
+        else if (p->n > MT_PARK_THREADS && park(p, i) < 0)
+            goto oom;
     }
     return 0;
 oom:
@@ -157,10 +183,16 @@ static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, 
     }
     p->t[i].has_head = rc;
     p->key[i] = p->t[i].head.time;
-    if (rc)
+    if (rc) {
         mt_merge_top_changed(&p->heap);
-    else
+    } else {
         mt_merge_pop(&p->heap);
+        mt_thread_cursor_fini(&p->t[i].cur); /* its records are done: its buffer goes */
+        if (p->first_data) {
+            free(p->first_data[i]);
+            p->first_data[i] = NULL;
+        }
+    }
     p->steps++;
     return 1;
 }

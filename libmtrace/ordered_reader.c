@@ -74,7 +74,8 @@ typedef struct decoder {
 typedef struct source {
     mt_thread_cursor_t cur;        /* decoded by a decoder, or by the merger itself (2 jobs) */
     int done;                      /* decoder side: its last batch is published */
-    queue_t q;                     /* decoded batches (with decoders) */
+    uint8_t *first_data;           /* the merger's own, many threads: head's payload while rewound */
+    queue_t *q;                    /* decoded batches (with decoders; 16 KiB, so not with none) */
     _Alignas(64) const batch_t *b; /* the batch being merged: the merger's, on a cache line apart */
     uint32_t pos;
     mt_record_t head; /* the record decoded last */
@@ -270,7 +271,7 @@ static void decode_batch(struct mt_ordered *m, source_t *s, batch_t *b)
     }
     if (b->end)
         s->done = 1;
-    queue_publish(&s->q, b);
+    queue_publish(s->q, b);
 }
 
 static void *decoder_main(void *arg)
@@ -285,7 +286,7 @@ static void *decoder_main(void *arg)
         for (;;) {
             for (uint32_t k = 0; k < d->nthreads && !s; k++) {
                 source_t *x = &m->src[d->threads[(next + k) % d->nthreads]];
-                if (!x->done && x->q.filled - x->q.taken < x->q.ring) {
+                if (!x->done && x->q->filled - x->q->taken < x->q->ring) {
                     s = x;
                     next = (next + k + 1) % d->nthreads;
                 }
@@ -298,7 +299,7 @@ static void *decoder_main(void *arg)
         pthread_mutex_unlock(&d->mu);
         if (!s)
             break;
-        batch_t *b = queue_slot(m, &s->q);
+        batch_t *b = queue_slot(m, s->q);
         if (!b)
             break;
         decode_batch(m, s, b);
@@ -318,6 +319,11 @@ static inline __attribute__((always_inline)) int source_next(struct mt_ordered *
     if (!m->ndec) {
         const int rc = mt_thread_cursor_next(&s->cur, &s->head, err);
         *r = &s->head;
+        if (rc == 0) { /* its records are done: its buffer goes */
+            mt_thread_cursor_fini(&s->cur);
+            free(s->first_data);
+            s->first_data = NULL;
+        }
         return rc;
     }
     for (;;) {
@@ -332,11 +338,25 @@ static inline __attribute__((always_inline)) int source_next(struct mt_ordered *
             return s->b->status;
         }
         if (s->b)
-            queue_release(&s->q);
+            queue_release(s->q);
         s->pos = 0;
-        if (!(s->b = queue_take(m, &s->q)))
+        if (!(s->b = queue_take(m, s->q)))
             return 0; /* stopping: nobody reads on */
     }
+}
+
+/* With many threads and no decoders: s's first record is kept, its payload copied, and its cursor
+ * rewound past it until its turn (MT_PARK_THREADS). 0, or -ENOMEM. */
+static int park(struct mt_ordered *m, source_t *s, mt_error_t *err)
+{
+    if (s->head.data && s->head.len) {
+        if (!(s->first_data = malloc(s->head.len)))
+            return out_of_memory(m, err);
+        memcpy(s->first_data, s->head.data, s->head.len);
+        s->head.data = s->first_data;
+    }
+    mt_thread_cursor_rewind(&s->cur, 1);
+    return 0;
 }
 
 static void *merger_main(void *arg)
@@ -358,6 +378,8 @@ static void *merger_main(void *arg)
         if ((rc = source_next(m, i, &head[i], &err)) > 0) {
             key[i] = head[i]->time;
             mt_merge_push(&heap, i);
+            if (!m->ndec && m->n > MT_PARK_THREADS && (rc = park(m, &m->src[i], &err)) < 0)
+                break;
         }
     }
     while (rc >= 0 && heap.n) {
@@ -469,14 +491,21 @@ static int ordered_open(mt_ordered_t **out, mt_trace_t *t, uint32_t ndec, int me
     for (uint32_t d = 0; d < m->ndec && rc == 0; d++)
         for (uint32_t k = 0; k < m->dec[d].nthreads && rc == 0; k++) {
             source_t *s = &m->src[m->dec[d].threads[k]];
-            rc = queue_init(&s->q, &m->dec[d].mu, &m->dec[d].space, &m->dec[d].waits, DECODED_RING, DECODED_BATCH, 0);
+            if (!(s->q = calloc(1, sizeof *s->q)))
+                rc = -ENOMEM;
+            if (rc == 0)
+                rc =
+                    queue_init(s->q, &m->dec[d].mu, &m->dec[d].space, &m->dec[d].waits, DECODED_RING, DECODED_BATCH, 0);
             if (rc == 0 && mt_thread_cursor_init(&s->cur, t, m->dec[d].threads[k]) < 0)
                 rc = -ENOMEM;
             s->cur.c.codec = m->dec[d].codec;
         }
-    for (uint32_t i = 0; i < m->n && rc == 0 && !m->ndec; i++)
+    for (uint32_t i = 0; i < m->n && rc == 0 && !m->ndec; i++) {
         if (mt_thread_cursor_init(&m->src[i].cur, t, i) < 0)
             rc = -ENOMEM;
+        else if (m->n > MT_PARK_THREADS) /* a buffer only once the merger reads the thread */
+            mt_thread_cursor_rewind(&m->src[i].cur, 0);
+    }
     if (rc < 0) {
         mt_ordered_close(m);
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
@@ -554,8 +583,11 @@ static void stop_all(struct mt_ordered *m)
     for (uint32_t d = 0; d < m->ndec; d++) {
         pthread_mutex_lock(&m->dec[d].mu);
         pthread_cond_broadcast(&m->dec[d].space);
-        for (uint32_t k = 0; m->dec[d].threads && k < m->dec[d].nthreads; k++)
-            pthread_cond_broadcast(&m->src[m->dec[d].threads[k]].q.data);
+        for (uint32_t k = 0; m->dec[d].threads && k < m->dec[d].nthreads; k++) {
+            queue_t *q = m->src[m->dec[d].threads[k]].q;
+            if (q && q->mu) /* made (a failed open may stop before) */
+                pthread_cond_broadcast(&q->data);
+        }
         pthread_mutex_unlock(&m->dec[d].mu);
     }
 }
@@ -572,8 +604,12 @@ void mt_ordered_close(mt_ordered_t *m)
             pthread_join(m->dec[d].th, NULL);
     for (uint32_t i = 0; m->src && i < m->n; i++) {
         mt_thread_cursor_fini(&m->src[i].cur);
-        if (m->src[i].q.mu)
-            queue_fini(&m->src[i].q);
+        free(m->src[i].first_data);
+        if (m->src[i].q) {
+            if (m->src[i].q->mu)
+                queue_fini(m->src[i].q);
+            free(m->src[i].q);
+        }
     }
     for (uint32_t d = 0; m->dec && d < m->ndec; d++) {
         mt_chunk_codec_free(m->dec[d].codec);

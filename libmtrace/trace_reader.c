@@ -820,6 +820,22 @@ int mt_thread_cursor_init(mt_thread_cursor_t *tc, const mt_trace_t *t, size_t th
     return mt_cursor_init(&tc->c, t);
 }
 
+/* After a rewind: reads past tc->skip records of the chunk just loaded (the rest in the next ones).
+ * 0, or negative on damage. */
+static __attribute__((noinline, cold)) int skip_records(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *err)
+{
+    while (tc->skip) {
+        const int rc = cursor_next(&tc->c, r, err);
+        if (rc <= 0) {
+            if (rc == 0)
+                tc->loaded = 0;
+            return rc;
+        }
+        tc->skip--;
+    }
+    return 0;
+}
+
 int mt_thread_cursor_next(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *err)
 {
     for (;;) {
@@ -831,12 +847,24 @@ int mt_thread_cursor_next(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *er
         }
         if (tc->next >= tc->info->nchunks)
             return 0;
+        if (!tc->c.buf && !(tc->c.buf = malloc(MT_CHUNK_SIZE))) /* rewound */
+            return mt_errorf(err, -ENOMEM, tc->c.trace->path, 0, "out of memory");
         const uint32_t idx = tc->c.trace->thread_chunks[tc->info->first + tc->next++];
-        const int rc = mt_cursor_load(&tc->c, idx, err);
+        int rc = mt_cursor_load(&tc->c, idx, err);
         if (rc < 0)
             return rc;
         tc->loaded = 1;
+        if (__builtin_expect(tc->skip != 0, 0) && (rc = skip_records(tc, r, err)) < 0)
+            return rc;
     }
+}
+
+void mt_thread_cursor_rewind(mt_thread_cursor_t *tc, uint16_t skip)
+{
+    mt_cursor_fini(&tc->c);
+    tc->next = 0;
+    tc->loaded = 0;
+    tc->skip = skip;
 }
 
 void mt_thread_cursor_fini(mt_thread_cursor_t *tc)

@@ -144,12 +144,23 @@ size_t mt_cursor_used(const mt_cursor_t *c);
 typedef struct mt_thread_cursor {
     mt_cursor_t c;
     const mt_thread_info_t *info;
-    uint32_t next; /* next chunk of the thread to load */
-    int loaded;
+    uint32_t next;   /* next chunk of the thread to load */
+    uint16_t loaded; /* a chunk is loaded */
+    uint16_t skip;   /* records to read past after a rewind (mt_thread_cursor_rewind) */
 } mt_thread_cursor_t;
 
 int mt_thread_cursor_init(mt_thread_cursor_t *tc, const mt_trace_t *t, size_t thread_index);
 int mt_thread_cursor_next(mt_thread_cursor_t *tc, mt_record_t *r, mt_error_t *err);
+/* Lets the cursor's chunk buffer go and takes it back to the thread's start: the next
+ * mt_thread_cursor_next reads (into a buffer it allocates) the record after the first `skip`. A merge
+ * of many threads reads each thread's first record, to order them, keeps it (its payload copied) and
+ * rewinds the cursor past it until that record's turn: it then holds buffers for the threads whose
+ * records interleave, not for every thread. The skipped records are decoded again, once. */
+void mt_thread_cursor_rewind(mt_thread_cursor_t *tc, uint16_t skip);
+/* Merges of more threads than this rewind each one after its first record, and let a cursor go as
+ * soon as its thread's records are done: a trace of 2000 short threads held a buffer (8 KiB
+ * resident) for each. With few threads nothing changes. */
+#define MT_PARK_THREADS 64u
 void mt_thread_cursor_fini(mt_thread_cursor_t *tc);
 
 /* Rate of the trace's time unit in ticks per second: the header's, else an estimate from the
