@@ -812,18 +812,275 @@ static int vm_event(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
 
 typedef enum { APPLIED, HELD } outcome_t;
 
+/* Holds thread i's head record back: the thread is blocked on (why, key) until that comes. */
+static inline int hold(conv_t *c, uint32_t i, tstate_t why, uint64_t key, outcome_t *out)
+{
+    block_thread(c, i, why, key);
+    *out = HELD;
+    return 0;
+}
+
+/* Before any record of thread i: its children's exits, then its held mapping unless a VM event may trim it. */
+HOT int before_record(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
+{
+    const cthread_t *t = &c->t[i];
+    int rc = t->npending ? flush_exits(c, i, ns) : 0;
+    if (rc == 0 && t->held.on && r->op != MT_EV_VM)
+        rc = held_release(c, i);
+    return rc;
+}
+
+/* An allocation call: a new block, given a slot; held while another block still lives at its address. */
+HOT int apply_alloc(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, int force, outcome_t *out)
+{
+    mt_wl_rec_t w = wl_rec(r->op, ns);
+    w.size = r->size;
+    w.count = r->count;
+    w.align = r->align;
+    if (r->flags & MT_FLAG_NULL)
+        return put(c, i, &w); /* slot 0: the call failed */
+    block_t *old = mt_ptr_map_find(&c->live, r->result);
+    if (old) {
+        if (!force)
+            return hold(c, i, BLOCKED_LIVE, r->result, out);
+        c->st->forced++;
+        end_block(c, old);
+    }
+    uint32_t slot;
+    int rc = slot_take(c, i, ns, &slot);
+    if (rc < 0)
+        return rc;
+    w.slot = slot;
+    if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
+        return rc;
+    return put(c, i, &w);
+}
+
+/* A free, or a malloc_usable_size of the block, after its last toucher; held while the block is unknown. */
+HOT int apply_free(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, int force, outcome_t *out)
+{
+    mt_wl_rec_t w = wl_rec(r->op, ns);
+    if (r->ptr == 0) {
+        if (r->op == MT_OP_USABLE_SIZE)
+            return 0;
+        return put(c, i, &w);
+    }
+    block_t *b = mt_ptr_map_find(&c->live, r->ptr);
+    if (!b) {
+        /* Its allocation may sit behind a held record of another thread. */
+        if (c->hard_blocked && !force)
+            return hold(c, i, BLOCKED_UNKNOWN, r->ptr, out);
+        if (r->op == MT_OP_FREE)
+            count_unknown(c, r);
+        return 0;
+    }
+    int rc = depend_block(c, i, b, ns);
+    if (rc < 0)
+        return rc;
+    w.slot = block_slot(b);
+    w.old_size = c->slots[w.slot].size;
+    if (r->op == MT_OP_FREE)
+        end_block(c, b);
+    if ((rc = put(c, i, &w)) < 0)
+        return rc;
+    if (r->op == MT_OP_FREE)
+        return slot_release(c, i, (uint32_t)w.slot);
+    touched(c, i, b);
+    return 0;
+}
+
+/* A realloc that returned NULL (its op in w): realloc(p, 0) freed block b; a failed one left it where it was. */
+static inline int realloc_null(conv_t *c, uint32_t i, const mt_record_t *r, block_t *b, mt_wl_rec_t *w)
+{
+    const int frees_old = b && requested(r) == 0;
+    if (frees_old)
+        end_block(c, b);
+    int rc = put(c, i, w);
+    if (rc < 0)
+        return rc;
+    if (frees_old)
+        return slot_release(c, i, (uint32_t)w->slot);
+    if (b)
+        touched(c, i, b);
+    return 0;
+}
+
+/* A realloc or reallocarray: the old block lives on under its slot at the new address, or a new block takes a slot. */
+HOT int apply_realloc(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, int force, outcome_t *out)
+{
+    mt_wl_rec_t w = wl_rec(r->op, ns);
+    w.size = r->size;
+    w.count = r->count;
+    block_t *b = NULL;
+    if (r->ptr) {
+        b = mt_ptr_map_find(&c->live, r->ptr);
+        if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
+            return 0; /* freed unseen by the recorder's set: nothing waits for it */
+        if (!b && c->hard_blocked && !force)
+            return hold(c, i, BLOCKED_UNKNOWN, r->ptr, out);
+        if (!b)
+            count_unknown(c, r); /* replayed as an allocation: the old block is not ours */
+    }
+    const int null = (r->flags & MT_FLAG_NULL) != 0;
+    if (!null && r->result != r->ptr) {
+        block_t *other = mt_ptr_map_find(&c->live, r->result);
+        if (other && other != b) {
+            if (!force)
+                return hold(c, i, BLOCKED_LIVE, r->result, out);
+            c->st->forced++;
+            end_block(c, other);
+            b = r->ptr ? mt_ptr_map_find(&c->live, r->ptr) : NULL;
+        }
+    }
+    int rc;
+    if (b) {
+        if ((rc = depend_block(c, i, b, ns)) < 0)
+            return rc;
+        w.slot = block_slot(b);
+        w.old_size = c->slots[w.slot].size;
+    }
+    if (null)
+        return realloc_null(c, i, r, b, &w);
+    uint32_t slot;
+    if (b) {
+        slot = block_slot(b); /* the block lives on under its slot, moved or not */
+        end_block(c, b);
+    } else if ((rc = slot_take(c, i, ns, &slot)) < 0) {
+        return rc;
+    }
+    w.slot2 = slot;
+    if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
+        return rc;
+    return put(c, i, &w);
+}
+
+/* A mallopt or a malloc_trim: its arguments, as the program gave them. */
+static inline int apply_setting(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
+{
+    mt_wl_rec_t w = wl_rec(r->op, ns);
+    if (r->op == MT_OP_MALLOPT) {
+        w.a = r->arg[0];
+        w.b = r->arg[1];
+    } else {
+        w.size = (uint64_t)r->arg[0];
+    }
+    return put(c, i, &w);
+}
+
+/* The thread's start, after the op of its creator that created it; held until the trace shows that creation. */
+static inline int apply_thread_start(conv_t *c, uint32_t i, uint64_t ns, int force, outcome_t *out)
+{
+    cthread_t *t = &c->t[i];
+    if (t->creator && !t->create_seen) {
+        if (!force)
+            return hold(c, i, BLOCKED_CREATE, t->thread_no, out);
+        c->st->forced++;
+        t->creator = 0;
+    }
+    mt_wl_rec_t w = wl_rec(MT_WL_THREAD_START, ns);
+    const int rc = put(c, i, &w);
+    if (rc < 0)
+        return rc;
+    if (t->creator)
+        return depend(c, i, t->creator - 1, t->create_seq, ns);
+    return 0;
+}
+
+/* Thread i creates the thread the record names: the child's start waits for thread i's ops so far. */
+static inline int apply_thread_create(conv_t *c, uint32_t i, const mt_record_t *r)
+{
+    for (uint32_t k = 0; k < c->n; k++) {
+        cthread_t *child = &c->t[k];
+        if (child->thread_no != (uint64_t)r->arg[0])
+            continue;
+        child->creator = i + 1;
+        child->create_seq = mt_wl_writer_thread_ops(c->out, i);
+        child->create_seen = 1;
+        mt_wl_writer_set_creator(c->out, k, i + 1);
+        wake(c, BLOCKED_CREATE, child->thread_no);
+    }
+    return 0;
+}
+
+/* The thread's exit, noted: its op comes at the end of its stream. */
+static inline int apply_thread_exit(conv_t *c, uint32_t i)
+{
+    /* Destructors that run after the shim's own can still allocate in this thread: the exit op
+     * is written when the thread's records end (finish_thread), as its stream's last op. */
+    c->t[i].exited = 1;
+    return 0;
+}
+
+/* An RSS sample: an op of the program's sizes then, and the source's peaks (the first sample's anonymous size too). */
+static inline int apply_rss(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
+{
+    if (r->nargs < 3)
+        return 0;
+    mt_wl_rec_t w = wl_rec(MT_WL_RSS, ns);
+    w.vm_kb = (uint64_t)r->arg[0] * c->page_kb;
+    w.rss_kb = (uint64_t)r->arg[1] * c->page_kb;
+    if (w.rss_kb > c->source_peak_rss_kb)
+        c->source_peak_rss_kb = w.rss_kb;
+    const uint64_t anon_kb = r->arg[1] > r->arg[2] ? (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb : 0;
+    if (anon_kb > c->source_peak_anon_kb)
+        c->source_peak_anon_kb = anon_kb;
+    /* The recorder samples as tracing starts, at the first call: at most that call's block is
+     * also among the ops (libstdc++'s 72 KiB pool, or main's first malloc, not yet written). */
+    if (!c->rss_seen) {
+        c->rss_seen = 1;
+        c->source_start_anon_kb = anon_kb;
+    }
+    return put(c, i, &w);
+}
+
+/* Page evidence of a large block, at its allocation or before its end; held while the block is unknown. */
+static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, int force, outcome_t *out)
+{
+    if (r->nargs < 4)
+        return 0;
+    const uint64_t p = (uint64_t)r->arg[0], pages = (uint64_t)r->arg[1];
+    const int counted = !(r->arg[3] & MT_PAGES_UNCOUNTED);
+    const uint64_t resident = counted ? (uint64_t)r->arg[2] : 0; /* flagged below: not used */
+    block_t *b = mt_ptr_map_find(&c->live, p);
+    if ((r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC) {
+        /* Right after the op that made the block, in this thread: it is the block's toucher. */
+        if (!b)
+            return 0;
+        const int rc = mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, pages, resident);
+        if (rc == 0 && !counted)
+            mt_touch_uncounted(&c->touch, p, MT_TOUCH_MADE_UNCOUNTED);
+        return rc;
+    }
+    if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
+        return 0; /* freed unseen by the recorder's set: nothing waits for it */
+    if (!b && c->hard_blocked && !force) {
+        /* Right before the free or realloc of the block, which may be made by a held record. */
+        return hold(c, i, BLOCKED_UNKNOWN, p, out);
+    }
+    mt_touch_ending(&c->touch, p, resident);
+    if (!counted)
+        mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
+    return 0;
+}
+
+/* A mark: its label, as an op. */
+static inline int apply_mark(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
+{
+    mt_wl_rec_t w = wl_rec(MT_WL_MARK, ns);
+    w.data = r->data;
+    w.len = r->len;
+    return put(c, i, &w);
+}
+
 /* Applies thread i's head record, or holds it back (the thread becomes blocked). `force` applies a
  * record whose dependency will never come, dropping what stands in its way. */
 static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
 {
-    cthread_t *t = &c->t[i];
+    const cthread_t *t = &c->t[i];
     const mt_record_t *r = t->head;
     const uint64_t ns = t->ns[t->ring_pos];
-    mt_wl_rec_t w = wl_rec(r->op, ns);
     *out = APPLIED;
-    int rc = t->npending ? flush_exits(c, i, ns) : 0;
-    if (rc == 0 && t->held.on && r->op != MT_EV_VM)
-        rc = held_release(c, i);
+    const int rc = before_record(c, i, r, ns);
     if (rc < 0)
         return rc;
     switch (r->op) {
@@ -833,221 +1090,31 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
     case MT_OP_POSIX_MEMALIGN:
     case MT_OP_ALIGNED_ALLOC:
     case MT_OP_VALLOC:
-    case MT_OP_PVALLOC: {
-        w.size = r->size;
-        w.count = r->count;
-        w.align = r->align;
-        if (r->flags & MT_FLAG_NULL)
-            return put(c, i, &w); /* slot 0: the call failed */
-        block_t *old = mt_ptr_map_find(&c->live, r->result);
-        if (old) {
-            if (!force) {
-                block_thread(c, i, BLOCKED_LIVE, r->result);
-                *out = HELD;
-                return 0;
-            }
-            c->st->forced++;
-            end_block(c, old);
-        }
-        uint32_t slot;
-        if ((rc = slot_take(c, i, ns, &slot)) < 0)
-            return rc;
-        w.slot = slot;
-        if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
-            return rc;
-        return put(c, i, &w);
-    }
+    case MT_OP_PVALLOC:
+        return apply_alloc(c, i, r, ns, force, out);
     case MT_OP_FREE:
-    case MT_OP_USABLE_SIZE: {
-        if (r->ptr == 0) {
-            if (r->op == MT_OP_USABLE_SIZE)
-                return 0;
-            return put(c, i, &w);
-        }
-        block_t *b = mt_ptr_map_find(&c->live, r->ptr);
-        if (!b) {
-            /* Its allocation may sit behind a held record of another thread. */
-            if (c->hard_blocked && !force) {
-                block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
-                *out = HELD;
-                return 0;
-            }
-            if (r->op == MT_OP_FREE)
-                count_unknown(c, r);
-            return 0;
-        }
-        if ((rc = depend_block(c, i, b, ns)) < 0)
-            return rc;
-        w.slot = block_slot(b);
-        w.old_size = c->slots[w.slot].size;
-        if (r->op == MT_OP_FREE)
-            end_block(c, b);
-        if ((rc = put(c, i, &w)) < 0)
-            return rc;
-        if (r->op == MT_OP_FREE)
-            return slot_release(c, i, (uint32_t)w.slot);
-        touched(c, i, b);
-        return 0;
-    }
+    case MT_OP_USABLE_SIZE:
+        return apply_free(c, i, r, ns, force, out);
     case MT_OP_REALLOC:
-    case MT_OP_REALLOCARRAY: {
-        w.size = r->size;
-        w.count = r->count;
-        block_t *b = NULL;
-        if (r->ptr) {
-            b = mt_ptr_map_find(&c->live, r->ptr);
-            if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
-                return 0; /* freed unseen by the recorder's set: nothing waits for it */
-            if (!b && c->hard_blocked && !force) {
-                block_thread(c, i, BLOCKED_UNKNOWN, r->ptr);
-                *out = HELD;
-                return 0;
-            }
-            if (!b)
-                count_unknown(c, r); /* replayed as an allocation: the old block is not ours */
-        }
-        const int null = (r->flags & MT_FLAG_NULL) != 0;
-        const int frees_old = b && (!null || requested(r) == 0);
-        if (!null && r->result != r->ptr) {
-            block_t *other = mt_ptr_map_find(&c->live, r->result);
-            if (other && other != b) {
-                if (!force) {
-                    block_thread(c, i, BLOCKED_LIVE, r->result);
-                    *out = HELD;
-                    return 0;
-                }
-                c->st->forced++;
-                end_block(c, other);
-                b = r->ptr ? mt_ptr_map_find(&c->live, r->ptr) : NULL;
-            }
-        }
-        if (b) {
-            if ((rc = depend_block(c, i, b, ns)) < 0)
-                return rc;
-            w.slot = block_slot(b);
-            w.old_size = c->slots[w.slot].size;
-        }
-        if (null) {
-            /* realloc(p, 0) freed p; a failed realloc left it where it was. */
-            if (frees_old)
-                end_block(c, b);
-            if ((rc = put(c, i, &w)) < 0)
-                return rc;
-            if (frees_old)
-                return slot_release(c, i, (uint32_t)w.slot);
-            if (b)
-                touched(c, i, b);
-            return 0;
-        }
-        uint32_t slot;
-        if (b) {
-            slot = block_slot(b); /* the block lives on under its slot, moved or not */
-            end_block(c, b);
-        } else if ((rc = slot_take(c, i, ns, &slot)) < 0) {
-            return rc;
-        }
-        w.slot2 = slot;
-        if ((rc = make_block(c, i, r->result, requested(r), slot, ns)) < 0)
-            return rc;
-        return put(c, i, &w);
-    }
+    case MT_OP_REALLOCARRAY:
+        return apply_realloc(c, i, r, ns, force, out);
     case MT_OP_MALLOPT:
-        w.a = r->arg[0];
-        w.b = r->arg[1];
-        return put(c, i, &w);
     case MT_OP_MALLOC_TRIM:
-        w.size = (uint64_t)r->arg[0];
-        return put(c, i, &w);
-    case MT_EV_THREAD_START: {
-        if (t->creator && !t->create_seen) {
-            if (!force) {
-                block_thread(c, i, BLOCKED_CREATE, t->thread_no);
-                *out = HELD;
-                return 0;
-            }
-            c->st->forced++;
-            t->creator = 0;
-        }
-        w.op = MT_WL_THREAD_START;
-        if ((rc = put(c, i, &w)) < 0)
-            return rc;
-        if (t->creator)
-            return depend(c, i, t->creator - 1, t->create_seq, ns);
-        return 0;
-    }
-    case MT_EV_THREAD_CREATE: {
-        for (uint32_t k = 0; k < c->n; k++) {
-            cthread_t *child = &c->t[k];
-            if (child->thread_no != (uint64_t)r->arg[0])
-                continue;
-            child->creator = i + 1;
-            child->create_seq = mt_wl_writer_thread_ops(c->out, i);
-            child->create_seen = 1;
-            mt_wl_writer_set_creator(c->out, k, i + 1);
-            wake(c, BLOCKED_CREATE, child->thread_no);
-        }
-        return 0;
-    }
+        return apply_setting(c, i, r, ns);
+    case MT_EV_THREAD_START:
+        return apply_thread_start(c, i, ns, force, out);
+    case MT_EV_THREAD_CREATE:
+        return apply_thread_create(c, i, r);
     case MT_EV_THREAD_EXIT:
-        /* Destructors that run after the shim's own can still allocate in this thread: the exit op
-         * is written when the thread's records end (finish_thread), as its stream's last op. */
-        t->exited = 1;
-        return 0;
-    case MT_EV_RSS: {
-        if (r->nargs < 3)
-            return 0;
-        w.op = MT_WL_RSS;
-        w.vm_kb = (uint64_t)r->arg[0] * c->page_kb;
-        w.rss_kb = (uint64_t)r->arg[1] * c->page_kb;
-        if (w.rss_kb > c->source_peak_rss_kb)
-            c->source_peak_rss_kb = w.rss_kb;
-        const uint64_t anon_kb = r->arg[1] > r->arg[2] ? (uint64_t)(r->arg[1] - r->arg[2]) * c->page_kb : 0;
-        if (anon_kb > c->source_peak_anon_kb)
-            c->source_peak_anon_kb = anon_kb;
-        /* The recorder samples as tracing starts, at the first call: at most that call's block is
-         * also among the ops (libstdc++'s 72 KiB pool, or main's first malloc, not yet written). */
-        if (!c->rss_seen) {
-            c->rss_seen = 1;
-            c->source_start_anon_kb = anon_kb;
-        }
-        return put(c, i, &w);
-    }
-    case MT_EV_PAGES: {
-        if (r->nargs < 4)
-            return 0;
-        const uint64_t p = (uint64_t)r->arg[0], pages = (uint64_t)r->arg[1];
-        const int counted = !(r->arg[3] & MT_PAGES_UNCOUNTED);
-        const uint64_t resident = counted ? (uint64_t)r->arg[2] : 0; /* flagged below: not used */
-        block_t *b = mt_ptr_map_find(&c->live, p);
-        if ((r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC) {
-            /* Right after the op that made the block, in this thread: it is the block's toucher. */
-            if (!b)
-                return 0;
-            rc = mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, pages, resident);
-            if (rc == 0 && !counted)
-                mt_touch_uncounted(&c->touch, p, MT_TOUCH_MADE_UNCOUNTED);
-            return rc;
-        }
-        if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
-            return 0; /* freed unseen by the recorder's set: nothing waits for it */
-        if (!b && c->hard_blocked && !force) {
-            /* Right before the free or realloc of the block, which may be made by a held record. */
-            block_thread(c, i, BLOCKED_UNKNOWN, p);
-            *out = HELD;
-            return 0;
-        }
-        mt_touch_ending(&c->touch, p, resident);
-        if (!counted)
-            mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
-        return 0;
-    }
+        return apply_thread_exit(c, i);
+    case MT_EV_RSS:
+        return apply_rss(c, i, r, ns);
+    case MT_EV_PAGES:
+        return apply_pages(c, i, r, force, out);
     case MT_EV_VM:
         return vm_event(c, i, r, ns);
     case MT_EV_MARK:
-        w.op = MT_WL_MARK;
-        w.data = r->data;
-        w.len = r->len;
-        return put(c, i, &w);
+        return apply_mark(c, i, r, ns);
     default:
         return 0; /* fork, exec, stacks, modules, control: nothing to replay */
     }
