@@ -3,6 +3,10 @@
 # untraced, and their traces read back with every call and no loss.
 #   usage: real_programs.sh MTRACE_BINARY SOURCE_ROOT
 set -u
+# The programs' calls depend on the locale: under POSIX (a fresh Debian root shell sets no LANG) sort
+# makes 23 calls and xz -T2 74, under C.UTF-8 297 and more, past the thresholds below. One locale,
+# present on every Debian (libc-bin), whatever the shell that runs the tests.
+export LC_ALL=C.UTF-8
 mtrace=$1
 src=$2
 work=$(mktemp -d /tmp/mtrace-e2e.XXXXXX)

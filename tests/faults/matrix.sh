@@ -6,6 +6,10 @@
 # calls.
 #   usage: matrix.sh MTRACE FP_WALK SOURCE_ROOT [CXX_PROGRAM]
 set -u
+# The programs' calls depend on the locale: under POSIX (a fresh Debian root shell sets no LANG) sort
+# makes 23 calls and xz -T2 74, under C.UTF-8 297 and more, past the thresholds below. One locale,
+# present on every Debian (libc-bin), whatever the shell that runs the tests.
+export LC_ALL=C.UTF-8
 mtrace=$1
 walk=$2
 src=$3
