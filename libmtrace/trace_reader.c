@@ -28,6 +28,7 @@ struct mt_trace {
     mt_thread_info_t *threads;
     size_t nthreads;
     uint32_t *thread_chunks;
+    uint32_t opcodes;        /* bit op: a record opcode of the file's version (mt_last_call, mt_last_event) */
     mt_chunk_codec_t *codec; /* packed traces: the cursors' codec unless they bring their own */
     /* rate estimate from RSS samples */
     uint64_t est_time, est_mono;
@@ -261,6 +262,9 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
     rc = check_header(t, got, err);
     if (rc < 0)
         goto out;
+    for (unsigned op = MT_OP_MALLOC; op <= MT_OP_MAX; op++)
+        if (op <= mt_last_call(t->hdr.version) || (op >= MT_FIRST_EVENT && op <= mt_last_event(t->hdr.version)))
+            t->opcodes |= 1u << op;
     t->packed = (t->hdr.flags & MT_HDR_PACKED) != 0;
     if (t->packed) {
         /* Only the header and its strings are stored; what follows is frames, not strings. */
@@ -619,10 +623,10 @@ static inline void clear_record(mt_record_t *r)
     r->offset = 0;
 }
 
-static inline int is_opcode(unsigned op, unsigned version)
+/* One test a record: the file's opcodes as bits, made when it is opened. */
+static inline int is_opcode(const mt_trace_t *t, unsigned op)
 {
-    return (op >= MT_OP_MALLOC && op <= mt_last_call(version)) ||
-           (op >= MT_FIRST_EVENT && op <= mt_last_event(version));
+    return (t->opcodes >> op) & 1;
 }
 
 /* The record at c->p, which is present and not the end marker. `unchecked`: at least
@@ -641,7 +645,7 @@ static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *rest
     const uint8_t b0 = *q++;
     const unsigned op = b0 & MT_RF_OPMASK;
     r->op = (uint8_t)op;
-    if (!is_opcode(op, t->hdr.version))
+    if (!is_opcode(t, op))
         return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
     int64_t dt;
     if (op >= MT_FIRST_EVENT) {

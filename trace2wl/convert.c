@@ -130,7 +130,6 @@ typedef struct cthread {
     int exited;        /* the trace recorded its exit */
     uint64_t *pending; /* exits of children to wait for at the next op: pairs (index, count) */
     uint32_t npending, cap_pending;
-    held_map_t held; /* its latest mapping, while the records after it may trim it */
 } cthread_t;
 
 typedef struct conv {
@@ -160,11 +159,11 @@ typedef struct conv {
     mt_touch_t vtouch;   /* and of the program's own mappings, keyed by their mt_vmap_map_t.key */
     mt_vmap_t vmap;      /* the program's own mappings */
     mt_vmap_cut_t *cuts; /* scratch for mt_vmap_cut */
-    uint32_t held_maps;  /* threads holding a mapping back (cthread_t.held) */
+    held_map_t *held;    /* per thread: its latest mapping, while the records after it may trim it */
+    uint32_t held_maps;  /* threads holding one back */
     size_t ncuts, cap_cuts;
-    int touch_failed;     /* out of memory deciding a block's entry */
-    uint64_t latest_time; /* of the records read */
-    unsigned latest_op;   /* the op of the latest record: did the trace end at an exec? */
+    int touch_failed;   /* out of memory deciding a block's entry */
+    unsigned latest_op; /* the op of the latest record applied: did the trace end at an exec? */
     mt_convert_stats_t *st;
     mt_error_t *err;
 } conv_t;
@@ -223,10 +222,6 @@ HOT int advance(conv_t *c, uint32_t i)
         t->ns[k] = to_ns(c, r->time); /* the rate is known before the first record is read */
         t->ring_n++;
         c->st->records++;
-        if (r->time >= c->latest_time) {
-            c->latest_time = r->time;
-            c->latest_op = r->op;
-        }
         if (r->op <= MT_OP_LAST_CALL)
             c->st->calls++;
     }
@@ -759,7 +754,7 @@ static int held_trim(held_map_t *h, uint64_t a, uint64_t len, uint64_t resident)
 /* Thread i's held mapping goes into the workload, at its place in the thread's ops. */
 static int held_release(conv_t *c, uint32_t i)
 {
-    held_map_t *h = &c->t[i].held;
+    held_map_t *h = &c->held[i];
     if (!h->on)
         return 0;
     h->on = 0;
@@ -772,7 +767,7 @@ static int held_release_overlapping(conv_t *c, uint64_t a, uint64_t len)
 {
     int rc = 0;
     for (uint32_t k = 0; k < c->n && c->held_maps && rc == 0; k++) {
-        const held_map_t *h = &c->t[k].held;
+        const held_map_t *h = &c->held[k];
         if (h->on && h->a < a + len && a < h->a + h->len)
             rc = held_release(c, k);
     }
@@ -788,7 +783,7 @@ static int vm_event(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
     const int has_fifth = mt_vmap_event_fifth(r, &fifth);
     const uint64_t kind = (uint64_t)r->arg[0], a = (uint64_t)r->arg[1], len = (uint64_t)r->arg[2];
     const uint64_t resident = (uint64_t)r->arg[3];
-    held_map_t *h = &c->t[i].held;
+    held_map_t *h = &c->held[i];
     if (kind == MT_VM_UNMAP && held_trim(h, a, len, resident))
         return 0;
     int rc = held_release(c, i);
@@ -825,7 +820,7 @@ HOT int before_record(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns)
 {
     const cthread_t *t = &c->t[i];
     int rc = t->npending ? flush_exits(c, i, ns) : 0;
-    if (rc == 0 && t->held.on && r->op != MT_EV_VM)
+    if (rc == 0 && c->held_maps && c->held[i].on && r->op != MT_EV_VM)
         rc = held_release(c, i);
     return rc;
 }
@@ -1162,12 +1157,14 @@ static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error
     c->t = calloc(c->n + 1, sizeof *c->t);
     c->heap.v = calloc(c->n + 1, sizeof *c->heap.v);
     c->key = calloc(c->n + 1, sizeof *c->key);
+    c->held = calloc(c->n + 1, sizeof *c->held);
     c->heap.key = c->key;
     mt_ptr_map_init(&c->live);
     mt_touch_init(&c->touch);
     mt_touch_init(&c->vtouch);
     c->recent_frees = calloc(RECENT_FREES, sizeof *c->recent_frees);
-    if (!c->t || !c->heap.v || !c->key || !c->live.v || !c->touch.map.v || !c->vtouch.map.v || !c->recent_frees) {
+    if (!c->t || !c->heap.v || !c->key || !c->held || !c->live.v || !c->touch.map.v || !c->vtouch.map.v ||
+        !c->recent_frees) {
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         return -ENOMEM;
     }
@@ -1293,8 +1290,10 @@ static int conv_merge(conv_t *c, const char *wl_path, const mt_convert_opts_t *o
         if (out == HELD)
             continue;
         const uint64_t applied_time = c->t[i].head->time;
-        if (applied_time > *last_time)
+        if (applied_time >= *last_time) { /* the latest record, of those at that time the last applied */
             *last_time = applied_time;
+            c->latest_op = c->t[i].head->op;
+        }
         if ((rc = advance(c, i)) < 0)
             return rc;
         if (!c->t[i].head) {
@@ -1377,6 +1376,7 @@ static void conv_free(conv_t *c)
     free(c->t);
     free(c->heap.v);
     free(c->key);
+    free(c->held);
     mt_ptr_map_fini(&c->live);
     mt_touch_fini(&c->touch);
     mt_touch_fini(&c->vtouch);

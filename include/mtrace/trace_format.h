@@ -255,11 +255,15 @@ enum {
     MT_FLAG_STACK = 1u << 3,
 };
 
-/* Whether call `op` is one that hands out a block (malloc, calloc, realloc, the aligned ones). */
+/* Whether call `op` is one that hands out a block (malloc, calloc, realloc, the aligned ones): not
+ * free, malloc_usable_size, mallopt, malloc_trim, nor an event. A bit test: readers ask it per record. */
+#define MT_OPS_ALLOCATING                                                                                              \
+    ((1u << MT_OP_MALLOC) | (1u << MT_OP_CALLOC) | (1u << MT_OP_REALLOC) | (1u << MT_OP_REALLOCARRAY) |                \
+     (1u << MT_OP_MEMALIGN) | (1u << MT_OP_POSIX_MEMALIGN) | (1u << MT_OP_ALIGNED_ALLOC) | (1u << MT_OP_VALLOC) |      \
+     (1u << MT_OP_PVALLOC))
 static inline int mt_op_allocates(unsigned op)
 {
-    return op <= MT_OP_LAST_CALL && op != MT_OP_FREE && op != MT_OP_USABLE_SIZE && op != MT_OP_MALLOPT &&
-           op != MT_OP_MALLOC_TRIM;
+    return op < 32 && ((MT_OPS_ALLOCATING >> op) & 1);
 }
 
 /* Whether a call failed, as `mtrace info` and `mtrace report` count failures: flagged NULL (no
