@@ -25,8 +25,9 @@
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd memcached
-#              (default: all; node and ruby only where Debian's nodejs and ruby are installed)
+#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd git memcached
+#              (default: all; node and ruby only where Debian's nodejs and ruby are installed, git
+#              only in a clone of mtrace that holds commit GITREV)
 # Programs (each isolates one effect, or is a real Debian program):
 #   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
 #   trim           tests/prog_trim.c: 48 MiB freed behind pinned blocks, malloc_trim(0), then 48 MiB
@@ -46,6 +47,11 @@
 #                  50000 calls each (per-thread caches and arenas of threads that end)
 #   zstd           Debian's zstd -T2 compressing 48 MiB of generated text (2 worker threads,
 #                  buffers of MiBs passed between threads)
+#   git            Debian's git packing mtrace's own history up to commit GITREV (4056 objects, fixed),
+#                  `git pack-objects --revs --all --no-reuse-delta --window=50 --threads=4`: 4 delta
+#                  threads, each with its own glibc arena, and zlib's 64 KiB buffers made and freed
+#                  by the thousand, of which the fresh ones are written in part (page evidence drawn
+#                  per block); its peak moves by several MB from run to run with the threads' timing
 #   memcached      Debian's memcached, 4 worker threads on a Unix socket, driven by
 #                  bench/memcached_load.py: 4 connections in parallel (one per worker), 4000 requests
 #                  each (sets of 40 B to 330 KiB, gets, deletes, overwrites; ~39 MB of values left
@@ -59,7 +65,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
-PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd memcached"}
+GITREV=863b674f556f78a636ac7d6156206a536bf141bc
+PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
@@ -131,6 +138,13 @@ with open(sys.argv[1], "w") as out:
 PY
 esac
 
+# git's input: mtrace's history up to GITREV alone, in a bare repository of its own (the same objects
+# whatever was committed since).
+case " $PROGRAMS " in *" git "*)
+    git init -q --bare "$TMP/repo.git"
+    git -C "$TMP/repo.git" fetch -q "$ROOT" "$GITREV:refs/heads/main"
+esac
+
 # prog_cmd NAME: sets CMD (the command, an array), ENVV (NAME=VALUE settings the program needs,
 # given to the recording, the native runs and nothing else: the replay has no program to pass them to)
 # and CLIENT (for a server: the command that drives it while it runs and then stops it; empty else).
@@ -150,6 +164,9 @@ prog_cmd() {
     ruby) CMD=(/usr/bin/ruby "$TMP/work.rb") ;;
     threads) CMD=("$THREADS" 300 50000) ;;
     zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
+    # the revisions on stdin: none (a background job reads /dev/null), --all gives them
+    git) CMD=(/usr/bin/git -C "$TMP/repo.git" pack-objects --revs --all --no-reuse-delta --delta-base-offset
+              --window=50 --threads=4 -q "$TMP/pack") ;;
     # -u: memcached refuses to run as root without it, and takes it for nothing otherwise; -m: room
     # for all the values, so that no item is evicted and the memory is the load's, not the limit's
     memcached) CMD=(/usr/bin/memcached -u "$(id -un)" -A -t 4 -m 1024 -s "$TMP/mc.sock")
