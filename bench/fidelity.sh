@@ -25,7 +25,8 @@
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
-#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd git memcached
+#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd git gnuplot
+#              memcached
 #              (default: all; node and ruby only where Debian's nodejs and ruby are installed, git
 #              only in a clone of mtrace that holds commit GITREV)
 # Programs (each isolates one effect, or is a real Debian program):
@@ -52,6 +53,9 @@
 #                  threads, each with its own glibc arena, and zlib's 64 KiB buffers made and freed
 #                  by the thousand, of which the fresh ones are written in part (page evidence drawn
 #                  per block); its peak moves by several MB from run to run with the threads' timing
+#   gnuplot        Debian's gnuplot rendering a 3-D surface into a 2000x1500 PNG (cairo): three 12 MB
+#                  image buffers, each calloc'd (a fresh mapping) and filled over a second or more
+#                  while the one before is still live or just freed (page counts at RSS samples)
 #   memcached      Debian's memcached, 4 worker threads on a Unix socket, driven by
 #                  bench/memcached_load.py: 4 connections in parallel (one per worker), 4000 requests
 #                  each (sets of 40 B to 330 KiB, gets, deletes, overwrites; ~39 MB of values left
@@ -66,7 +70,7 @@ cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
 GITREV=863b674f556f78a636ac7d6156206a536bf141bc
-PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) memcached"}
+PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) gnuplot memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
@@ -80,7 +84,7 @@ declare -A LIB=([jemalloc]=$LIBDIR/libjemalloc.so.2 [tcmalloc]=$LIBDIR/libtcmall
                 [mimalloc]=$LIBDIR/libmimalloc.so.2)
 ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
 SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
-for f in "$CLI" "$PARTIAL" "$TRIM" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached \
+for f in "$CLI" "$PARTIAL" "$TRIM" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached /usr/bin/gnuplot \
          "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac) \
          $(case " $PROGRAMS " in *" ruby "*) echo /usr/bin/ruby ;; esac); do
     [ -x "$f" ] || [ -f "$f" ] || {
@@ -115,6 +119,13 @@ const bufs = [];
 for (let i = 0; i < 200; i++) bufs.push(Buffer.alloc(100000 + i * 1000));
 console.log(m.size, bufs.length);
 JS
+cat >"$TMP/plot.gp" <<GP
+set terminal pngcairo size 2000,1500
+set output '$TMP/plot.png'
+set samples 400
+set isosamples 100
+splot sin(x)*cos(y) with pm3d
+GP
 cat >"$TMP/work.rb" <<'RB'
 h = {}
 300000.times { |i| h["k#{i}"] = "v" * (i % 300) }
@@ -164,6 +175,7 @@ prog_cmd() {
     ruby) CMD=(/usr/bin/ruby "$TMP/work.rb") ;;
     threads) CMD=("$THREADS" 300 50000) ;;
     zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
+    gnuplot) CMD=(/usr/bin/gnuplot "$TMP/plot.gp") ;;
     # the revisions on stdin: none (a background job reads /dev/null), --all gives them
     git) CMD=(/usr/bin/git -C "$TMP/repo.git" pack-objects --revs --all --no-reuse-delta --delta-base-offset
               --window=50 --threads=4 -q "$TMP/pack") ;;

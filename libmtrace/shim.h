@@ -195,6 +195,8 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
 /* At the process's end: an event AT_EXIT for each large block still live (their pages were never
  * counted at an end). */
 void mt_pages_at_exit(void);
+/* Right after an RSS sample in t's stream: the pages of the large blocks of fresh memory counted again. */
+void mt_pages_sample(mt_thread_t *t, uint64_t now);
 
 /* A spin lock of the shim's own tables (taken around a system call's worth of work at most). */
 static inline void mt_spin_take(atomic_int *lock)

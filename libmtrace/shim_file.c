@@ -674,6 +674,8 @@ void mt_sample_rss(mt_thread_t *t, uint64_t now)
         return;
     release_ended(); /* for ended threads when none starts or ends after them */
     write_rss_sample(t);
+    if (mt_g.glibc)
+        mt_pages_sample(t, now);
 }
 
 /* The last sample, at the process's end whenever the last one was: a program whose memory peaks at

@@ -87,6 +87,48 @@ static live_block_t *live_tab;
 static uint64_t live_cap, live_n;
 static atomic_int live_lock;
 
+/* ---- large blocks of fresh memory, counted again at each RSS sample ------------------------------
+ * A program often writes a large block over a while (an image rendered into it, a file read into
+ * it) while it frees another. The replay writes a block as it is made unless told when the program
+ * did: so the blocks of WATCH_MIN_PAGES whole pages or more made mostly of fresh memory (a chunk glibc
+ * mapped for them, or the heap grown for them: under an eighth resident), up to WATCH_MAX at once, are counted again
+ * right after each RSS sample and as any other block of that size is made or ended (the moments their overlap decides
+ * the RSS), and each first count, or count that changed, is an MT_PAGES_AT_SAMPLE event; within the thread's counting
+ * budget, under live_lock. */
+#define WATCH_MIN_PAGES 256u
+#define WATCH_MAX 64u
+
+typedef struct watched {
+    uintptr_t p; /* 0: a free entry */
+    uint64_t usable, last;
+} watched_t;
+
+static watched_t watched[WATCH_MAX];
+static unsigned watched_n;
+
+/* Lock held. */
+static void watch_add(uintptr_t p, uint64_t usable)
+{
+    if (watched_n == WATCH_MAX)
+        return;
+    unsigned k = 0;
+    while (watched[k].p)
+        k++;
+    watched[k] = (watched_t){ p, usable, UINT64_MAX };
+    watched_n++;
+}
+
+/* Lock held. */
+static void watch_del(uintptr_t p)
+{
+    for (unsigned k = 0; k < WATCH_MAX && watched_n; k++)
+        if (watched[k].p == p) {
+            watched[k].p = 0;
+            watched_n--;
+            return;
+        }
+}
+
 static uint64_t live_home(uintptr_t p, uint64_t cap)
 {
     return (uint64_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
@@ -119,9 +161,11 @@ static int live_grow(void)
     return 0;
 }
 
-static void live_add(uintptr_t p, uint64_t usable)
+static void live_add(uintptr_t p, uint64_t usable, int watch)
 {
     mt_spin_take(&live_lock);
+    if (watch)
+        watch_add(p, usable);
     if (2 * (live_n + 1) <= live_cap || live_grow() == 0) {
         const uint64_t before = live_n;
         uint64_t i = live_home(p, live_cap);
@@ -136,6 +180,8 @@ static void live_add(uintptr_t p, uint64_t usable)
 static void live_del(uintptr_t p)
 {
     mt_spin_take(&live_lock);
+    if (watched_n)
+        watch_del(p);
     if (live_n) {
         const uint64_t mask = live_cap - 1;
         uint64_t i = live_home(p, live_cap);
@@ -191,6 +237,42 @@ void mt_pages_at_exit(void)
     mt_spin_give(&live_lock);
 }
 
+/* The watched blocks other than `except` whose count is new or changed, each an MT_PAGES_AT_SAMPLE
+ * event in t's stream (t busy), within t's counting budget. Lock held. */
+static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
+{
+    if (!may_count(t, now))
+        return;
+    const uint64_t t0 = mt_now();
+    for (unsigned k = 0; k < WATCH_MAX; k++) {
+        watched_t *w = &watched[k];
+        if (!w->p || w->p == except)
+            continue;
+        uint64_t lo;
+        const uint64_t whole = mt_whole_pages(w->p, w->usable, mt_g.page_size, &lo);
+        const uint64_t resident = mt_resident_pages((uintptr_t)lo, whole, 0);
+        if (resident == UINT64_MAX || resident == w->last)
+            continue;
+        w->last = resident;
+        uint8_t payload[40], *q = payload;
+        q = mt_put_uvarint(q, w->p);
+        q = mt_put_uvarint(q, whole);
+        q = mt_put_uvarint(q, resident);
+        q = mt_put_uvarint(q, MT_PAGES_AT_SAMPLE);
+        mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
+    }
+    t->pages_spent += mt_now() - t0;
+    t->pages_counted++;
+}
+
+void mt_pages_sample(mt_thread_t *t, uint64_t now)
+{
+    if (!watched_n || !mt_spin_try(&live_lock))
+        return;
+    count_watched(t, now, 0);
+    mt_spin_give(&live_lock);
+}
+
 void mt_pages_after_fork_child(void)
 {
     /* the child's live blocks are the parent's at the fork: the set stays; a holder is gone */
@@ -217,6 +299,11 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
             when |= MT_PAGES_UNCOUNTED;
         }
     }
+    if (whole >= WATCH_MIN_PAGES && watched_n) { /* the others, as this one comes or goes */
+        mt_spin_take(&live_lock);
+        count_watched(t, now, (uintptr_t)p);
+        mt_spin_give(&live_lock);
+    }
     if (resident != UINT64_MAX) {
         uint8_t payload[40], *q = payload;
         q = mt_put_uvarint(q, (uint64_t)(uintptr_t)p);
@@ -226,7 +313,8 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
     if ((when & ~(unsigned)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC)
-        live_add((uintptr_t)p, usable);
+        live_add((uintptr_t)p, usable,
+                 whole >= WATCH_MIN_PAGES && !(when & MT_PAGES_UNCOUNTED) && resident * 8 < whole);
     else
         live_del((uintptr_t)p);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

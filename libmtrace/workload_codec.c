@@ -615,7 +615,8 @@ static int check_touch_table(const mt_wl_t *w, const char *path, mt_error_t *err
         return mt_errorf(err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
                          "a version 2 workload with a touch table: expected reserved bytes 0");
     }
-    if (h->touch_entries && (h->touch_offset != touch_at || h->touch_entries > (w->size - touch_at) / 16)) {
+    const uint64_t entry = h->version >= 6 ? sizeof(mt_wl_touch_entry_t) : MT_WL_TOUCH_ENTRY_V5;
+    if (h->touch_entries && (h->touch_offset != touch_at || h->touch_entries > (w->size - touch_at) / entry)) {
         return mt_errorf(
             err, -EINVAL, path, offsetof(mt_wl_header_t, touch_offset),
             "expected a touch table of %llu entries at offset %llu, after the index; the file ends at %llu",
@@ -668,23 +669,45 @@ fail:
     return rc;
 }
 
+/* Versions 3 to 5 store 16-byte entries (op, thread, frac): read into the start of buf, each is
+ * widened in place, the last first, so that no entry is overwritten before it is read. */
+static void widen_v5_entries(mt_wl_touch_entry_t *buf, uint64_t n)
+{
+    for (uint64_t k = n; k-- > 0;) {
+        struct {
+            uint64_t op;
+            uint32_t thread, frac;
+        } old;
+        memcpy(&old, (const uint8_t *)buf + k * MT_WL_TOUCH_ENTRY_V5, sizeof old);
+        buf[k] = (mt_wl_touch_entry_t){ .op = old.op, .thread = old.thread, .frac = old.frac };
+    }
+}
+
 int mt_wl_read_touch(const mt_wl_t *w, mt_wl_touch_entry_t *buf, mt_error_t *err)
 {
     const mt_wl_header_t *h = &w->hdr;
     if (!h->touch_entries)
         return 0;
-    if (mt_pread_full(w->fd, buf, h->touch_entries * sizeof *buf, h->touch_offset) < 0)
+    const uint64_t entry = h->version >= 6 ? sizeof *buf : MT_WL_TOUCH_ENTRY_V5;
+    if (mt_pread_full(w->fd, buf, h->touch_entries * entry, h->touch_offset) < 0)
         return mt_errorf(err, -EIO, w->path, h->touch_offset, "cannot read the touch table");
+    if (entry != sizeof *buf)
+        widen_v5_entries(buf, h->touch_entries);
     for (uint64_t k = 0; k < h->touch_entries; k++) {
-        const mt_wl_touch_entry_t *e = &buf[k];
+        const mt_wl_touch_entry_t *e = &buf[k], *prev = k ? &buf[k - 1] : NULL;
         const int ordered =
-            k == 0 || e->thread > buf[k - 1].thread || (e->thread == buf[k - 1].thread && e->op > buf[k - 1].op);
-        if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops || e->frac >= MT_WL_TOUCH_ONE ||
-            !ordered)
-            return mt_errorf(err, -EINVAL, w->path, h->touch_offset + k * sizeof *buf,
-                             "touch entry %llu (thread %u, op %llu, share %u/65536): expected a thread below %u, an "
-                             "op of that thread after the previous entry's, a share below 65536",
-                             (unsigned long long)k, e->thread, (unsigned long long)e->op, e->frac, h->threads);
+            !prev || e->thread > prev->thread ||
+            (e->thread == prev->thread && (e->op > prev->op || (e->op == prev->op && e->slot > prev->slot)));
+        const int fields = e->slot ? e->slot <= h->slots && e->size && e->frac <= MT_WL_TOUCH_ONE
+                                   : !e->size && e->frac < MT_WL_TOUCH_ONE;
+        if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops || !fields || !ordered)
+            return mt_errorf(err, -EINVAL, w->path, h->touch_offset + k * entry,
+                             "touch entry %llu (thread %u, op %llu, slot %llu, %llu bytes, share %u/65536): expected "
+                             "a thread below %u, an op of that thread after the previous entry's (or the same op "
+                             "and a higher slot), and either slot 0, 0 bytes and a share below 65536 or a slot up "
+                             "to %llu, a size and a share up to 65536",
+                             (unsigned long long)k, e->thread, (unsigned long long)e->op, (unsigned long long)e->slot,
+                             (unsigned long long)e->size, e->frac, h->threads, (unsigned long long)h->slots);
     }
     return 0;
 }

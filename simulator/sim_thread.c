@@ -157,8 +157,9 @@ static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size
         const uint64_t op = atomic_load_explicit(&t->progress, memory_order_relaxed) + 1;
         while (t->touch_next < t->touch_end && t->touch_next->op < op)
             t->touch_next++;
-        if (t->touch_next < t->touch_end && t->touch_next->op == op) {
+        if (t->touch_next < t->touch_end && t->touch_next->op == op && !t->touch_next->slot) {
             touch_share(s, b, size, t->touch_next->frac, mapping);
+            t->touch_next++;
             t->work->c.touched_in_part++;
             return;
         }
@@ -324,6 +325,21 @@ static inline void *slot_ptr(const sim_t *s, uint64_t slot)
         return s->slot_far[slot];
     const uint64_t base = s->window[e >> ENTRY_OFFSET_BITS] << WINDOW_SHIFT;
     return (void *)(uintptr_t)(base | (uint64_t)(e & ENTRY_OFFSET_MASK) << 3);
+}
+
+/* After an op that the touch table names with a slot: the large blocks the program had written more of
+ * by then (counted as other large blocks came and went, at an RSS sample, or at their end) get those
+ * pages written. The converter made whoever frees or reads them next wait for this op. */
+static void touch_later(const sim_t *s, sim_thread_t *t)
+{
+    const uint64_t op = atomic_load_explicit(&t->progress, memory_order_relaxed) + 1;
+    while (t->touch_next < t->touch_end && t->touch_next->op < op)
+        t->touch_next++;
+    for (; t->touch_next < t->touch_end && t->touch_next->op == op && t->touch_next->slot; t->touch_next++) {
+        void *p = slot_ptr(s, t->touch_next->slot);
+        if (p)
+            touch_share(s, p, t->touch_next->size, t->touch_next->frac, 0);
+    }
 }
 
 /* The index of address window w, added to the table if it is new; 0 if the table is full. */
@@ -625,6 +641,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         }
         if (t->error || stopped || exited || rc < 0)
             break;
+        if (__builtin_expect(t->touch_next < t->touch_end, 0) && t->touch_next->slot && s->touch == TOUCH_EVIDENCE)
+            touch_later(s, t);
         completed(s, t);
     }
     if (rc < 0)

@@ -732,7 +732,7 @@ static int vm_map(conv_t *c, uint32_t i, uint64_t a, uint64_t len, uint64_t resi
     w.size = len;
     uint64_t first;
     const uint64_t pages = mt_whole_pages(a, len, c->page_kb * 1024, &first);
-    if ((rc = mt_touch_made(&c->vtouch, c->vmap.map[k].key, i, op, pages, resident)) < 0)
+    if ((rc = mt_touch_made(&c->vtouch, c->vmap.map[k].key, i, op, pages, resident, 0, len)) < 0)
         return rc;
     return put(c, i, &w);
 }
@@ -1028,8 +1028,23 @@ static inline int apply_rss(conv_t *c, uint32_t i, const mt_record_t *r, uint64_
     return put(c, i, &w);
 }
 
+/* A count of `resident` pages of the large block at p in thread i (MT_PAGES_AT_SAMPLE, or its end):
+ * if the converter watches the block (trace2wl/touch.h) and the count rose, the replay writes that
+ * many of its pages after thread i's latest op (or after the wait for the block's last toucher that
+ * this puts), and whoever frees or reads the block next waits for that op. */
+static int pages_counted(conv_t *c, uint32_t i, block_t *b, uint64_t p, uint64_t resident, int sample, uint64_t ns)
+{
+    if (!mt_touch_watched(&c->touch, p, resident))
+        return 0;
+    const int rc = depend_block(c, i, b, ns);
+    if (rc < 0)
+        return rc;
+    touched(c, i, b);
+    return mt_touch_sampled(&c->touch, p, i, mt_wl_writer_thread_ops(c->out, i), resident, sample);
+}
+
 /* Page evidence of a large block, at its allocation or before its end; held while the block is unknown. */
-static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, int force, outcome_t *out)
+static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, int force, outcome_t *out)
 {
     if (r->nargs < 4)
         return 0;
@@ -1037,11 +1052,15 @@ static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, int f
     const int counted = !(r->arg[3] & MT_PAGES_UNCOUNTED);
     const uint64_t resident = counted ? (uint64_t)r->arg[2] : 0; /* flagged below: not used */
     block_t *b = mt_ptr_map_find(&c->live, p);
+    if ((r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_SAMPLE)
+        return b && counted ? pages_counted(c, i, b, p, resident, 1, ns) : 0;
     if ((r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC) {
         /* Right after the op that made the block, in this thread: it is the block's toucher. */
         if (!b)
             return 0;
-        const int rc = mt_touch_made(&c->touch, p, block_toucher(b), c->slots[block_slot(b)].seq, pages, resident);
+        const uint32_t slot = block_slot(b);
+        const int rc = mt_touch_made(&c->touch, p, block_toucher(b), c->slots[slot].seq, pages, resident, slot,
+                                     c->slots[slot].size);
         if (rc == 0 && !counted)
             mt_touch_uncounted(&c->touch, p, MT_TOUCH_MADE_UNCOUNTED);
         return rc;
@@ -1052,6 +1071,9 @@ static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, int f
         /* Right before the free or realloc of the block, which may be made by a held record. */
         return hold(c, i, BLOCKED_UNKNOWN, p, out);
     }
+    int rc;
+    if (b && counted && (rc = pages_counted(c, i, b, p, resident, 0, ns)) < 0)
+        return rc;
     mt_touch_ending(&c->touch, p, resident);
     if (!counted)
         mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
@@ -1105,7 +1127,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
     case MT_EV_RSS:
         return apply_rss(c, i, r, ns);
     case MT_EV_PAGES:
-        return apply_pages(c, i, r, force, out);
+        return apply_pages(c, i, r, ns, force, out);
     case MT_EV_VM:
         return vm_event(c, i, r, ns);
     case MT_EV_MARK:
@@ -1337,6 +1359,8 @@ static int conv_close_output(conv_t *c, const char *wl_path, const mt_wl_header_
     fin.forced = st->forced;
     const int finished = mt_touch_finish(&c->touch) == 0 && mt_touch_finish(&c->vtouch) == 0 && !c->touch_failed;
     st->touch_entries = c->touch.nout; /* the blocks' own, before the mappings' join them */
+    st->large_later = c->touch.written_later;
+    st->later_entries = c->touch.later_entries;
     if (!finished || mt_touch_absorb(&c->touch, &c->vtouch) < 0) {
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
         return -ENOMEM;

@@ -122,9 +122,11 @@ int mt_convert_main(const char *prog, int argc, char **argv)
             printf("  forced              %" PRIu64 " (records whose dependency never came)\n", st.forced);
         if (st.large_blocks)
             printf("  large blocks        %" PRIu64 " (%" PRIu64 " of fresh memory, %" PRIu64
-                   " estimated): %.1f %% of their pages written, %" PRIu64 " written in part\n",
+                   " estimated): %.1f %% of their pages written, %" PRIu64 " written in part, %" PRIu64
+                   " written as the RSS samples rose\n",
                    st.large_blocks, st.large_exact, st.large_estimated,
-                   st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0, st.touch_entries);
+                   st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0,
+                   st.touch_entries - st.later_entries - st.large_later, st.large_later);
         if (st.program_maps)
             printf("  program mappings    %" PRIu64 " (at most %.1f MiB at once): %.1f %% of their pages written\n",
                    st.program_maps, (double)st.program_peak_bytes / 1048576.0,

@@ -32,6 +32,7 @@ void mt_touch_fini(mt_touch_t *t)
     free(t->blk);
     free(t->out);
     free(t->shares);
+    free(t->later);
     *t = (mt_touch_t){ 0 };
 }
 
@@ -90,6 +91,47 @@ static int grow(void **v, uint64_t *cap, size_t elem, uint64_t first)
     return 0;
 }
 
+static int put_entry(mt_touch_t *t, mt_wl_touch_entry_t e)
+{
+    if (t->nout == t->cap_out && grow((void **)&t->out, &t->cap_out, sizeof *t->out, 1024) < 0)
+        return -ENOMEM;
+    t->out[t->nout++] = e;
+    return 0;
+}
+
+/* A watched block of fresh memory that the program wrote `written` pages of, counted again as other
+ * large blocks came and went, at RSS samples and at its end: the replay writes none of its pages as
+ * it is made, then at each count's op (in the counting thread) what was resident then. So at every
+ * moment the recorder looked, the replay holds what the program held; in between, what it held at the
+ * moment before. A block the recorder never counted during its life (it lived less than a sampling
+ * period, or the counting budget was spent), or whose counts fall short of `written`, is written as
+ * it is made, as any other. 1: entries made; 0: none, the caller writes the usual one; -ENOMEM. */
+static int decide_later(mt_touch_t *t, const mt_touch_block_t *b, const mt_touch_later_t *l, uint64_t written)
+{
+    if (!l->samples || !l->n || l->resident[l->n - 1] < written || !written)
+        return 0;
+    if (put_entry(t, (mt_wl_touch_entry_t){ .op = b->op, .thread = b->thread, .frac = 0 }) < 0)
+        return -ENOMEM;
+    uint64_t done = 0;
+    for (uint32_t k = 0; k < l->n && done < written; k++) {
+        if (k + 1 < l->n && l->thread[k + 1] == l->thread[k] && l->op[k + 1] == l->op[k])
+            continue; /* the same op as the next count: that one says it */
+        const uint64_t w = l->resident[k] < written ? l->resident[k] : written;
+        if (w <= done)
+            continue;
+        if (put_entry(t, (mt_wl_touch_entry_t){ .op = l->op[k],
+                                                .thread = l->thread[k],
+                                                .frac = (uint32_t)((w << 16) / b->pages),
+                                                .size = b->size,
+                                                .slot = b->slot }) < 0)
+            return -ENOMEM;
+        t->later_entries++;
+        done = w;
+    }
+    t->written_later++;
+    return 1;
+}
+
 static int decide(mt_touch_t *t, const mt_touch_block_t *b)
 {
     if (!b->pages)
@@ -98,6 +140,7 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
     const int ended_known = b->ended != UINT64_MAX && !(b->uncounted & MT_TOUCH_ENDED_UNCOUNTED);
     const uint64_t held = b->held < b->pages ? b->held : b->pages;
     uint64_t written;
+    int later = 0;
     if (made_known && b->made == 0 && ended_known) {
         written = b->ended < b->pages ? b->ended : b->pages;
         if (written < held)
@@ -107,41 +150,80 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
         t->exact_written += written;
         if (keep_share(t, b->pages, written) < 0)
             return -ENOMEM;
+        if (b->later && (later = decide_later(t, b, &t->later[b->later - 1], written)) < 0)
+            return -ENOMEM;
     } else {
-        uint64_t hi = ended_known && b->ended < b->pages ? b->ended : b->pages;
-        uint64_t lo = ended_known && made_known && b->ended > b->made ? b->ended - b->made : 0;
-        if (lo < held)
-            lo = held;
-        if (hi < lo)
-            hi = lo;
-        written = estimate(t, b->pages, lo, hi);
+        if (b->later && made_known && ended_known && t->later[b->later - 1].samples) {
+            /* mostly fresh and counted as it lived: its counts (under an eighth resident before it) */
+            written = b->ended < b->pages ? b->ended : b->pages;
+            if (written < held)
+                written = held;
+            if ((later = decide_later(t, b, &t->later[b->later - 1], written)) < 0)
+                return -ENOMEM;
+        }
+        if (!later) {
+            uint64_t hi = ended_known && b->ended < b->pages ? b->ended : b->pages;
+            uint64_t lo = ended_known && made_known && b->ended > b->made ? b->ended - b->made : 0;
+            if (lo < held)
+                lo = held;
+            if (hi < lo)
+                hi = lo;
+            written = estimate(t, b->pages, lo, hi);
+        }
         t->estimated++;
     }
     t->blocks++;
     t->pages += b->pages;
     t->written += written;
-    if (written >= b->pages)
+    if (later || written >= b->pages)
         return 0;
-    if (t->nout == t->cap_out && grow((void **)&t->out, &t->cap_out, sizeof *t->out, 1024) < 0)
-        return -ENOMEM;
-    t->out[t->nout++] = (mt_wl_touch_entry_t){
-        .op = b->op,
-        .thread = b->thread,
-        .frac = (uint32_t)((written << 16) / b->pages),
-    };
-    return 0;
+    return put_entry(
+        t, (mt_wl_touch_entry_t){ .op = b->op, .thread = b->thread, .frac = (uint32_t)((written << 16) / b->pages) });
+}
+
+/* Stops watching block b (its making was not counted: not of fresh memory for certain). */
+static void unwatch(mt_touch_t *t, mt_touch_block_t *b)
+{
+    if (b->later) {
+        t->later[b->later - 1].key = 0;
+        t->nlater--;
+        b->later = 0;
+    }
 }
 
 /* Removes the block at map entry e, returning its array entry to the free list. */
 static void drop(mt_touch_t *t, mt_ptr_entry_t *e)
 {
     const uint32_t k = (uint32_t)e->value;
+    unwatch(t, &t->blk[k]);
     t->blk[k].next_free = t->free_head;
     t->free_head = k + 1;
     mt_ptr_map_del(&t->map, e);
 }
 
-int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident)
+/* Watches the block at array entry k if it is large, mostly of fresh memory (under an eighth of its
+ * pages resident when made: a chunk glibc mapped, or the heap grown for it) and a cell is free. 0 or
+ * -ENOMEM. */
+static int watch(mt_touch_t *t, uint32_t k, uint64_t p)
+{
+    mt_touch_block_t *b = &t->blk[k];
+    if (!b->slot || b->made * 8 >= b->pages || b->pages < MT_TOUCH_LATER_MIN_PAGES || t->nlater == MT_TOUCH_LATER_MAX)
+        return 0;
+    if (!t->later && !(t->later = calloc(MT_TOUCH_LATER_MAX, sizeof *t->later)))
+        return -ENOMEM;
+    uint32_t c = 0;
+    while (t->later[c].key)
+        c++;
+    t->later[c].key = p;
+    t->later[c].n = 0;
+    t->later[c].samples = 0;
+    t->nlater++;
+    b->later = c + 1;
+    return 0;
+}
+
+int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident,
+                  uint64_t slot, uint64_t size)
 {
     t->seen = 1;
     mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
@@ -157,8 +239,42 @@ int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint6
             return -ENOMEM;
         k = (uint32_t)t->nblk++;
     }
-    t->blk[k] = (mt_touch_block_t){ .op = op, .pages = pages, .made = resident, .ended = UINT64_MAX, .thread = thread };
-    return mt_ptr_map_put(&t->map, p, k);
+    t->blk[k] = (mt_touch_block_t){
+        .op = op, .pages = pages, .made = resident, .ended = UINT64_MAX, .size = size, .slot = slot, .thread = thread
+    };
+    const int rc = mt_ptr_map_put(&t->map, p, k);
+    return rc < 0 ? rc : watch(t, k, p);
+}
+
+int mt_touch_watched(const mt_touch_t *t, uint64_t p, uint64_t resident)
+{
+    if (!t->nlater)
+        return 0;
+    const mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
+    if (!e || !t->blk[e->value].later)
+        return 0;
+    const mt_touch_later_t *l = &t->later[t->blk[e->value].later - 1];
+    return !l->n || resident > l->resident[l->n - 1];
+}
+
+int mt_touch_sampled(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t resident, int sample)
+{
+    if (!mt_touch_watched(t, p, resident))
+        return 0;
+    mt_touch_later_t *l = &t->later[t->blk[mt_ptr_map_find(&t->map, p)->value].later - 1];
+    l->samples += sample != 0;
+    if (l->n == MT_TOUCH_LATER_POINTS) { /* every other count goes: coarser, as long as it lives */
+        for (uint32_t k = 1; k < MT_TOUCH_LATER_POINTS / 2; k++) {
+            l->thread[k] = l->thread[2 * k];
+            l->op[k] = l->op[2 * k];
+            l->resident[k] = l->resident[2 * k];
+        }
+        l->n = MT_TOUCH_LATER_POINTS / 2;
+    }
+    l->thread[l->n] = thread;
+    l->op[l->n] = op;
+    l->resident[l->n++] = resident;
+    return 0;
 }
 
 void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident)
@@ -192,8 +308,11 @@ void mt_touch_held(mt_touch_t *t, uint64_t p, uint64_t resident)
 void mt_touch_uncounted(mt_touch_t *t, uint64_t p, int which)
 {
     mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
-    if (e)
-        t->blk[e->value].uncounted |= which;
+    if (!e)
+        return;
+    t->blk[e->value].uncounted |= which;
+    if (which & MT_TOUCH_MADE_UNCOUNTED)
+        unwatch(t, &t->blk[e->value]);
 }
 
 int mt_touch_ended(mt_touch_t *t, uint64_t p)
@@ -206,12 +325,14 @@ int mt_touch_ended(mt_touch_t *t, uint64_t p)
     return rc;
 }
 
-static int by_thread_then_op(const void *a, const void *b)
+static int by_thread_op_slot(const void *a, const void *b)
 {
     const mt_wl_touch_entry_t *x = a, *y = b;
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
-    return x->op < y->op ? -1 : x->op > y->op;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
 int mt_touch_absorb(mt_touch_t *t, const mt_touch_t *from)
@@ -227,7 +348,7 @@ int mt_touch_absorb(mt_touch_t *t, const mt_touch_t *from)
     }
     memcpy(t->out + t->nout, from->out, from->nout * sizeof *t->out);
     t->nout += from->nout;
-    qsort(t->out, t->nout, sizeof *t->out, by_thread_then_op);
+    qsort(t->out, t->nout, sizeof *t->out, by_thread_op_slot);
     return 0;
 }
 
@@ -242,6 +363,6 @@ int mt_touch_finish(mt_touch_t *t)
         }
     }
     if (t->nout)
-        qsort(t->out, t->nout, sizeof *t->out, by_thread_then_op);
+        qsort(t->out, t->nout, sizeof *t->out, by_thread_op_slot);
     return 0;
 }

@@ -14,10 +14,29 @@ typedef struct mt_touch_block {
     uint64_t made;  /* resident when it was made */
     uint64_t ended; /* resident before the call that ended it; UINT64_MAX: not seen */
     uint64_t held;  /* the most of its pages seen resident at once while it lived (mt_touch_held) */
+    uint64_t size;  /* requested bytes */
+    uint64_t slot;  /* its slot in the workload; 0: not a block's (a mapping) */
     uint32_t thread;
     uint32_t next_free; /* free list of the array, index + 1 */
+    uint32_t later;     /* index + 1 of its mt_touch_later_t; 0: none */
     int uncounted;      /* MT_TOUCH_*_UNCOUNTED: evidence not counted (estimated, never exact) */
 } mt_touch_block_t;
+
+/* A large block of fresh memory watched for when the program wrote it. The replay writes a block's
+ * pages as the block is made; a program often writes a large one over a while (an image rendered
+ * into it, a file read into it) while it frees another: written at once, the two would be resident
+ * together in the replay and never in the program. The recorder counts such a block's resident
+ * pages again at each RSS sample and as other large blocks come and go (MT_PAGES_AT_SAMPLE), and at
+ * its end: each count that rose is kept, with the op of the counting thread it follows. */
+enum { MT_TOUCH_LATER_MIN_PAGES = 256, MT_TOUCH_LATER_MAX = 64, MT_TOUCH_LATER_POINTS = 32 };
+typedef struct mt_touch_later {
+    uint64_t key; /* the block's address; 0: a free cell */
+    uint32_t n;
+    uint32_t samples;                       /* counts of its life (not its end) */
+    uint32_t thread[MT_TOUCH_LATER_POINTS]; /* the sampling thread of each point */
+    uint64_t op[MT_TOUCH_LATER_POINTS];     /* its latest op then */
+    uint64_t resident[MT_TOUCH_LATER_POINTS];
+} mt_touch_later_t;
 
 /* The written shares (of MT_WL_TOUCH_ONE) of the latest fresh blocks whose page count has one
  * binary order of magnitude: what estimated blocks of that size draw from. */
@@ -37,14 +56,25 @@ typedef struct mt_touch {
     uint64_t exact_pages, exact_written;               /* over the blocks made of fresh memory */
     mt_touch_shares_t *shares;                         /* [MT_TOUCH_ORDERS], by log2 of pages; NULL: none yet */
     uint64_t draws;                                    /* estimates drawn so far */
+    mt_touch_later_t *later;                           /* [MT_TOUCH_LATER_MAX]; NULL: none yet */
+    uint32_t nlater;                                   /* cells in use */
+    uint64_t written_later, later_entries;             /* blocks the replay writes over their life; entries */
     uint64_t blocks, exact, estimated, pages, written; /* the workload header's large_* */
     int seen;                                          /* the trace had any page evidence */
 } mt_touch_t;
 
 int mt_touch_init(mt_touch_t *t);
 void mt_touch_fini(mt_touch_t *t);
-/* Evidence at the making of the live block at p, made by thread `thread`'s op number `op`. */
-int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident);
+/* Evidence at the making of the live block at p, made by thread `thread`'s op number `op`, of `size`
+ * requested bytes in workload slot `slot` (0 for a mapping). */
+int mt_touch_made(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t pages, uint64_t resident,
+                  uint64_t slot, uint64_t size);
+/* Whether a count of `resident` pages of the live block p at an RSS sample is a new point: p is
+ * watched, and the count rose. */
+int mt_touch_watched(const mt_touch_t *t, uint64_t p, uint64_t resident);
+/* The count: `resident` pages of p by thread `thread`'s op `op`, during its life (`sample`) or at
+ * its end. 0 (past MT_TOUCH_LATER_POINTS counts, every other one is dropped). */
+int mt_touch_sampled(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t resident, int sample);
 /* Evidence before the call that ends (or tries to end) the block at p. */
 void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
 /* Evidence that `resident` more of its pages were resident in a part of block p that ends now (a

@@ -35,9 +35,9 @@ typedef struct mt_convert_stats {
     uint64_t first_unknown_free_offset;
     /* page evidence (trace format 3): large blocks, how many were made of fresh memory (their pages
      * written are known) or estimated, their whole pages and those written; the touch table's
-     * entries (blocks written in part) */
+     * entries (blocks written in part, and the later writes of blocks written over their life) */
     uint64_t large_blocks, large_exact, large_estimated, large_pages, large_touched;
-    uint64_t touch_entries;
+    uint64_t touch_entries, large_later, later_entries;
     /* the program's own mappings: made, the most mapped at once (bytes), their whole pages and
      * those written */
     uint64_t program_maps, program_peak_bytes, program_pages, program_touched;

@@ -309,6 +309,10 @@ enum {
                              * resident field is 0 and means nothing */
     MT_PAGES_AT_EXIT = 4,   /* at the process's exit, for a block still live (a reader that knows only
                              * the values above takes it as AT_END: the same count, the block not ended) */
+    MT_PAGES_AT_SAMPLE = 8, /* right after an RSS sample, in its thread's stream, for a large block of
+                             * fresh memory still live whose count changed (a reader that knows only the
+                             * values above takes it as AT_END: the block's real end comes after and
+                             * replaces it) */
 };
 
 /* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by

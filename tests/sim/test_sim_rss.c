@@ -253,6 +253,63 @@ START_TEST(touch_table_writes_the_share)
 }
 END_TEST
 
+/* A block the program wrote over its life: 64 MiB made with none of it written (an entry of slot 0,
+ * share 0), a quarter written after a later op and all of it after another (entries of its slot),
+ * each followed by 300 ms in which the sampler sees the RSS. The replay's RSS rises in those steps:
+ * not at all at first, then by a quarter, then by the whole; without the later entries it stays. */
+START_TEST(touch_table_writes_later)
+{
+    for (int later = 0; later < 2; later++) {
+        char *wl = path_in(g_dir, later ? "later.mtw" : "never.mtw");
+        static mt_wl_touch_entry_t tab[3];
+        wlb_t b;
+        wlb_open(&b, wl);
+        const uint32_t t = wlb_thread(&b, 0);
+        tab[0] = (mt_wl_touch_entry_t){ .op = wlb_ops(&b, t) + 1, .thread = t, .frac = 0 };
+        wlb_malloc(&b, t, 1, 64 * MiB);
+        wlb_gap(&b, 300000000);
+        wlb_malloc(&b, t, 2, 100); /* the ops after which the program had written more */
+        tab[1] = (mt_wl_touch_entry_t){
+            .op = wlb_ops(&b, t), .thread = t, .frac = MT_WL_TOUCH_ONE / 4, .size = 64 * MiB, .slot = 1
+        };
+        wlb_gap(&b, 300000000);
+        wlb_free(&b, t, 2);
+        tab[2] = (mt_wl_touch_entry_t){
+            .op = wlb_ops(&b, t), .thread = t, .frac = MT_WL_TOUCH_ONE, .size = 64 * MiB, .slot = 1
+        };
+        wlb_gap(&b, 300000000);
+        wlb_free(&b, t, 1);
+        wlb_set_touch(&b, tab, later ? 3 : 1);
+        wlb_close(&b);
+        char *series = path_in(g_dir, later ? "later.tsv" : "never.tsv");
+        const char *args[] = { "--timing", "recorded", "--rss-series", series, NULL };
+        mt_jval_t *j = sim_json(wl, later ? "later.json" : "never.json", args);
+        const double grew = jnum(j, "max_rss_kb") - jnum(j, "start_rss_kb");
+        if (later)
+            ck_assert_msg(grew >= 60 * 1024, "RSS grew by %g KiB for 64 MiB written later", grew);
+        else
+            ck_assert_msg(grew < 16 * 1024, "RSS grew by %g KiB for 64 MiB never written", grew);
+        if (later) { /* the steps: a quarter in the middle third of the replay */
+            FILE *f = fopen(series, "r");
+            ck_assert_ptr_nonnull(f);
+            char line[256];
+            double quarter = 0;
+            while (fgets(line, sizeof line, f)) {
+                double ts, rss;
+                if (line[0] != '#' && sscanf(line, "%lf %lf", &ts, &rss) == 2 && ts > 0.4 && ts < 0.55)
+                    quarter = rss - jnum(j, "start_rss_kb");
+            }
+            fclose(f);
+            ck_assert_msg(quarter > 12 * 1024 && quarter < 28 * 1024,
+                          "RSS %g KiB over the start with a quarter written", quarter);
+        }
+        mt_json_free(j);
+        free(series);
+        free(wl);
+    }
+}
+END_TEST
+
 /* The program's own mappings: 64 MiB mapped and written whole (no touch entry) count in the replay's
  * RSS, and leave it when unmapped in two parts; the JSON counts them. */
 START_TEST(own_mappings_in_the_rss)
@@ -562,6 +619,7 @@ static Suite *rss_suite(void)
         { "max_rss_covers_touched_peak", max_rss_covers_touched_peak },
         { "touch_modes", touch_modes },
         { "touch_table_writes_the_share", touch_table_writes_the_share },
+        { "touch_table_writes_later", touch_table_writes_later },
         { "own_mappings_in_the_rss", own_mappings_in_the_rss },
         { "own_mappings_madvise_drops_pages", own_mappings_madvise_drops_pages },
         { "own_mappings_bad_unmap_refused", own_mappings_bad_unmap_refused },

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "mtrace/convert.h"
 #include "mtrace/workload.h"
@@ -326,6 +327,127 @@ START_TEST(estimated_blocks_draw_fresh_shares)
     ck_assert_uint_eq(st.large_touched, 6 * 16 + 2 * 160 + 1024 + tenth * 16 + (WARM - tenth) * 160 + 1024);
     free(tab);
     mt_wl_close(w);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
+/* A large block of fresh memory counted again as the program ran (MT_PAGES_AT_SAMPLE) is written by
+ * the replay in those steps: none of it at its making, then each count that rose after the op it
+ * follows in the counting thread, the last at its end. A count in another thread (thread 2) puts a
+ * wait there for the block's maker, and the block's free then waits for thread 2. */
+START_TEST(counted_blocks_written_later)
+{
+    char *tr = path_in(g_dir, "later.mtr"), *wl = path_in(g_dir, "later.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000010, s1 = 0x1000010, s2 = 0x1000110;
+    tb_start(&b, 1, 10, 0);                                /* thread 1 op 1 */
+    tb_create(&b, 1, 15, 2);                               /* (no op) */
+    tb_start(&b, 2, 16, 1);                                /* thread 2 op 1 (and its wait) */
+    tb_malloc(&b, 1, 20, 4 * MiB, a);                      /* op 2: 1023 whole pages */
+    tb_pages(&b, 1, 20, a, 1023, 0, MT_PAGES_AT_ALLOC);    /* fresh */
+    tb_malloc(&b, 1, 30, 100, s1);                         /* op 3 */
+    tb_pages(&b, 1, 30, a, 1023, 256, MT_PAGES_AT_SAMPLE); /* 256 after op 3 */
+    tb_malloc(&b, 1, 40, 100, s2);                         /* op 4 */
+    tb_pages(&b, 1, 40, a, 1023, 256, MT_PAGES_AT_SAMPLE); /* no rise: nothing */
+    tb_free(&b, 2, 50, s1);                                /* thread 2: waits for op 3 */
+    tb_pages(&b, 2, 50, a, 1023, 768, MT_PAGES_AT_SAMPLE); /* 768 after thread 2's op */
+    tb_pages(&b, 1, 60, a, 1023, 1023, MT_PAGES_AT_END);   /* all, before the free */
+    tb_free(&b, 1, 60, a);                                 /* waits for thread 2 */
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.large_exact, 1);
+    ck_assert_uint_eq(st.large_later, 1);
+    ck_assert_uint_eq(st.later_entries, 3);
+    ck_assert_uint_eq(st.large_touched, 1023);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    const uint64_t n = mt_wl_header(w)->touch_entries;
+    ck_assert_uint_eq(n, 4);
+    mt_wl_touch_entry_t tab[4];
+    ck_assert_msg(mt_wl_read_touch(w, tab, &err) == 0, "%s", err.msg);
+    const uint64_t t1_ops = mt_wl_thread(w, 0)->ops, t2_ops = mt_wl_thread(w, 1)->ops;
+    mt_wl_close(w);
+    /* thread 0: the allocation (op 2) writes nothing; op 3 a quarter; the op before the free all */
+    ck_assert_uint_eq(tab[0].thread, 0);
+    ck_assert_uint_eq(tab[0].op, 2);
+    ck_assert_uint_eq(tab[0].slot, 0);
+    ck_assert_uint_eq(tab[0].frac, 0);
+    ck_assert_uint_eq(tab[1].thread, 0);
+    ck_assert_uint_eq(tab[1].op, 3);
+    ck_assert_uint_ne(tab[1].slot, 0);
+    ck_assert_uint_eq(tab[1].size, 4 * MiB);
+    ck_assert_uint_eq(tab[1].frac, (256u << 16) / 1023);
+    ck_assert_uint_eq(tab[2].thread, 0);
+    ck_assert_uint_eq(tab[2].slot, tab[1].slot);
+    ck_assert_uint_eq(tab[2].frac, MT_WL_TOUCH_ONE);
+    ck_assert_uint_lt(tab[2].op, t1_ops); /* before the free, after the wait for thread 2 */
+    ck_assert_uint_eq(tab[3].thread, 1);
+    ck_assert_uint_eq(tab[3].slot, tab[1].slot);
+    ck_assert_uint_eq(tab[3].frac, (768u << 16) / 1023);
+    ck_assert_uint_le(tab[3].op, t2_ops);
+    ck_assert_uint_ge(st.waits, 2); /* thread 2 for the block's maker, the free for thread 2 */
+    free(tr);
+    free(wl);
+}
+END_TEST
+
+/* A workload of version 5 (16-byte touch entries: op, thread, share) still reads: the same entries,
+ * of slot 0. Made from this version's workload with its table rewritten the older way. */
+START_TEST(version5_touch_table_reads)
+{
+    char *tr = path_in(g_dir, "v5.mtr"), *wl = path_in(g_dir, "v5.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000010, c = 0x7f0000200010;
+    tb_start(&b, 1, 10, 0);
+    tb_malloc(&b, 1, 20, MiB, a);
+    tb_pages(&b, 1, 20, a, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, 30, a, 256, 64, MT_PAGES_AT_END);
+    tb_free(&b, 1, 30, a);
+    tb_malloc(&b, 1, 40, MiB, c);
+    tb_pages(&b, 1, 40, c, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, 50, c, 256, 128, MT_PAGES_AT_END);
+    tb_free(&b, 1, 50, c);
+    tb_close(&b);
+    convert_ok(tr, wl, NULL);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    mt_wl_header_t h = *mt_wl_header(w);
+    mt_wl_touch_entry_t want[2];
+    ck_assert_uint_eq(h.touch_entries, 2);
+    ck_assert_msg(mt_wl_read_touch(w, want, &err) == 0, "%s", err.msg);
+    mt_wl_close(w);
+    FILE *f = fopen(wl, "r+b");
+    ck_assert_ptr_nonnull(f);
+    h.version = 5;
+    ck_assert_int_eq(fwrite(&h, sizeof h, 1, f), 1);
+    ck_assert_int_eq(fseek(f, (long)h.touch_offset, SEEK_SET), 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(fwrite(&want[k].op, 8, 1, f), 1);
+        ck_assert_int_eq(fwrite(&want[k].thread, 4, 1, f), 1);
+        ck_assert_int_eq(fwrite(&want[k].frac, 4, 1, f), 1);
+    }
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)(h.touch_offset + 2 * MT_WL_TOUCH_ENTRY_V5)), 0);
+    fclose(f);
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    mt_wl_touch_entry_t got[2];
+    memset(got, 0xff, sizeof got);
+    ck_assert_msg(mt_wl_read_touch(w, got, &err) == 0, "%s", err.msg);
+    mt_wl_close(w);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_uint_eq(got[k].op, want[k].op);
+        ck_assert_uint_eq(got[k].thread, want[k].thread);
+        ck_assert_uint_eq(got[k].frac, want[k].frac);
+        ck_assert_uint_eq(got[k].slot, 0);
+        ck_assert_uint_eq(got[k].size, 0);
+    }
+    ck_assert_uint_eq(got[0].frac, 16384);
+    ck_assert_uint_eq(got[1].frac, 32768);
     free(tr);
     free(wl);
 }
@@ -1179,6 +1301,8 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
     suite_add_tcase(s, tcase("estimated_blocks_draw_fresh_shares", estimated_blocks_draw_fresh_shares));
+    suite_add_tcase(s, tcase("counted_blocks_written_later", counted_blocks_written_later));
+    suite_add_tcase(s, tcase("version5_touch_table_reads", version5_touch_table_reads));
     suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
     suite_add_tcase(s, tcase("own_brk_and_madvise_become_ops", own_brk_and_madvise_become_ops));
     suite_add_tcase(s, tcase("uncounted_evidence_is_estimated", uncounted_evidence_is_estimated));
