@@ -28,6 +28,10 @@ typedef struct mt_callsite {
 /* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
  * symbol, "?? 0xADDRESS" outside every module). */
 void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap);
+/* A callsite's fields function, file, line, module, calls, bytes, leaked_blocks, leaked_bytes,
+ * peak_bytes as CSV (--callsites-csv), with no line end; the header line names them. */
+#define MT_CALLSITE_CSV_HEADER "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes"
+void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c);
 
 typedef struct mt_report {
     const char *path;
@@ -120,6 +124,20 @@ void mt_report_free(mt_report_t *r);
 void mt_report_calls_table(FILE *f, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
 /* The same three tables as JSON members "calls", "bytes", "failures", each an object by function. */
 void mt_report_json_calls(struct mt_json *j, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
+/* One callsite as a JSON object: function, file, line, module (offset without a symbol), calls,
+ * bytes, leaked_blocks, leaked_bytes, peak_bytes, bytes_added, bytes_shrunk; left open for more
+ * members (the caller ends it). */
+void mt_report_json_callsite(struct mt_json *j, const mt_callsite_t *c);
+
+/* What the "top callsites by ..." tables rank by. */
+typedef enum { MT_SITE_CALLS, MT_SITE_BYTES, MT_SITE_ADDED, MT_SITE_PEAK, MT_SITE_LEAKED } mt_site_key_t;
+uint64_t mt_callsite_key(const mt_callsite_t *c, mt_site_key_t k);
+/* The positions of the n callsites into order[n], by key k, highest first, equal keys in their
+ * order in c. 0, or -ENOMEM. */
+int mt_callsites_rank(const mt_callsite_t *c, size_t n, mt_site_key_t k, size_t *order);
+/* A table row's start: the callsite's value by key k (bytes, or a count for MT_SITE_CALLS), its
+ * function and where it is, with no line end. */
+void mt_callsite_row(FILE *f, const mt_callsite_t *c, mt_site_key_t k);
 
 /* Several traces as one (analysis/report_many.c): what adds up across processes. */
 typedef struct mt_report_total {
