@@ -146,11 +146,27 @@ typedef struct mt_report_total {
     uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
     uint64_t peak_sum, peak_max;    /* the processes' live peaks summed (not at one time), and the largest */
     uint64_t incomplete, truncated; /* traces not finished, traces truncated */
+    uint64_t with_stacks;           /* traces recorded with stacks: those the callsites come from */
+    /* The traces' callsites merged by what they mean, never by address (ASLR moves each process's
+     * code): by function, file, line and module; a frame without a symbol by module and offset in
+     * it (outside every module: by address, which only forked processes share). Their figures are
+     * summed, peak_bytes being their shares of each process's own peak; their strings belong to the
+     * total. One entry per distinct callsite, in the order first met. */
+    mt_callsite_t *callsites;
+    struct mt_site_traces {
+        uint64_t traces;  /* traces with calls or leaks at the callsite */
+        uint64_t leaking; /* of them, those that leaked there */
+    } * site_traces;      /* by callsite */
+    size_t ncallsites;
+    void *priv; /* the callsites' strings and their index */
 } mt_report_total_t;
-/* Adds a trace's report to the totals (zeroed first by the caller). */
-void mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
-/* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table). */
-void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt);
+/* Adds a trace's report to the totals (zeroed first by the caller). 0, or -ENOMEM (the totals are
+ * then incomplete, to be freed). */
+int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
+/* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table); `top`
+ * as mt_report_print's, for the callsites. 0, or -ENOMEM before anything is printed. */
+int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top);
+void mt_report_total_free(mt_report_total_t *t);
 /* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
