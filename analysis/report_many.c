@@ -206,6 +206,22 @@ static void print_callsites(const mt_report_total_t *t, FILE *f, size_t *const o
     }
 }
 
+int mt_report_total_callsites_csv(const mt_report_total_t *t, FILE *f)
+{
+    size_t *order = malloc((t->ncallsites + 1) * sizeof *order);
+    if (!order || mt_callsites_rank(t->callsites, t->ncallsites, MT_SITE_CALLS, order) < 0) {
+        free(order);
+        return -ENOMEM;
+    }
+    fprintf(f, MT_CALLSITE_CSV_HEADER ",traces,leaking_traces\n");
+    for (size_t i = 0; i < t->ncallsites; i++) {
+        mt_callsite_csv_fields(f, &t->callsites[order[i]]);
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", t->site_traces[order[i]].traces, t->site_traces[order[i]].leaking);
+    }
+    free(order);
+    return 0;
+}
+
 int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top)
 {
     /* the rankings, made before anything is printed: out of memory prints nothing */

@@ -319,7 +319,9 @@ static int out_of_memory(void)
 }
 
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
- * trace that cannot be read stops it: exit 1, and no total that would pass for all of them. */
+ * trace that cannot be read stops it: exit 1, and no total that would pass for all of them.
+ * --callsites-csv writes the callsites merged across the traces (one trace's file would pass for
+ * all of them). */
 static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
                        unsigned top)
 {
@@ -327,7 +329,12 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
         fprintf(stderr, "mtrace report: several traces give text or --json, not %s\n", html ? "--html" : "--csv");
         return MT_EXIT_USAGE;
     }
+    mt_report_opts_t each = *o;
+    each.callsites_csv = NULL;
+    mt_out_t csv = { 0 };
     mt_error_t err;
+    if (o->callsites_csv && mt_out_open(&csv, o->callsites_csv, &err) < 0)
+        return mt_fail(&err); /* before the work, as one trace's report */
     mt_report_total_t total = { 0 };
     int rc = 0;
     if (fmt == MT_TABLE_JSON)
@@ -335,7 +342,7 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     for (size_t i = 0; i < traces->n && rc == 0; i++) {
         const char *path = traces->v[i];
         mt_report_t r;
-        if (mt_report_build(&r, path, o, &err) < 0) {
+        if (mt_report_build(&r, path, &each, &err) < 0) {
             mt_report_free(&r);
             fflush(stdout);
             rc = mt_fail(&err);
@@ -356,6 +363,13 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
         rc = out_of_memory();
     if (rc == 0 && fmt == MT_TABLE_JSON)
         printf("}\n");
+    if (rc == 0 && o->callsites_csv) {
+        if (mt_report_total_callsites_csv(&total, csv.f) < 0)
+            rc = out_of_memory();
+        else if (mt_out_commit(&csv, &err) < 0)
+            rc = mt_fail(&err);
+    }
+    mt_out_abort(&csv);
     mt_report_total_free(&total);
     return rc;
 }

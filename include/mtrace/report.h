@@ -166,6 +166,9 @@ int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
 /* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table); `top`
  * as mt_report_print's, for the callsites. 0, or -ENOMEM before anything is printed. */
 int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top);
+/* The merged callsites as --callsites-csv writes one trace's, by calls, with two fields more:
+ * traces, leaking_traces. 0, or -ENOMEM before anything is written. */
+int mt_report_total_callsites_csv(const mt_report_total_t *t, FILE *f);
 void mt_report_total_free(mt_report_total_t *t);
 /* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */

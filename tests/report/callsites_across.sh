@@ -7,7 +7,8 @@
 # DIR` has one callsite for each (merged by file:line; by module and offset for the library's),
 # whatever the addresses: the top leaking one is the leak's line with 1500 bytes in 5 blocks, leaked
 # in 5 traces; every callsite's figures are the sums of the traces' callsites with its key. The
-# text total shows the same; --top N cuts the total's lists. Not in sanitized builds (the recorder is an LD_PRELOAD shim).
+# text total shows the same; --callsites-csv writes the merged callsites with the traces columns;
+# --top N cuts the total's lists; a trace that cannot be read leaves no CSV. Not in sanitized builds (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
 prog=$2
@@ -25,11 +26,11 @@ temp_line=$(awk '$1 == "temp_line" { print $2; exit }' lines.txt)
 [ -n "$leak_line" ] && [ -n "$temp_line" ] || { fail "prog_workers printed: $(cat lines.txt)"; finish; }
 [ "$(grep -c "^leak_line $leak_line\$" lines.txt)" = "$workers" ] || fail "not $workers workers: $(cat lines.txt)"
 
-t 60 "$mtrace" report --json tree >r.json 2>err || fail "report --json: $(cat err)"
-"$PY" - r.json "$leak_line" "$temp_line" "$workers" <<'PYEOF' || fail "the total's callsites"
-import json, os, sys
+t 60 "$mtrace" report --json --callsites-csv sites.csv tree >r.json 2>err || fail "report --json: $(cat err)"
+"$PY" - r.json sites.csv "$leak_line" "$temp_line" "$workers" <<'PYEOF' || fail "the total's callsites"
+import csv, json, os, sys
 d = json.load(open(sys.argv[1]))
-leak_line, temp_line, n = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+csvpath, leak_line, temp_line, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 reps, tot = d["reports"], d["total"]
 bad = []
 def check(cond, msg):
@@ -84,6 +85,12 @@ check([c["bytes"] for c in sites] == sorted((c["bytes"] for c in sites), reverse
 check([c["leaked_bytes"] for c in leaking] == sorted((c["leaked_bytes"] for c in leaking), reverse=True),
       "leaking callsites not by leaked bytes")
 check(all(c["leaked_bytes"] for c in leaking), "a leaking callsite without leaks")
+# --callsites-csv: the merged callsites, with the traces columns
+rows = list(csv.DictReader(open(csvpath)))
+check(len(rows) == len(sites), "CSV: %d rows, %d callsites" % (len(rows), len(sites)))
+lr = [x for x in rows if os.path.basename(x["file"]) == "prog_workers.c" and int(x["line"]) == leak_line]
+check(len(lr) == 1 and (int(lr[0]["leaked_bytes"]), int(lr[0]["traces"]), int(lr[0]["leaking_traces"])) ==
+      (leaked, n, n), "CSV: the leak's row: %r" % lr)
 for m in bad:
     print("  " + m)
 sys.exit(1 if bad else 0)
@@ -104,4 +111,16 @@ case $row in
 esac
 grep -q "^top callsites by bytes requested, all [0-9]* traces\$" total.txt || fail "text: no table by bytes: $(cat total.txt)"
 
+# a trace that cannot be read among them: no total, and the CSV already there is left as it was
+one=$(ls tree/*.mtr.* | head -1)
+head -c 3000 "$one" >cut.mtr
+echo "kept" >kept.csv
+t 60 "$mtrace" report --callsites-csv kept.csv tree cut.mtr >/dev/null 2>err && fail "a cut trace among several: exit 0"
+[ "$(cat kept.csv)" = kept ] || fail "a cut trace among several: the CSV was replaced: $(head -3 kept.csv)"
+no_file "a cut trace among several" kept.csv.partial.*
+
+# one trace's --callsites-csv keeps its columns
+t 60 "$mtrace" report --callsites-csv one.csv "$one" >/dev/null 2>err || fail "report of $one: $(cat err)"
+[ "$(head -1 one.csv)" = "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes" ] ||
+    fail "one trace's CSV header: $(head -1 one.csv)"
 finish
