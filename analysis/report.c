@@ -634,16 +634,10 @@ static int add_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o
 /* The callsites as CSV, one a line under a header line. */
 static void write_callsites_csv(FILE *f, const mt_report_t *rep)
 {
-    fprintf(f, "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n");
+    fprintf(f, MT_CALLSITE_CSV_HEADER "\n");
     for (size_t k = 0; k < rep->ncallsites; k++) {
-        const mt_callsite_t *c = &rep->callsites[k];
-        mt_put_csv_field(f, c->function);
-        fputc(',', f);
-        mt_put_csv_field(f, c->file);
-        fprintf(f, ",%u,", c->line);
-        mt_put_csv_field(f, c->module);
-        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c->calls, c->bytes,
-                c->leaked_blocks, c->leaked_bytes, c->peak_bytes);
+        mt_callsite_csv_fields(f, &rep->callsites[k]);
+        fputc('\n', f);
     }
 }
 

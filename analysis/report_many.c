@@ -1,11 +1,25 @@
 /* Several traces as one (mtrace report TRACE TRACE ..., a process tree's files): the figures that add
  * up across processes, summed trace by trace as each report is built and freed, so that memory holds
- * one trace's report at a time. */
+ * one trace's report at a time, and beside it the callsites merged so far: one entry per distinct
+ * callsite, however many traces and records there are. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "mtrace/json_writer.h"
+#include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
+#include "strset.h"
+
+/* The total's own copies of the callsites' strings (a trace's die with its report), so that a key
+ * compares by pointer, and the callsites by their key's hash. */
+typedef struct total_priv {
+    mt_strset_t strings;
+    mt_ptr_map_t by_hash; /* a key's hash (rehashed past a collision, never 0) -> its callsite */
+    size_t cap_sites;
+} total_priv_t;
 
 /* a + b, stopping at UINT64_MAX */
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -14,7 +28,99 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
 }
 
-void mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
+/* The key's hash, never 0 (the map's empty key): its strings are the total's copies, so their
+ * addresses stand for their text. */
+static uint64_t site_hash(const mt_callsite_t *c)
+{
+    uint64_t h = mt_ptr_hash((uintptr_t)c->function);
+    h = mt_ptr_hash(h ^ (uintptr_t)c->file);
+    h = mt_ptr_hash(h ^ (uintptr_t)c->module);
+    h = mt_ptr_hash(h ^ c->line);
+    return mt_ptr_hash(h ^ c->offset) | 1;
+}
+
+static int same_site(const mt_callsite_t *a, const mt_callsite_t *b)
+{
+    return a->function == b->function && a->file == b->file && a->module == b->module && a->line == b->line &&
+           a->offset == b->offset;
+}
+
+/* Room for one more callsite. 0, or -ENOMEM. */
+static int grow_sites(total_priv_t *p, mt_report_total_t *t)
+{
+    if (t->ncallsites < p->cap_sites)
+        return 0;
+    const size_t cap = p->cap_sites ? p->cap_sites * 2 : 256;
+    mt_callsite_t *c = realloc(t->callsites, cap * sizeof *c);
+    if (c)
+        t->callsites = c;
+    struct mt_site_traces *n = realloc(t->site_traces, cap * sizeof *n);
+    if (n)
+        t->site_traces = n;
+    if (!c || !n)
+        return -ENOMEM;
+    p->cap_sites = cap;
+    return 0;
+}
+
+/* The total's callsite for a trace's (its key with the total's strings), made on first sight; NULL
+ * when out of memory. */
+static mt_callsite_t *total_site(mt_report_total_t *t, const mt_callsite_t *c)
+{
+    total_priv_t *p = t->priv;
+    mt_callsite_t key = {
+        .function = mt_strset_get(&p->strings, c->function),
+        .file = mt_strset_get(&p->strings, c->file),
+        .module = mt_strset_get(&p->strings, c->module),
+        .line = c->line,
+        .offset = c->offset,
+    };
+    if (!key.function || !key.module || (c->file && !key.file))
+        return NULL;
+    /* two keys of one 64-bit hash: the second one's hash is hashed again, until it is its own */
+    uint64_t h = site_hash(&key);
+    for (const mt_ptr_entry_t *e; (e = mt_ptr_map_find(&p->by_hash, h)); h = mt_ptr_hash(h) | 1)
+        if (same_site(&t->callsites[e->value], &key))
+            return &t->callsites[e->value];
+    if (grow_sites(p, t) < 0 || mt_ptr_map_put(&p->by_hash, h, t->ncallsites) < 0)
+        return NULL;
+    const size_t i = t->ncallsites++;
+    t->callsites[i] = key;
+    t->site_traces[i] = (struct mt_site_traces){ 0 };
+    return &t->callsites[i];
+}
+
+/* Adds a trace's callsites to the merged ones. 0, or -ENOMEM. */
+static int add_callsites(mt_report_total_t *t, const mt_report_t *r)
+{
+    if (!t->priv) {
+        total_priv_t *p = calloc(1, sizeof *p);
+        if (!p || mt_ptr_map_init(&p->by_hash) < 0) {
+            free(p);
+            return -ENOMEM;
+        }
+        t->priv = p;
+    }
+    for (size_t i = 0; i < r->ncallsites; i++) {
+        const mt_callsite_t *c = &r->callsites[i];
+        mt_callsite_t *s = total_site(t, c);
+        if (!s)
+            return -ENOMEM;
+        s->calls = add_sat(s->calls, c->calls);
+        s->bytes = add_sat(s->bytes, c->bytes);
+        s->leaked_blocks = add_sat(s->leaked_blocks, c->leaked_blocks);
+        s->leaked_bytes = add_sat(s->leaked_bytes, c->leaked_bytes);
+        s->peak_bytes = add_sat(s->peak_bytes, c->peak_bytes);
+        s->added = add_sat(s->added, c->added);
+        s->shrunk = add_sat(s->shrunk, c->shrunk);
+        struct mt_site_traces *n = &t->site_traces[s - t->callsites];
+        n->traces++; /* a trace's callsites are distinct: it counts once */
+        n->leaking += c->leaked_bytes != 0;
+    }
+    return 0;
+}
+
+int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
 {
     t->traces++;
     t->threads += r->threads;
@@ -32,10 +138,100 @@ void mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
         t->peak_max = r->peak_live_bytes;
     t->incomplete += !r->complete;
     t->truncated += r->truncated != 0;
+    t->with_stacks += r->has_stacks != 0;
+    return add_callsites(t, r);
 }
 
-void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt)
+void mt_report_total_free(mt_report_total_t *t)
 {
+    total_priv_t *p = t->priv;
+    if (p) {
+        mt_strset_fini(&p->strings);
+        mt_ptr_map_fini(&p->by_hash);
+        free(p);
+    }
+    free(t->callsites);
+    free(t->site_traces);
+    memset(t, 0, sizeof *t);
+}
+
+/* The two rankings the totals show: by bytes requested, by leaked bytes. */
+static const mt_site_key_t shown_keys[2] = { MT_SITE_BYTES, MT_SITE_LEAKED };
+
+/* The merged callsites in JSON: "callsites" by bytes, "leaking_callsites" (those that leaked) by
+ * leaked bytes, `top` of each (0: all), each as one trace's callsite with "traces" and
+ * "leaking_traces". order[k]: the ranking by shown_keys[k]. */
+static void json_callsites(mt_json_t *j, const mt_report_total_t *t, size_t *const order[2], unsigned top)
+{
+    static const char *const names[] = { "callsites", "leaking_callsites" };
+    for (int k = 0; k < 2; k++) {
+        mt_json_key(j, names[k]);
+        mt_json_begin_array(j);
+        for (size_t i = 0; i < t->ncallsites && (!top || i < top); i++) {
+            const size_t at = order[k][i];
+            if (shown_keys[k] == MT_SITE_LEAKED && !t->callsites[at].leaked_bytes)
+                break;
+            mt_report_json_callsite(j, &t->callsites[at]);
+            mt_json_kv_u64(j, "traces", t->site_traces[at].traces);
+            mt_json_kv_u64(j, "leaking_traces", t->site_traces[at].leaking);
+            mt_json_end_object(j);
+        }
+        mt_json_end_array(j);
+    }
+}
+
+/* The merged callsites' tables by bytes requested and by leaks, each row with how many traces
+ * allocated or leaked there. */
+static void print_callsites(const mt_report_total_t *t, FILE *f, size_t *const order[2], unsigned top)
+{
+    if (!t->with_stacks)
+        return; /* each report said how to get callsites */
+    char traces[80];
+    if (t->with_stacks == t->traces)
+        snprintf(traces, sizeof traces, "all %" PRIu64 " traces", t->traces);
+    else
+        snprintf(traces, sizeof traces, "the %" PRIu64 " of %" PRIu64 " traces recorded with stacks", t->with_stacks,
+                 t->traces);
+    for (int k = 0; k < 2; k++) {
+        const int leaks = shown_keys[k] == MT_SITE_LEAKED;
+        fprintf(f, "\ntop callsites by %s, %s\n", leaks ? "leaks" : "bytes requested", traces);
+        for (size_t i = 0; i < t->ncallsites && i < (top ? top : 10); i++) {
+            const size_t at = order[k][i];
+            if (!mt_callsite_key(&t->callsites[at], shown_keys[k]))
+                break;
+            const uint64_t in = leaks ? t->site_traces[at].leaking : t->site_traces[at].traces;
+            mt_callsite_row(f, &t->callsites[at], shown_keys[k]);
+            fprintf(f, "  %s in %" PRIu64 " trace%s\n", leaks ? "leaked" : "allocated", in, in == 1 ? "" : "s");
+        }
+    }
+}
+
+int mt_report_total_callsites_csv(const mt_report_total_t *t, FILE *f)
+{
+    size_t *order = malloc((t->ncallsites + 1) * sizeof *order);
+    if (!order || mt_callsites_rank(t->callsites, t->ncallsites, MT_SITE_CALLS, order) < 0) {
+        free(order);
+        return -ENOMEM;
+    }
+    fprintf(f, MT_CALLSITE_CSV_HEADER ",traces,leaking_traces\n");
+    for (size_t i = 0; i < t->ncallsites; i++) {
+        mt_callsite_csv_fields(f, &t->callsites[order[i]]);
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", t->site_traces[order[i]].traces, t->site_traces[order[i]].leaking);
+    }
+    free(order);
+    return 0;
+}
+
+int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top)
+{
+    /* the rankings, made before anything is printed: out of memory prints nothing */
+    size_t *both = malloc((2 * t->ncallsites + 1) * sizeof *both);
+    size_t *const order[2] = { both, both ? both + t->ncallsites : NULL };
+    if (!both || mt_callsites_rank(t->callsites, t->ncallsites, shown_keys[0], order[0]) < 0 ||
+        mt_callsites_rank(t->callsites, t->ncallsites, shown_keys[1], order[1]) < 0) {
+        free(both);
+        return -ENOMEM;
+    }
     if (fmt == MT_TABLE_JSON) {
         mt_json_t j;
         mt_json_init(&j, f);
@@ -51,9 +247,12 @@ void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t f
         mt_json_kv_u64(&j, "peak_live_bytes_max", t->peak_max);
         mt_json_kv_u64(&j, "incomplete_traces", t->incomplete);
         mt_json_kv_u64(&j, "truncated_traces", t->truncated);
+        mt_json_kv_u64(&j, "traces_with_stacks", t->with_stacks);
+        json_callsites(&j, t, order, top);
         mt_json_end_object(&j);
         mt_json_finish(&j);
-        return;
+        free(both);
+        return 0;
     }
     fprintf(f, "\nall %" PRIu64 " traces: %" PRIu64 " threads%s\n", t->traces, t->threads,
             t->incomplete ? " (some traces did not finish: their process was killed or crashed, or ended at an exec)"
@@ -65,4 +264,7 @@ void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t f
             t->peak_max, t->peak_sum);
     fprintf(f, "leaked         %" PRIu64 " bytes in %" PRIu64 " blocks\n", t->leaked_bytes, t->leaked_blocks);
     fprintf(f, "temporary      %" PRIu64 " allocations of %" PRIu64 "\n", t->temporary, t->allocations);
+    print_callsites(t, f, order, top);
+    free(both);
+    return 0;
 }

@@ -125,12 +125,21 @@ static void json_own_memory(mt_json_t *j, const mt_report_t *r)
     mt_json_end_object(j);
 }
 
-/* A callsite's value for ranking by key k: 0 calls, 1 bytes, 2 bytes added, 3 peak bytes, 4 leaked
- * bytes. */
-static uint64_t callsite_key(const mt_callsite_t *c, int k)
+uint64_t mt_callsite_key(const mt_callsite_t *c, mt_site_key_t k)
 {
-    const uint64_t v[] = { c->calls, c->bytes, c->added, c->peak_bytes, c->leaked_bytes };
-    return v[k];
+    switch (k) {
+    case MT_SITE_CALLS:
+        return c->calls;
+    case MT_SITE_BYTES:
+        return c->bytes;
+    case MT_SITE_ADDED:
+        return c->added;
+    case MT_SITE_PEAK:
+        return c->peak_bytes;
+    case MT_SITE_LEAKED:
+        return c->leaked_bytes;
+    }
+    return 0;
 }
 
 typedef struct callsite_rank {
@@ -146,21 +155,58 @@ static int cmp_callsite_rank(const void *pa, const void *pb)
     return a->at < b->at ? -1 : a->at > b->at;
 }
 
-/* The n callsites into out by key k, highest first; equal keys keep their order in `in` (by calls).
- * qsort on (key, position): a program with many callsites made the insertion sort that was here
- * quadratic. 0, or -ENOMEM. */
-static int rank_callsites(const mt_callsite_t *in, size_t n, int k, mt_callsite_t *out)
+/* qsort on (key, position): a program with many callsites made the insertion sort that was here
+ * quadratic. */
+int mt_callsites_rank(const mt_callsite_t *c, size_t n, mt_site_key_t k, size_t *order)
 {
     callsite_rank_t *rank = malloc((n + 1) * sizeof *rank);
     if (!rank)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        rank[i] = (callsite_rank_t){ callsite_key(&in[i], k), i };
+        rank[i] = (callsite_rank_t){ mt_callsite_key(&c[i], k), i };
     qsort(rank, n, sizeof *rank, cmp_callsite_rank);
     for (size_t i = 0; i < n; i++)
-        out[i] = in[rank[i].at];
+        order[i] = rank[i].at;
     free(rank);
     return 0;
+}
+
+void mt_callsite_row(FILE *f, const mt_callsite_t *c, mt_site_key_t k)
+{
+    char a[32], where[600];
+    const uint64_t v = mt_callsite_key(c, k);
+    mt_callsite_where(c, where, sizeof where);
+    fprintf(f, "  %12s  ",
+            k == MT_SITE_CALLS ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v));
+    mt_put_safe(f, c->function, strlen(c->function));
+    fputs("  ", f);
+    mt_put_safe(f, where, strlen(where));
+}
+
+void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c)
+{
+    mt_put_csv_field(f, c->function);
+    fputc(',', f);
+    mt_put_csv_field(f, c->file);
+    fprintf(f, ",%u,", c->line);
+    mt_put_csv_field(f, c->module);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c->calls, c->bytes, c->leaked_blocks,
+            c->leaked_bytes, c->peak_bytes);
+}
+
+void mt_report_json_callsite(mt_json_t *j, const mt_callsite_t *c)
+{
+    mt_json_begin_object(j);
+    mt_symbol_json(j, &(mt_symbol_t){ .function = c->function, .file = c->file, .line = c->line, .module = c->module });
+    if (!strcmp(c->function, "??"))
+        mt_json_kv_u64(j, "offset", c->offset);
+    mt_json_kv_u64(j, "calls", c->calls);
+    mt_json_kv_u64(j, "bytes", c->bytes);
+    mt_json_kv_u64(j, "leaked_blocks", c->leaked_blocks);
+    mt_json_kv_u64(j, "leaked_bytes", c->leaked_bytes);
+    mt_json_kv_u64(j, "peak_bytes", c->peak_bytes);
+    mt_json_kv_u64(j, "bytes_added", c->added);
+    mt_json_kv_u64(j, "bytes_shrunk", c->shrunk);
 }
 
 static const char *temporary_rule_name(int rule)
@@ -218,26 +264,7 @@ static void print_json(const mt_report_t *r, FILE *f, unsigned top)
     mt_json_key(&j, "callsites");
     mt_json_begin_array(&j);
     for (size_t i = 0; i < r->ncallsites && (!top || i < top); i++) {
-        const mt_callsite_t *c = &r->callsites[i];
-        mt_json_begin_object(&j);
-        mt_json_kv_cstr(&j, "function", c->function);
-        if (c->file)
-            mt_json_kv_cstr(&j, "file", c->file);
-        else {
-            mt_json_key(&j, "file");
-            mt_json_null(&j);
-        }
-        mt_json_kv_u64(&j, "line", c->line);
-        mt_json_kv_cstr(&j, "module", c->module);
-        if (!strcmp(c->function, "??"))
-            mt_json_kv_u64(&j, "offset", c->offset);
-        mt_json_kv_u64(&j, "calls", c->calls);
-        mt_json_kv_u64(&j, "bytes", c->bytes);
-        mt_json_kv_u64(&j, "leaked_blocks", c->leaked_blocks);
-        mt_json_kv_u64(&j, "leaked_bytes", c->leaked_bytes);
-        mt_json_kv_u64(&j, "peak_bytes", c->peak_bytes);
-        mt_json_kv_u64(&j, "bytes_added", c->added);
-        mt_json_kv_u64(&j, "bytes_shrunk", c->shrunk);
+        mt_report_json_callsite(&j, &r->callsites[i]);
         mt_json_end_object(&j);
     }
     mt_json_end_array(&j);
@@ -340,36 +367,28 @@ static void print_text_summary(const mt_report_t *r, FILE *f)
 /* The text report's callsite tables, leaks by stack and caller trees. */
 static void print_text_callsites(const mt_report_t *r, FILE *f, unsigned top)
 {
-    char a[32];
     static const char *const by[] = { "calls", "bytes requested", "bytes added (allocations and realloc growth)",
-                                      "peak", "leaks" };
+                                      "peak", "leaks" }; /* by mt_site_key_t */
+    _Static_assert(sizeof by / sizeof *by == MT_SITE_LEAKED + 1, "a title for every key");
     const int reallocs = r->calls[MT_OP_REALLOC] || r->calls[MT_OP_REALLOCARRAY];
-    for (int k = 0; k < 5; k++) {
-        if (k == 2 && !reallocs)
+    size_t *order = malloc((r->ncallsites + 1) * sizeof *order);
+    if (!order)
+        return;
+    for (mt_site_key_t k = MT_SITE_CALLS; k <= MT_SITE_LEAKED; k++) {
+        if (k == MT_SITE_ADDED && !reallocs)
             continue; /* without realloc, bytes added are the bytes requested */
-        mt_callsite_t *sorted = malloc((r->ncallsites + 1) * sizeof *sorted);
-        if (!sorted)
-            return;
-        if (rank_callsites(r->callsites, r->ncallsites, k, sorted) < 0) {
-            free(sorted);
-            return;
-        }
+        if (mt_callsites_rank(r->callsites, r->ncallsites, k, order) < 0)
+            break;
         fprintf(f, "\ntop callsites by %s\n", by[k]);
         for (size_t i = 0; i < r->ncallsites && i < (top ? top : 10); i++) {
-            const mt_callsite_t *c = &sorted[i];
-            const uint64_t v = callsite_key(c, k);
-            if (!v)
+            const mt_callsite_t *c = &r->callsites[order[i]];
+            if (!mt_callsite_key(c, k))
                 break;
-            char where[600];
-            mt_callsite_where(c, where, sizeof where);
-            fprintf(f, "  %12s  ", k == 0 ? (snprintf(a, sizeof a, "%" PRIu64, v), a) : human(a, sizeof a, (double)v));
-            mt_put_safe(f, c->function, strlen(c->function));
-            fputs("  ", f);
-            mt_put_safe(f, where, strlen(where));
+            mt_callsite_row(f, c, k);
             fputc('\n', f);
         }
-        free(sorted);
     }
+    free(order);
     mt_leaks_print_stacks(&r->leaks, f, top ? top : 10);
     if (!r->callers.leaf)
         return;

@@ -312,8 +312,16 @@ static int report_diff_option(const char *cmd, int c, mt_table_fmt_t *fmt, const
 
 /* ---- several traces as one report ---------------------------------------------------------------- */
 
+static int out_of_memory(void)
+{
+    fprintf(stderr, "mtrace report: out of memory\n");
+    return 1;
+}
+
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
- * trace that cannot be read stops it: exit 1, and no total that would pass for all of them. */
+ * trace that cannot be read stops it: exit 1, and no total that would pass for all of them.
+ * --callsites-csv writes the callsites merged across the traces (one trace's file would pass for
+ * all of them). */
 static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
                        unsigned top)
 {
@@ -321,32 +329,49 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
         fprintf(stderr, "mtrace report: several traces give text or --json, not %s\n", html ? "--html" : "--csv");
         return MT_EXIT_USAGE;
     }
+    mt_report_opts_t each = *o;
+    each.callsites_csv = NULL;
+    mt_out_t csv = { 0 };
+    mt_error_t err;
+    if (o->callsites_csv && mt_out_open(&csv, o->callsites_csv, &err) < 0)
+        return mt_fail(&err); /* before the work, as one trace's report */
     mt_report_total_t total = { 0 };
+    int rc = 0;
     if (fmt == MT_TABLE_JSON)
         printf("{\"kind\":\"reports\",\"reports\":[\n");
-    for (size_t i = 0; i < traces->n; i++) {
+    for (size_t i = 0; i < traces->n && rc == 0; i++) {
         const char *path = traces->v[i];
         mt_report_t r;
-        mt_error_t err;
-        if (mt_report_build(&r, path, o, &err) < 0) {
+        if (mt_report_build(&r, path, &each, &err) < 0) {
             mt_report_free(&r);
             fflush(stdout);
-            return mt_fail(&err);
+            rc = mt_fail(&err);
+            break;
         }
         if (fmt == MT_TABLE_JSON && i)
             printf(",");
         else if (fmt != MT_TABLE_JSON && i)
             printf("\n");
         mt_report_print(&r, stdout, fmt, top);
-        mt_report_total_add(&total, &r);
+        if (mt_report_total_add(&total, &r) < 0)
+            rc = out_of_memory();
         mt_report_free(&r);
     }
-    if (fmt == MT_TABLE_JSON)
+    if (rc == 0 && fmt == MT_TABLE_JSON)
         printf("],\"total\":");
-    mt_report_total_print(&total, stdout, fmt);
-    if (fmt == MT_TABLE_JSON)
+    if (rc == 0 && mt_report_total_print(&total, stdout, fmt, top) < 0)
+        rc = out_of_memory();
+    if (rc == 0 && fmt == MT_TABLE_JSON)
         printf("}\n");
-    return 0;
+    if (rc == 0 && o->callsites_csv) {
+        if (mt_report_total_callsites_csv(&total, csv.f) < 0)
+            rc = out_of_memory();
+        else if (mt_out_commit(&csv, &err) < 0)
+            rc = mt_fail(&err);
+    }
+    mt_out_abort(&csv);
+    mt_report_total_free(&total);
+    return rc;
 }
 
 /* mtrace report's options, as its command line gives them. */

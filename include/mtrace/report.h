@@ -28,6 +28,10 @@ typedef struct mt_callsite {
 /* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
  * symbol, "?? 0xADDRESS" outside every module). */
 void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap);
+/* A callsite's fields function, file, line, module, calls, bytes, leaked_blocks, leaked_bytes,
+ * peak_bytes as CSV (--callsites-csv), with no line end; the header line names them. */
+#define MT_CALLSITE_CSV_HEADER "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes"
+void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c);
 
 typedef struct mt_report {
     const char *path;
@@ -120,6 +124,20 @@ void mt_report_free(mt_report_t *r);
 void mt_report_calls_table(FILE *f, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
 /* The same three tables as JSON members "calls", "bytes", "failures", each an object by function. */
 void mt_report_json_calls(struct mt_json *j, const uint64_t *calls, const uint64_t *bytes, const uint64_t *failures);
+/* One callsite as a JSON object: function, file, line, module (offset without a symbol), calls,
+ * bytes, leaked_blocks, leaked_bytes, peak_bytes, bytes_added, bytes_shrunk; left open for more
+ * members (the caller ends it). */
+void mt_report_json_callsite(struct mt_json *j, const mt_callsite_t *c);
+
+/* What the "top callsites by ..." tables rank by. */
+typedef enum { MT_SITE_CALLS, MT_SITE_BYTES, MT_SITE_ADDED, MT_SITE_PEAK, MT_SITE_LEAKED } mt_site_key_t;
+uint64_t mt_callsite_key(const mt_callsite_t *c, mt_site_key_t k);
+/* The positions of the n callsites into order[n], by key k, highest first, equal keys in their
+ * order in c. 0, or -ENOMEM. */
+int mt_callsites_rank(const mt_callsite_t *c, size_t n, mt_site_key_t k, size_t *order);
+/* A table row's start: the callsite's value by key k (bytes, or a count for MT_SITE_CALLS), its
+ * function and where it is, with no line end. */
+void mt_callsite_row(FILE *f, const mt_callsite_t *c, mt_site_key_t k);
 
 /* Several traces as one (analysis/report_many.c): what adds up across processes. */
 typedef struct mt_report_total {
@@ -128,11 +146,30 @@ typedef struct mt_report_total {
     uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
     uint64_t peak_sum, peak_max;    /* the processes' live peaks summed (not at one time), and the largest */
     uint64_t incomplete, truncated; /* traces not finished, traces truncated */
+    uint64_t with_stacks;           /* traces recorded with stacks: those the callsites come from */
+    /* The traces' callsites merged by what they mean, never by address (ASLR moves each process's
+     * code): by function, file, line and module; a frame without a symbol by module and offset in
+     * it (outside every module: by address, which only forked processes share). Their figures are
+     * summed, peak_bytes being their shares of each process's own peak; their strings belong to the
+     * total. One entry per distinct callsite, in the order first met. */
+    mt_callsite_t *callsites;
+    struct mt_site_traces {
+        uint64_t traces;  /* traces with calls or leaks at the callsite */
+        uint64_t leaking; /* of them, those that leaked there */
+    } * site_traces;      /* by callsite */
+    size_t ncallsites;
+    void *priv; /* the callsites' strings and their index */
 } mt_report_total_t;
-/* Adds a trace's report to the totals (zeroed first by the caller). */
-void mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
-/* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table). */
-void mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt);
+/* Adds a trace's report to the totals (zeroed first by the caller). 0, or -ENOMEM (the totals are
+ * then incomplete, to be freed). */
+int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
+/* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table); `top`
+ * as mt_report_print's, for the callsites. 0, or -ENOMEM before anything is printed. */
+int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top);
+/* The merged callsites as --callsites-csv writes one trace's, by calls, with two fields more:
+ * traces, leaking_traces. 0, or -ENOMEM before anything is written. */
+int mt_report_total_callsites_csv(const mt_report_total_t *t, FILE *f);
+void mt_report_total_free(mt_report_total_t *t);
 /* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
