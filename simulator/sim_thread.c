@@ -35,6 +35,14 @@
  * looking for WAKE_TICKS (about 10 us) before it takes "asleep" for an answer. */
 #define WAKE_TICKS 20000u
 
+/* Helpers of the per-op path. One run for nearly every op is HOT: a call costs a dozen instructions
+ * of register saves and restores against a few of work (window_index() below: 20 instructions a
+ * store out of line, 5 inline), and GCC stops inlining a helper by itself once it has several
+ * callers. A rare path (a failure's report, a search of the slot table's windows) is COLD: out of
+ * the loop, whose registers it would otherwise share. */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((cold, noinline))
+
 static long futex(_Atomic uint32_t *word, int op, uint32_t val)
 {
     return syscall(SYS_futex, (uint32_t *)word, op, val, NULL, NULL, 0);
@@ -326,11 +334,10 @@ static inline void *slot_ptr(const sim_t *s, uint64_t slot)
     return (void *)(uintptr_t)(base | (uint64_t)(e & ENTRY_OFFSET_MASK) << 3);
 }
 
-/* The index of address window w, added to the table if it is new; 0 if the table is full. */
-static uint32_t window_index(sim_t *s, sim_work_t *t, uint64_t w)
+/* The index of address window w, looked up in the table and added to it if it is new; 0 if the
+ * table is full. Run when a thread stores into another window than its last one. */
+COLD uint32_t window_find(sim_t *s, sim_work_t *t, uint64_t w)
 {
-    if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
-        return t->last_window_index;
     uint32_t n = atomic_load_explicit(&s->nwindows, memory_order_acquire), i;
     for (i = 1; i <= n; i++)
         if (s->window[i] == w)
@@ -354,6 +361,14 @@ found:
     t->last_window = w;
     t->last_window_index = i;
     return i;
+}
+
+/* The index of address window w, as window_find() gives it: nearly always the thread's last one. */
+HOT uint32_t window_index(sim_t *s, sim_work_t *t, uint64_t w)
+{
+    if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
+        return t->last_window_index;
+    return window_find(s, t, w);
 }
 
 static inline void slot_store(sim_t *s, sim_thread_t *t, uint64_t slot, void *p)
