@@ -9,6 +9,7 @@
 #include <linux/membarrier.h>
 #include <malloc.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,24 @@ static void thread_fail_at(sim_t *s, sim_thread_t *t, const mt_error_t *err)
 {
     sim_set_error(s, t, err->msg);
     sim_stop_all(s);
+}
+
+/* A thread's failure at an op of its stream that the replay cannot follow. The message has the shape
+ * of the workload reader's ("PATH: offset N: OP op at byte B of the frame's data (thread T) ..."),
+ * then says what was wrong with the op. */
+COLD __attribute__((format(printf, 4, 5))) void fail_at_op(sim_t *s, sim_thread_t *t, unsigned op, const char *fmt, ...)
+{
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const mt_wl_cursor_t *cur = &t->work->cur;
+    mt_error_t err;
+    mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(cur),
+              "%s op at byte %zu of the frame's data (thread %u) %s", mt_wl_op_name(op) ? mt_wl_op_name(op) : "an",
+              mt_wl_cursor_op_byte(cur), t->index, what);
+    thread_fail_at(s, t, &err);
 }
 
 static unsigned hist_bucket(uint64_t v)
@@ -439,12 +458,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
     }
     while ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
         if (r.slot > s->nslots || r.slot2 > s->nslots) {
-            mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                      "%s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a slot up to "
-                      "%llu, the workload's slot count",
-                      mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur), t->index,
-                      (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
-            thread_fail_at(s, t, &err);
+            fail_at_op(s, t, r.op, "names slot %llu: expected a slot up to %llu, the workload's slot count",
+                       (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
             break;
         }
         if (s->timing == TIMING_RECORDED && r.op <= MT_WL_LAST_CALL && r.time_ns >= pace_from) {
@@ -608,14 +623,9 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
         case MT_WL_MADVISE: {
             const int u = r.op == MT_WL_MUNMAP ? sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a)
                                                : sim_maps_advise(s, r.slot, r.n, r.size, (int)r.a, r.count);
-            if (u < 0) {
-                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                          "%s op at byte %zu of the frame's data (thread %u) names %s of slot %llu: expected a "
-                          "part of a mapping the program made",
-                          mt_wl_op_name(r.op), mt_wl_cursor_op_byte(&t->work->cur), t->index,
-                          u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
-                thread_fail_at(s, t, &err);
-            }
+            if (u < 0)
+                fail_at_op(s, t, r.op, "names %s of slot %llu: expected a part of a mapping the program made",
+                           u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
             break;
         }
         case MT_WL_RSS:
@@ -625,14 +635,8 @@ void sim_thread_run(sim_t *s, sim_thread_t *t)
             /* The stream's last op. Its completion lets a joiner go on and create the next thread:
              * the working set goes back to the pool first, or that thread maps a set of its own
              * (one more set per overlap: 150 Kb of a 2.8 MB replay of short threads). */
-            if ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
-                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                          "%s op at byte %zu of the frame's data (thread %u) follows the thread's exit: expected "
-                          "the end of its stream",
-                          mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur),
-                          t->index);
-                rc = -EINVAL;
-            }
+            if ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0)
+                fail_at_op(s, t, r.op, "follows the thread's exit: expected the end of its stream");
             exited = rc == 0;
             break;
         default:
