@@ -9,6 +9,7 @@
 #include <linux/membarrier.h>
 #include <malloc.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,14 @@
  * 16-CPU machine 14-20 % of the ping-pong waits slept, 1.0-1.6 us per wait). So a waiter keeps
  * looking for WAKE_TICKS (about 10 us) before it takes "asleep" for an answer. */
 #define WAKE_TICKS 20000u
+
+/* Helpers of the per-op path. One run for nearly every op is HOT: a call costs a dozen instructions
+ * of register saves and restores against a few of work (window_index() below: 20 instructions a
+ * store out of line, 5 inline), and GCC stops inlining a helper by itself once it has several
+ * callers. A rare path (a failure's report, a search of the slot table's windows) is COLD: out of
+ * the loop, whose registers it would otherwise share. */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((cold, noinline))
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val)
 {
@@ -105,6 +114,24 @@ static void thread_fail_at(sim_t *s, sim_thread_t *t, const mt_error_t *err)
 {
     sim_set_error(s, t, err->msg);
     sim_stop_all(s);
+}
+
+/* A thread's failure at an op of its stream that the replay cannot follow. The message has the shape
+ * of the workload reader's ("PATH: offset N: OP op at byte B of the frame's data (thread T) ..."),
+ * then says what was wrong with the op. */
+COLD __attribute__((format(printf, 4, 5))) void fail_at_op(sim_t *s, sim_thread_t *t, unsigned op, const char *fmt, ...)
+{
+    char what[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const mt_wl_cursor_t *cur = &t->work->cur;
+    mt_error_t err;
+    mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(cur),
+              "%s op at byte %zu of the frame's data (thread %u) %s", mt_wl_op_name(op) ? mt_wl_op_name(op) : "an",
+              mt_wl_cursor_op_byte(cur), t->index, what);
+    thread_fail_at(s, t, &err);
 }
 
 static unsigned hist_bucket(uint64_t v)
@@ -342,11 +369,10 @@ static void touch_later(const sim_t *s, sim_thread_t *t)
     }
 }
 
-/* The index of address window w, added to the table if it is new; 0 if the table is full. */
-static uint32_t window_index(sim_t *s, sim_work_t *t, uint64_t w)
+/* The index of address window w, looked up in the table and added to it if it is new; 0 if the
+ * table is full. Run when a thread stores into another window than its last one. */
+COLD uint32_t window_find(sim_t *s, sim_work_t *t, uint64_t w)
 {
-    if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
-        return t->last_window_index;
     uint32_t n = atomic_load_explicit(&s->nwindows, memory_order_acquire), i;
     for (i = 1; i <= n; i++)
         if (s->window[i] == w)
@@ -370,6 +396,14 @@ found:
     t->last_window = w;
     t->last_window_index = i;
     return i;
+}
+
+/* The index of address window w, as window_find() gives it: nearly always the thread's last one. */
+HOT uint32_t window_index(sim_t *s, sim_work_t *t, uint64_t w)
+{
+    if (__builtin_expect(t->last_window_index && t->last_window == w, 1))
+        return t->last_window_index;
+    return window_find(s, t, w);
 }
 
 static inline void slot_store(sim_t *s, sim_thread_t *t, uint64_t slot, void *p)
@@ -409,6 +443,336 @@ static inline void clear_slot(sim_t *s, sim_thread_t *t, uint64_t slot, uint64_t
     s->slots[slot] = 0;
 }
 
+/* ---- one op's replay ---------------------------------------------------------------------------- */
+
+/* What an op's replay tells the thread's loop. */
+typedef enum {
+    OP_NEXT, /* the op is done: it counts as completed, and the next one follows */
+    OP_STOP, /* the thread stops here, the op not completed: it failed (and said why), another thread
+              * failed or the watchdog stopped the replay (they say why), or its stream ended */
+    OP_EXIT, /* the thread's exit, the stream's last op: it completes once the working set is back */
+} op_end_t;
+
+/* The slot table has nslots entries, and a damaged workload may name a slot past them: checked
+ * here, once, so that no op's replay reads or writes outside the table. -1: the thread failed. */
+HOT int check_slots(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    if (__builtin_expect(r->slot <= s->nslots && r->slot2 <= s->nslots, 1))
+        return 0;
+    fail_at_op(s, t, r->op, "names slot %llu: expected a slot up to %llu, the workload's slot count",
+               (unsigned long long)(r->slot > s->nslots ? r->slot : r->slot2), (unsigned long long)s->nslots);
+    return -1;
+}
+
+/* A thread's pacing of its calls (--timing recorded): when it next looks at the clock, and what the
+ * pacing cost, which the thread's time leaves out. */
+typedef struct pacing {
+    uint64_t from;   /* the next call from this recorded time on looks at the clock */
+    uint64_t cycles; /* spent waiting for a call's recorded time */
+    uint64_t cpu_ns; /* the CPU time of those waits */
+    uint64_t sleeps; /* and their sleeps, which are not calls that blocked */
+} pacing_t;
+
+/* --timing recorded: no call before its recorded time, the clock read once per PACE_SLACK_NS of
+ * those times (see pace()). Waits and marks are not paced: a wait's time is the awaited thread's. */
+HOT void pace_call(sim_t *s, const mt_wl_rec_t *r, pacing_t *pc)
+{
+    if (s->timing != TIMING_RECORDED || r->op > MT_WL_LAST_CALL || r->time_ns < pc->from)
+        return;
+    pc->from = r->time_ns + PACE_SLACK_NS;
+    const uint64_t p0 = sim_cycles();
+    pace(s, r->time_ns, &pc->cpu_ns, &pc->sleeps);
+    pc->cycles += sim_cycles() - p0;
+}
+
+/* The allocating call of op r, as the program made it: the block, or NULL where the call failed. */
+HOT void *call_alloc(const sim_t *s, const mt_wl_rec_t *r)
+{
+    void *p;
+    switch (r->op) {
+    case MT_WL_MALLOC:
+        return s->alloc.malloc(r->size);
+    case MT_WL_CALLOC:
+        return s->alloc.calloc(r->count, r->size);
+    case MT_WL_MEMALIGN:
+        return s->alloc.memalign(r->align, r->size);
+    case MT_WL_POSIX_MEMALIGN:
+        return s->alloc.posix_memalign(&p, r->align, r->size) ? NULL : p;
+    case MT_WL_ALIGNED_ALLOC:
+        return s->alloc.aligned_alloc(r->align, r->size);
+    case MT_WL_VALLOC:
+        return s->alloc.valloc(r->size);
+    default:
+        return s->alloc.pvalloc(r->size);
+    }
+}
+
+/* An aligned op the allocator cannot make by any means: the replay would not be the program's. */
+COLD void fail_unsupported(sim_t *s, sim_thread_t *t, unsigned op)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "the allocator defines none of memalign, posix_memalign and aligned_alloc: the workload's %s cannot be "
+             "replayed",
+             mt_wl_op_name(op));
+    thread_fail(s, t, msg);
+}
+
+/* malloc, calloc and the aligned allocations: the call timed, then its block written as the program
+ * wrote it (timed apart: its page faults are not the call's) and kept in the op's slot. */
+HOT op_end_t replay_alloc(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    const uint64_t bytes = mt_requested(r->op, r->count, r->size);
+    const uint64_t c0 = sim_cycles();
+    void *p = call_alloc(s, r);
+    const uint64_t c1 = sim_cycles();
+    account(t, r->op, c1 - c0);
+    if (__builtin_expect(!p, 0) && (s->alloc.unsupported >> r->op & 1)) {
+        fail_unsupported(s, t, r->op);
+        return OP_STOP;
+    }
+    if (!r->slot) { /* the traced call failed; nothing will refer to what we got */
+        if (p)      /* no call the program did not make: the allocator sees the workload's calls alone */
+            s->alloc.free(p);
+        return OP_NEXT;
+    }
+    if (!p)
+        t->work->c.stat[r->op].failed++;
+    touch(s, t, p, bytes, 0);
+    t->work->c.write_cycles += sim_cycles() - c1;
+    set_slot(s, t, r->slot, p, bytes);
+    return OP_NEXT;
+}
+
+/* free: the block leaves its slot and the live bytes, then the call is timed. */
+HOT op_end_t replay_free(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    void *p = r->slot ? slot_ptr(s, r->slot) : NULL;
+    if (r->slot)
+        clear_slot(s, t, r->slot, r->old_size);
+    const uint64_t c0 = sim_cycles();
+    s->alloc.free(p);
+    account(t, r->op, sim_cycles() - c0);
+    return OP_NEXT;
+}
+
+/* realloc and reallocarray: the call timed, then the slots made to hold what the program's did.
+ * The trace's call gave a block (slot2): written and kept as an allocation's, the old one kept where
+ * this call failed. It gave none: a size of 0 freed the old block, a failure left it where it was. */
+HOT op_end_t replay_realloc(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    void *old = r->slot ? slot_ptr(s, r->slot) : NULL;
+    const uint64_t bytes = mt_requested(r->op, r->count, r->size);
+    const uint64_t c0 = sim_cycles();
+    void *p = r->op == MT_WL_REALLOC ? s->alloc.realloc(old, r->size) : s->alloc.reallocarray(old, r->count, r->size);
+    const uint64_t c1 = sim_cycles();
+    account(t, r->op, c1 - c0);
+    if (r->slot2) {
+        if (r->slot)
+            clear_slot(s, t, r->slot, r->old_size);
+        if (!p)
+            t->work->c.stat[r->op].failed++;
+        touch(s, t, p, bytes, 0);
+        t->work->c.write_cycles += sim_cycles() - c1;
+        set_slot(s, t, r->slot2, p ? p : old, bytes);
+    } else if (r->slot && bytes == 0) {
+        clear_slot(s, t, r->slot, r->old_size); /* realloc(p, 0) freed p */
+        if (p)
+            s->alloc.free(p);
+    } else if (r->slot) {
+        if (p) /* failed in the trace, not here: the block lives on in its slot */
+            slot_store(s, t, r->slot, p);
+    } else if (p) {
+        s->alloc.free(p);
+    }
+    return OP_NEXT;
+}
+
+/* The calls that neither make nor free a block: timed like the others, their results unused. */
+HOT op_end_t replay_other_call(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    const uint64_t c0 = sim_cycles();
+    switch (r->op) {
+    case MT_WL_USABLE_SIZE:
+        (void)s->alloc.usable_size(slot_ptr(s, r->slot));
+        break;
+    case MT_WL_MALLOPT:
+        mallopt((int)r->a, (int)r->b);
+        break;
+    default: /* malloc_trim, by name, as the program called it: the allocator's, else glibc's */
+        malloc_trim((size_t)r->size);
+        break;
+    }
+    account(t, r->op, sim_cycles() - c0);
+    return OP_NEXT;
+}
+
+/* A sync point: the thread goes on once the awaited one has completed the ops the program's order
+ * needs. One the workload can never meet fails the thread; one cut short stops it. */
+static op_end_t replay_wait(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    const int w = wait_for(s, t, r->thread, r->n);
+    char msg[200];
+    if (w == -EDEADLK) {
+        snprintf(msg, sizeof msg, "thread %u waits for thread %u to complete %llu ops; it has only %llu", t->index,
+                 r->thread, (unsigned long long)r->n, (unsigned long long)mt_wl_thread(s->wl, r->thread)->ops);
+        thread_fail(s, t, msg);
+    } else if (w == -EINVAL) {
+        snprintf(msg, sizeof msg, "thread %u waits for thread %u; the workload has %u threads", t->index, r->thread,
+                 s->nthreads);
+        thread_fail(s, t, msg);
+    } /* else another thread failed, or the watchdog stopped the replay: they say why */
+    return w < 0 ? OP_STOP : OP_NEXT;
+}
+
+/* Memory the program mapped itself: mapped and written as it was, not the allocator's.
+ * MAP_NORESERVE: a reservation the program never wrote costs nothing here either. */
+static op_end_t replay_mmap(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    void *p = r->size ? mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                      : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        p = NULL;
+        t->work->c.map_failed++;
+    }
+    t->work->c.maps++;
+    const int64_t writing = p ? (int64_t)((r->size + s->page - 1) / s->page) : 0;
+    sim_maps_writing(s, writing);
+    touch(s, t, p, r->size, 1);
+    const int put = sim_maps_put(s, r->slot, p, r->size);
+    sim_maps_writing(s, -writing);
+    if (put >= 0)
+        return OP_NEXT;
+    thread_fail(s, t, "more of the program's own mappings live at once than the workload's header counts mappings");
+    if (p)
+        munmap(p, r->size);
+    return OP_STOP;
+}
+
+/* munmap and madvise of a part of one of the program's own mappings (sim_maps.c). */
+static op_end_t replay_unmap(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r)
+{
+    const int u = r->op == MT_WL_MUNMAP ? sim_maps_unmap(s, r->slot, r->n, r->size, (int)r->a)
+                                        : sim_maps_advise(s, r->slot, r->n, r->size, (int)r->a, r->count);
+    if (u >= 0)
+        return OP_NEXT;
+    fail_at_op(s, t, r->op, "names %s of slot %llu: expected a part of a mapping the program made",
+               u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r->slot);
+    return OP_STOP;
+}
+
+/* The thread's exit, which must end its stream. Its completion lets a joiner go on and create the
+ * next thread: the working set goes back to the pool first, or that thread maps a set of its own
+ * (one more set per overlap: 150 Kb of a 2.8 MB replay of short threads), so the exit completes in
+ * sim_thread_run(), after the give-back. */
+static op_end_t replay_exit(sim_t *s, sim_thread_t *t)
+{
+    mt_wl_rec_t r;
+    mt_error_t err;
+    const int rc = mt_wl_cursor_next(&t->work->cur, &r, &err);
+    if (rc == 0)
+        return OP_EXIT;
+    if (rc > 0)
+        fail_at_op(s, t, r.op, "follows the thread's exit: expected the end of its stream");
+    else
+        thread_fail_at(s, t, &err);
+    return OP_STOP;
+}
+
+/* One op of the thread's stream: its slots checked, its call paced, then replayed as its kind says. */
+HOT op_end_t replay_op(sim_t *s, sim_thread_t *t, const mt_wl_rec_t *r, pacing_t *pc)
+{
+    if (check_slots(s, t, r) < 0)
+        return OP_STOP;
+    pace_call(s, r, pc);
+    switch (r->op) {
+    case MT_WL_MALLOC:
+    case MT_WL_CALLOC:
+    case MT_WL_MEMALIGN:
+    case MT_WL_POSIX_MEMALIGN:
+    case MT_WL_ALIGNED_ALLOC:
+    case MT_WL_VALLOC:
+    case MT_WL_PVALLOC:
+        return replay_alloc(s, t, r);
+    case MT_WL_FREE:
+        return replay_free(s, t, r);
+    case MT_WL_REALLOC:
+    case MT_WL_REALLOCARRAY:
+        return replay_realloc(s, t, r);
+    case MT_WL_USABLE_SIZE:
+    case MT_WL_MALLOPT:
+    case MT_WL_MALLOC_TRIM:
+        return replay_other_call(s, t, r);
+    case MT_WL_WAIT:
+        return replay_wait(s, t, r);
+    case MT_WL_MMAP:
+        return replay_mmap(s, t, r);
+    case MT_WL_MUNMAP:
+    case MT_WL_MADVISE:
+        return replay_unmap(s, t, r);
+    case MT_WL_RSS:
+        atomic_store_explicit(&s->source_rss_kb, r->rss_kb, memory_order_relaxed);
+        return OP_NEXT;
+    case MT_WL_THREAD_EXIT:
+        return replay_exit(s, t);
+    default:
+        return OP_NEXT; /* thread start, marks */
+    }
+}
+
+/* ---- a thread, start to end --------------------------------------------------------------------- */
+
+/* Replays the thread's stream, each op completed as its replay ends, up to its exit (OP_EXIT, not
+ * completed yet) or the op it stops at (OP_STOP; the end of a stream without an exit, too). */
+static op_end_t replay_stream(sim_t *s, sim_thread_t *t, pacing_t *pc)
+{
+    mt_wl_rec_t r;
+    mt_error_t err;
+    int rc;
+    while ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
+        const op_end_t end = replay_op(s, t, &r, pc);
+        if (end != OP_NEXT)
+            return end;
+        assert(!t->error); /* a failure stops the thread where it happens */
+        if (__builtin_expect(t->touch_next < t->touch_end, 0) && t->touch_next->slot && s->touch == TOUCH_EVIDENCE)
+            touch_later(s, t);
+        completed(s, t);
+    }
+    if (rc < 0)
+        thread_fail_at(s, t, &err);
+    return OP_STOP;
+}
+
+/* A thread's clocks, read at its start and its end: its CPU time, the cycle counter, its voluntary
+ * context switches. */
+typedef struct thread_clocks {
+    uint64_t cpu_ns, cycles, switches;
+} thread_clocks_t;
+
+static thread_clocks_t read_clocks(void)
+{
+    thread_clocks_t c;
+    c.cpu_ns = thread_cpu_ns();
+    c.cycles = sim_cycles();
+    c.switches = voluntary_switches();
+    return c;
+}
+
+/* Adds the thread's time since `start` to its counts, less what was not replaying: the CPU time of
+ * its pacing, the cycles of its waits and pacing, and its own sleeps among its voluntary switches
+ * (the rest are calls that blocked). */
+static void count_thread_time(sim_thread_t *t, const thread_clocks_t *start, const pacing_t *pc)
+{
+    const thread_clocks_t end = read_clocks();
+    sim_counts_t *c = &t->work->c;
+    const uint64_t cpu = end.cpu_ns - start->cpu_ns;
+    c->cpu_ns += cpu > pc->cpu_ns ? cpu - pc->cpu_ns : 0;
+    const uint64_t lived = end.cycles - start->cycles, idle = pc->cycles + c->wait_cycles;
+    c->busy_cycles += lived > idle ? lived - idle : 0;
+    const uint64_t switched = end.switches - start->switches, own = c->futex_sleeps + pc->sleeps;
+    c->blocked_switches += switched > own ? switched - own : 0;
+}
+
 /* The end of thread t, whether it ran or not. */
 static void finish(sim_t *s, sim_thread_t *t)
 {
@@ -421,241 +785,25 @@ static void finish(sim_t *s, sim_thread_t *t)
     wake_all(t);
 }
 
+/* Thread t of the workload, start to end, on the calling thread (thread 0's is the main thread). */
 void sim_thread_run(sim_t *s, sim_thread_t *t)
 {
-    mt_wl_rec_t r;
-    mt_error_t err;
-    int rc, stopped = 0, exited = 0;
     set_run_state(s, t, SIM_RUNNING);
-    const uint64_t cpu0 = thread_cpu_ns(), c_begin = sim_cycles(), switches0 = voluntary_switches();
-    uint64_t pace_sleeps = 0;
-    uint64_t paced = 0, paced_cpu = 0; /* cycles, and CPU ns, spent waiting for an op's recorded time */
-    uint64_t pace_from = 0;            /* the next op from this time on looks at the clock */
+    const thread_clocks_t start = read_clocks();
+    pacing_t pc = { 0 };
     t->work = sim_work_take(s, t);
     if (!t->work) {
-        snprintf(err.msg, sizeof err.msg, "cannot map the replay buffers: %s", strerror(errno));
-        thread_fail(s, t, err.msg);
+        char msg[300];
+        snprintf(msg, sizeof msg, "cannot map the replay buffers: %s", strerror(errno));
+        thread_fail(s, t, msg);
         finish(s, t);
         return;
     }
-    while ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
-        if (r.slot > s->nslots || r.slot2 > s->nslots) {
-            mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                      "%s op at byte %zu of the frame's data (thread %u) names slot %llu: expected a slot up to "
-                      "%llu, the workload's slot count",
-                      mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur), t->index,
-                      (unsigned long long)(r.slot > s->nslots ? r.slot : r.slot2), (unsigned long long)s->nslots);
-            thread_fail_at(s, t, &err);
-            break;
-        }
-        if (s->timing == TIMING_RECORDED && r.op <= MT_WL_LAST_CALL && r.time_ns >= pace_from) {
-            pace_from = r.time_ns + PACE_SLACK_NS;
-            const uint64_t p0 = sim_cycles();
-            pace(s, r.time_ns, &paced_cpu, &pace_sleeps);
-            paced += sim_cycles() - p0;
-        }
-        uint64_t c0, c1;
-        void *p;
-        switch (r.op) {
-        case MT_WL_MALLOC:
-        case MT_WL_CALLOC:
-        case MT_WL_MEMALIGN:
-        case MT_WL_POSIX_MEMALIGN:
-        case MT_WL_ALIGNED_ALLOC:
-        case MT_WL_VALLOC:
-        case MT_WL_PVALLOC: {
-            const uint64_t bytes = mt_requested(r.op, r.count, r.size);
-            c0 = sim_cycles();
-            switch (r.op) {
-            case MT_WL_MALLOC:
-                p = s->alloc.malloc(r.size);
-                break;
-            case MT_WL_CALLOC:
-                p = s->alloc.calloc(r.count, r.size);
-                break;
-            case MT_WL_MEMALIGN:
-                p = s->alloc.memalign(r.align, r.size);
-                break;
-            case MT_WL_POSIX_MEMALIGN:
-                if (s->alloc.posix_memalign(&p, r.align, r.size))
-                    p = NULL;
-                break;
-            case MT_WL_ALIGNED_ALLOC:
-                p = s->alloc.aligned_alloc(r.align, r.size);
-                break;
-            case MT_WL_VALLOC:
-                p = s->alloc.valloc(r.size);
-                break;
-            default:
-                p = s->alloc.pvalloc(r.size);
-                break;
-            }
-            c1 = sim_cycles();
-            account(t, r.op, c1 - c0);
-            if (__builtin_expect(!p, 0) && (s->alloc.unsupported >> r.op & 1)) {
-                char msg[300];
-                snprintf(msg, sizeof msg,
-                         "the allocator defines none of memalign, posix_memalign and aligned_alloc: the workload's "
-                         "%s cannot be replayed",
-                         mt_wl_op_name(r.op));
-                thread_fail(s, t, msg);
-                break;
-            }
-            if (!r.slot) { /* the traced call failed; nothing will refer to what we got */
-                if (p)     /* no call the program did not make: the allocator sees the workload's calls alone */
-                    s->alloc.free(p);
-                break;
-            }
-            if (!p)
-                t->work->c.stat[r.op].failed++;
-            touch(s, t, p, bytes, 0);
-            t->work->c.write_cycles += sim_cycles() - c1;
-            set_slot(s, t, r.slot, p, bytes);
-            break;
-        }
-        case MT_WL_FREE:
-            p = r.slot ? slot_ptr(s, r.slot) : NULL;
-            if (r.slot)
-                clear_slot(s, t, r.slot, r.old_size);
-            c0 = sim_cycles();
-            s->alloc.free(p);
-            account(t, r.op, sim_cycles() - c0);
-            break;
-        case MT_WL_REALLOC:
-        case MT_WL_REALLOCARRAY: {
-            void *old = r.slot ? slot_ptr(s, r.slot) : NULL;
-            const uint64_t bytes = mt_requested(r.op, r.count, r.size);
-            c0 = sim_cycles();
-            p = r.op == MT_WL_REALLOC ? s->alloc.realloc(old, r.size) : s->alloc.reallocarray(old, r.count, r.size);
-            c1 = sim_cycles();
-            account(t, r.op, c1 - c0);
-            if (r.slot2) {
-                if (r.slot)
-                    clear_slot(s, t, r.slot, r.old_size);
-                if (!p)
-                    t->work->c.stat[r.op].failed++;
-                touch(s, t, p, bytes, 0);
-                t->work->c.write_cycles += sim_cycles() - c1;
-                set_slot(s, t, r.slot2, p ? p : old, bytes);
-            } else if (r.slot && bytes == 0) {
-                clear_slot(s, t, r.slot, r.old_size); /* realloc(p, 0) freed p */
-                if (p)
-                    s->alloc.free(p);
-            } else if (r.slot) {
-                if (p) /* failed in the trace, not here: the block lives on in its slot */
-                    slot_store(s, t, r.slot, p);
-            } else if (p) {
-                s->alloc.free(p);
-            }
-            break;
-        }
-        case MT_WL_USABLE_SIZE:
-            c0 = sim_cycles();
-            (void)s->alloc.usable_size(slot_ptr(s, r.slot));
-            account(t, r.op, sim_cycles() - c0);
-            break;
-        case MT_WL_MALLOPT:
-            c0 = sim_cycles();
-            mallopt((int)r.a, (int)r.b);
-            account(t, r.op, sim_cycles() - c0);
-            break;
-        case MT_WL_MALLOC_TRIM: /* by name, as the program called it: the allocator's, else glibc's */
-            c0 = sim_cycles();
-            malloc_trim((size_t)r.size);
-            account(t, r.op, sim_cycles() - c0);
-            break;
-        case MT_WL_WAIT: {
-            const int w = wait_for(s, t, r.thread, r.n);
-            if (w == -EDEADLK) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "thread %u waits for thread %u to complete %llu ops; it has only %llu",
-                         t->index, r.thread, (unsigned long long)r.n,
-                         (unsigned long long)mt_wl_thread(s->wl, r.thread)->ops);
-                thread_fail(s, t, msg);
-            } else if (w == -EINVAL) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "thread %u waits for thread %u; the workload has %u threads", t->index,
-                         r.thread, s->nthreads);
-                thread_fail(s, t, msg);
-            } else if (w < 0) {
-                stopped = 1; /* another thread failed, or the watchdog stopped the replay: they say why */
-            }
-            break;
-        }
-        case MT_WL_MMAP:
-            /* Memory the program mapped itself: mapped and written as it was, not the allocator's.
-             * MAP_NORESERVE: a reservation the program never wrote costs nothing here either. */
-            p = r.size ? mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                       : MAP_FAILED;
-            if (p == MAP_FAILED) {
-                p = NULL;
-                t->work->c.map_failed++;
-            }
-            t->work->c.maps++;
-            const int64_t writing = p ? (int64_t)((r.size + s->page - 1) / s->page) : 0;
-            sim_maps_writing(s, writing);
-            touch(s, t, p, r.size, 1);
-            const int put = sim_maps_put(s, r.slot, p, r.size);
-            sim_maps_writing(s, -writing);
-            if (put < 0) {
-                thread_fail(s, t,
-                            "more of the program's own mappings live at once than the workload's header "
-                            "counts mappings");
-                if (p)
-                    munmap(p, r.size);
-            }
-            break;
-        case MT_WL_MUNMAP:
-        case MT_WL_MADVISE: {
-            const int u = r.op == MT_WL_MUNMAP ? sim_maps_unmap(s, r.slot, r.n, r.size, (int)r.a)
-                                               : sim_maps_advise(s, r.slot, r.n, r.size, (int)r.a, r.count);
-            if (u < 0) {
-                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                          "%s op at byte %zu of the frame's data (thread %u) names %s of slot %llu: expected a "
-                          "part of a mapping the program made",
-                          mt_wl_op_name(r.op), mt_wl_cursor_op_byte(&t->work->cur), t->index,
-                          u == -ENOENT ? "a mapping" : "a part past the end", (unsigned long long)r.slot);
-                thread_fail_at(s, t, &err);
-            }
-            break;
-        }
-        case MT_WL_RSS:
-            atomic_store_explicit(&s->source_rss_kb, r.rss_kb, memory_order_relaxed);
-            break;
-        case MT_WL_THREAD_EXIT:
-            /* The stream's last op. Its completion lets a joiner go on and create the next thread:
-             * the working set goes back to the pool first, or that thread maps a set of its own
-             * (one more set per overlap: 150 Kb of a 2.8 MB replay of short threads). */
-            if ((rc = mt_wl_cursor_next(&t->work->cur, &r, &err)) > 0) {
-                mt_errorf(&err, -EINVAL, mt_wl_path(s->wl), mt_wl_cursor_frame_offset(&t->work->cur),
-                          "%s op at byte %zu of the frame's data (thread %u) follows the thread's exit: expected "
-                          "the end of its stream",
-                          mt_wl_op_name(r.op) ? mt_wl_op_name(r.op) : "an", mt_wl_cursor_op_byte(&t->work->cur),
-                          t->index);
-                rc = -EINVAL;
-            }
-            exited = rc == 0;
-            break;
-        default:
-            break; /* thread start, marks */
-        }
-        if (t->error || stopped || exited || rc < 0)
-            break;
-        if (__builtin_expect(t->touch_next < t->touch_end, 0) && t->touch_next->slot && s->touch == TOUCH_EVIDENCE)
-            touch_later(s, t);
-        completed(s, t);
-    }
-    if (rc < 0)
-        thread_fail_at(s, t, &err);
-    const uint64_t cpu = thread_cpu_ns() - cpu0;
-    t->work->c.cpu_ns += cpu > paced_cpu ? cpu - paced_cpu : 0;
-    const uint64_t lived = sim_cycles() - c_begin, idle = paced + t->work->c.wait_cycles;
-    t->work->c.busy_cycles += lived > idle ? lived - idle : 0;
-    const uint64_t switched = voluntary_switches() - switches0, own = t->work->c.futex_sleeps + pace_sleeps;
-    t->work->c.blocked_switches += switched > own ? switched - own : 0;
+    const op_end_t end = replay_stream(s, t, &pc);
+    count_thread_time(t, &start, &pc);
     sim_work_give_back(s, t->work);
     t->work = NULL;
-    if (exited)
+    if (end == OP_EXIT)
         completed(s, t);
     finish(s, t);
 }
