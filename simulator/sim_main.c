@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "file_io.h"
-#include "statm.h"
+#include "mtrace/statm.h"
 #include "mtrace/json_writer.h"
 #include "cli_options.h"
 #include "mtrace/replay.h"
