@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/statm.h"
 #include "mtrace/json_writer.h"
 #include "cli_options.h"
