@@ -10,7 +10,7 @@
 
 #include "mtrace/callers.h"
 #include "mtrace/ptr_map.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 /* ---- trees ------------------------------------------------------------------------------------- */
 

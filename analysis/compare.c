@@ -12,7 +12,7 @@
 #include "mtrace/json_writer.h"
 #include "mtrace/report.h"
 #include "mtrace/spread.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 typedef struct column {
     const char *title; /* text table header */

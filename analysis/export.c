@@ -18,7 +18,7 @@
 #include "mtrace/ordered_reader.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/symbolize.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "strset.h"
 
 const char *const mt_export_table_names[MT_EXPORT_NTABLES] = {

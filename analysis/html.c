@@ -15,8 +15,8 @@
 #include "mtrace/leaks.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
-#include "file_io.h"
-#include "tmp_cleanup.h"
+#include "mtrace/file_io.h"
+#include "mtrace/tmp_cleanup.h"
 
 void mt_html_escape(FILE *f, const char *s)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "mtrace/leaks.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 static const char *const kind_names[MT_LEAK_KINDS] = { "at exit", "growing", "at stop" };
 

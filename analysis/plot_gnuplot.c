@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "file_io.h"
-#include "tmp_cleanup.h"
+#include "mtrace/file_io.h"
+#include "mtrace/tmp_cleanup.h"
 #include "mtrace/plot.h"
 #include "plot_internal.h"
 

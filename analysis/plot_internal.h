@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 /* Writes path to f as a gnuplot single-quoted string, whole (no length limit: a script is text of
  * any length, where a fixed buffer would cut the name into another file's). A relative path gets

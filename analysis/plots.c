@@ -12,7 +12,7 @@
 #include "mtrace/compare.h"
 #include "mtrace/plot.h"
 #include "mtrace/report.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "plot_internal.h"
 
 /* OUT.png -> OUT.dat: the data stays beside the picture, so it can be re-plotted or inspected. */

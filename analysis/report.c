@@ -16,10 +16,10 @@
 #include "mtrace/report.h"
 #include "mtrace/suppress.h"
 #include "mtrace/symbolize.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "live_set.h"
 #include "strset.h"
-#include "vmap.h"
+#include "mtrace/vmap.h"
 
 /* A live block, as the passes read it (live_set.h keeps them). */
 typedef mt_live_block_t block_t;

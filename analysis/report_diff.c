@@ -7,7 +7,7 @@
 
 #include "mtrace/json_writer.h"
 #include "mtrace/report_diff.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 typedef struct row {
     const mt_caller_node_t *a, *b; /* NULL where the function is absent */

@@ -10,7 +10,7 @@
 #include "mtrace/json_writer.h"
 #include "mtrace/leaks.h"
 #include "mtrace/report.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap)
 {

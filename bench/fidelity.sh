@@ -36,7 +36,7 @@
 #   python         /usr/bin/python3.11 building and dropping dicts of strings; pymalloc keeps small
 #                  objects in arenas it maps itself, which no malloc record shows
 #   python-malloc  the same with PYTHONMALLOC=malloc: every object is a malloc call
-#   cc1            gcc's cc1 compiling libmtrace/trace_reader.c at -O2 (obstacks, GC pages, many sizes)
+#   cc1            gcc's cc1 compiling format/trace_reader.c at -O2 (obstacks, GC pages, many sizes)
 #   clang          Debian's clang compiling the same file at -O2, in one process: 10.9 MB of anonymous
 #                  pages before its main (libLLVM's relocated data) that no malloc call makes
 #   node           Debian's node building a Map of 300 000 objects and 200 Buffers of 100-300 KB: V8
@@ -168,8 +168,8 @@ prog_cmd() {
     python) CMD=("$PY" "$TMP/work.py") ;;
     python-malloc) CMD=("$PY" "$TMP/work.py"); ENVV=(PYTHONMALLOC=malloc) ;;
     cc1) CMD=("$CC1" -quiet ${MULTIARCH:+-imultiarch "$MULTIARCH"} -O2 -I"$ROOT/include"
-              "$ROOT/libmtrace/trace_reader.c" -o "$TMP/out.s") ;;
-    clang) CMD=("$CLANG" -O2 -I"$ROOT/include" -I"$ROOT/libmtrace" -c "$ROOT/libmtrace/trace_reader.c"
+              "$ROOT/format/trace_reader.c" -o "$TMP/out.s") ;;
+    clang) CMD=("$CLANG" -O2 -I"$ROOT/include" -c "$ROOT/format/trace_reader.c"
                 -o "$TMP/out.o") ;;
     node) CMD=(/usr/bin/node "$TMP/work.js") ;;
     ruby) CMD=(/usr/bin/ruby "$TMP/work.rb") ;;

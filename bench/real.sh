@@ -15,7 +15,7 @@
 #   python         /usr/bin/python3.11 on a dict/list/str churn script (default pymalloc: only
 #                  objects over 512 bytes reach malloc)
 #   python-malloc  the same with PYTHONMALLOC=malloc: every object allocation is a malloc call
-#   cc1            gcc's cc1 compiling libmtrace/trace_reader.c at -O2 (one process)
+#   cc1            gcc's cc1 compiling format/trace_reader.c at -O2 (one process)
 #   gcc            the gcc driver doing the same -c (gcc, cc1 and as: mtrace follows the fork and exec
 #                  and writes one trace per process; heaptrack follows none, so no heaptrack row)
 # Writes a markdown report to stdout and to bench/out/real.md.
@@ -83,7 +83,7 @@ wait_quiet() {
         fi
     done
 }
-SRC=$ROOT/libmtrace/trace_reader.c
+SRC=$ROOT/format/trace_reader.c
 # cmd_for WORKLOAD: sets CMD (array) and ENVV (array of NAME=VALUE).
 cmd_for() {
     ENVV=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How deep real programs' allocation stacks are, and what recording them costs the traced program in
 # memory. For python3 (a malloc-heavy loop, PYTHONMALLOC=malloc), gcc's cc1 (-O2 on
-# libmtrace/trace_reader.c, as bench/real.sh) and a small C program (ls -l /usr/lib):
+# format/trace_reader.c, as bench/real.sh) and a small C program (ls -l /usr/lib):
 #   - depth: recorded with --stacks 64, the share of calls whose stack is deeper than 8, 16, 32 and
 #     64 frames (a stack cut at 64 ends with the marker frame 0), and the median and 99th percentile;
 #   - memory: peak RSS (GNU time %M, median of REPS runs) untraced, and traced with --stacks 16 and 64;
@@ -69,7 +69,7 @@ for w in python cc1 ls; do
     if [ "$w" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
     case $w in
     python) cmd=(/usr/bin/python3 "$tmp/loop.py") ;;
-    cc1) cmd=("$cc1" -quiet ${multiarch:+-imultiarch "$multiarch"} -O2 -I"$root/include" "$root/libmtrace/trace_reader.c" -o "$tmp/out.s") ;;
+    cc1) cmd=("$cc1" -quiet ${multiarch:+-imultiarch "$multiarch"} -O2 -I"$root/include" "$root/format/trace_reader.c" -o "$tmp/out.s") ;;
     ls) cmd=(ls -l /usr/lib) ;;
     esac
     echo "$w: ${cmd[*]}"

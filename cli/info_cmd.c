@@ -24,7 +24,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "help_text.h"
-#include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "mtrace/file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
 
 /* ---- workloads in info and dump ---------------------------------------------------------------- */
 

@@ -34,8 +34,8 @@
 #include "mtrace/report_diff.h"
 #include "export_cmd.h"
 #include "mtrace/plot.h"
-#include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
-#include "tmp_cleanup.h"
+#include "mtrace/file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "mtrace/tmp_cleanup.h"
 
 extern char **environ;
 

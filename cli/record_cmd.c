@@ -21,8 +21,8 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "help_text.h"
-#include "file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
-#include "tmp_cleanup.h"
+#include "mtrace/file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
+#include "mtrace/tmp_cleanup.h"
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 

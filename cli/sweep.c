@@ -15,7 +15,7 @@
 
 #include "cli_util.h"
 #include "help_text.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/compare.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/plot.h"

@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mtrace/statm.h"
 #include "shim.h"
-#include "statm.h"
 
 extern char **environ;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "same_object.h"
+#include "mtrace/same_object.h"
 #include "shim.h"
 
 /* Emulations used when the next allocator lacks an entry point that libc provides: calling libc's

@@ -11,7 +11,7 @@
 #include <link.h>
 #include <string.h>
 
-#include "module_event.h"
+#include "mtrace/module_event.h"
 #include "shim.h"
 
 #define STACK_FRAMES_MAX 64 /* frames of a STACK event, the cut marker included */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/replay.h"
 
 static const struct {

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "same_object.h"
+#include "mtrace/same_object.h"
 #include "sim.h"
 
 /* The allocator's own aligned allocations, for the emulations (set once, before the replay). */

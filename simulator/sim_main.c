@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file_io.h"
-#include "statm.h"
+#include "mtrace/file_io.h"
+#include "mtrace/statm.h"
 #include "mtrace/json_writer.h"
 #include "cli_options.h"
 #include "mtrace/replay.h"

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "sim.h"
 
 /* How long a wait spins before it sleeps, in clock ticks (about 50 us at 2 GHz): a futex wake-up

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/json_reader.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"

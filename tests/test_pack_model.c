@@ -1,4 +1,4 @@
-/* The modeled chunk coding of packed traces (libmtrace/pack_model.c, doc/trace-format.md "Modeled
+/* The modeled chunk coding of packed traces (format/pack_model.c, doc/trace-format.md "Modeled
  * frames") on its own: record bytes in, payload out, the same bytes back; records it cannot model
  * refused; and any damage to a payload refused cleanly, never a crash or a read out of bounds
  * (run it under ASan). The trace-level tests (frames in files, the reader's messages) are in

@@ -22,9 +22,9 @@
 #include "mtrace/ordered_reader.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/workload.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "touch.h"
-#include "vmap.h"
+#include "mtrace/vmap.h"
 
 /* A helper run for nearly every record, or the common case of one, split from its rare case: a
  * call costs about 15 instructions of register saves and restores, against a handful of work, and

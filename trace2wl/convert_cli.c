@@ -7,7 +7,7 @@
 
 #include "cli_options.h"
 #include "convert_cli.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/convert.h"
 
 /* The help of mtrace convert and trace2wl: one text, printed by both and made into mtrace-convert.1. */

@@ -26,7 +26,7 @@
 #include "mtrace/symbolize.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
-#include "module_event.h"
+#include "mtrace/module_event.h"
 #include "test_util.h"
 
 #ifndef MT_CAN_RECORD

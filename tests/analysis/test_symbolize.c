@@ -15,7 +15,7 @@
 
 #include "libcallee.h"
 #include "mtrace/symbolize.h"
-#include "module_event.h"
+#include "mtrace/module_event.h"
 #include "test_util.h"
 
 static mt_symbolizer_t *open_sym(const char *exe)

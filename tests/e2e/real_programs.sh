@@ -103,7 +103,7 @@ sys.stdout.flush()
 os._exit(7)'
 
 # A compiler on a real source file (gcc drives cc1 and as: an exec'd and forked pipeline).
-check gcc 10000 1 gcc -O2 -I"$src/include" -c "$src/libmtrace/trace_reader.c" -o "$work/trace_reader.o"
+check gcc 10000 1 gcc -O2 -I"$src/include" -c "$src/format/trace_reader.c" -o "$work/trace_reader.o"
 
 # A C++ program: the C++ compiler proper.
 check gxx 1000 1 g++ -O1 -fsyntax-only -x c++ - <<<'#include <map>

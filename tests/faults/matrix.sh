@@ -123,7 +123,7 @@ print(len(s), sum(v[0] for v in json.loads(s).values()), c.most_common(2))'
 unset PYTHONMALLOC
 
 # A compiler on a real source file (the driver runs cc1 and as).
-check gcc gcc -O2 -I"$src/include" -c "$src/libmtrace/trace_reader.c" -o "$work/trace_reader.o"
+check gcc gcc -O2 -I"$src/include" -c "$src/format/trace_reader.c" -o "$work/trace_reader.o"
 
 # Multithreaded tools on generated files.
 seq 1 200000 | sed 's/$/ some words to sort on/' | shuf --random-source=<(yes) >"$work/lines.txt"

@@ -17,7 +17,7 @@
 #include "fuzz.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/workload.h"
-#include "pack_model.h"
+#include "mtrace/trace_format.h" /* MT_PACK_MODEL_MAGIC */
 
 #define ZSTD_MAGIC_LE 0xfd2fb528u
 #define MAX_EXPANDED_CHUNKS 64u /* a compact raw trace expands to at most this many chunks */

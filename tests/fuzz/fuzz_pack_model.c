@@ -1,4 +1,4 @@
-/* Fuzz target: the modeled chunk coding of packed traces (libmtrace/pack_model.c) on its own. The
+/* Fuzz target: the modeled chunk coding of packed traces (format/pack_model.c) on its own. The
  * input is tried two ways: as the payload of an "MTCM" frame, which must decode within a chunk or
  * be refused with a reason; and as a chunk's record bytes, which, when the model takes them, must
  * decode back byte for byte. Records a payload decodes to are coded again and must come back too.

@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 found=$(cd "$src" && grep -rnE '__builtin_ia32_|\brdtscp?\b|_mm_pause|__rdtsc|asm[^;]*"(pause|rep; ?nop)' \
-    --include='*.c' --include='*.h' libmtrace trace2wl simulator analysis cli include |
+    --include='*.c' --include='*.h' format libmtrace trace2wl simulator analysis cli include |
     grep -v '^include/mtrace/clock\.h:')
 [ -z "$found" ] || fail "x86-only code outside include/mtrace/clock.h:
 $found"

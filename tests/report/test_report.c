@@ -39,7 +39,7 @@
 #include "mtrace/report.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
-#include "module_event.h"
+#include "mtrace/module_event.h"
 #include "test_util.h"
 
 static char *g_dir;

@@ -113,7 +113,7 @@ t.join()
 print("done")'
 
 # The C compiler on a file of this project (gcc forks and execs cc1 and as: a trace for each).
-check gcc gcc -O1 -I"$src/include" -c "$src/libmtrace/trace_reader.c" -o "$work/trace_reader.o"
+check gcc gcc -O1 -I"$src/include" -c "$src/format/trace_reader.c" -o "$work/trace_reader.o"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)"

@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/workload.h"
-#include "tmp_cleanup.h"
+#include "mtrace/tmp_cleanup.h"
 
 static const char *const wl_op_names[MT_WL_OP_MAX + 1] = {
     [MT_WL_MALLOC] = "malloc",

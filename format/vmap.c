@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmap.h"
+#include "mtrace/vmap.h"
 
 void mt_vmap_fini(mt_vmap_t *v)
 {

@@ -1,4 +1,4 @@
-/* libmtrace/file_io.h */
+/* The functions of include/mtrace/file_io.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_io.h"
-#include "tmp_cleanup.h"
+#include "mtrace/file_io.h"
+#include "mtrace/tmp_cleanup.h"
 
 int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
 {

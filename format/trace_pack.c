@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "pack_model.h"
-#include "tmp_cleanup.h"
+#include "mtrace/tmp_cleanup.h"
 #include "mtrace/trace_reader.h"
 
 /* What one thread needs to make frames. */

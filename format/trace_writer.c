@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/trace_writer.h"
 
 #define RECORD_AREA (MT_CHUNK_SIZE - MT_CHUNK_HEADER_SIZE)

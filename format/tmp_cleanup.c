@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tmp_cleanup.h"
+#include "mtrace/tmp_cleanup.h"
 
 #define MT_CLEANUP_SLOTS 32 /* a command holds a handful at once: outputs, a data file, a log */
 #define MT_CLEANUP_PATH_MAX 4096

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "mtrace/json_reader.h"
-#include "file_io.h"
+#include "mtrace/file_io.h"
 
 #define MAX_DEPTH 64
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "file_io.h"
+#include "mtrace/file_io.h"
 #include "mtrace/trace_reader.h"
 #include "pack_model.h"
 
