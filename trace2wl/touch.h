@@ -38,14 +38,6 @@ typedef struct mt_touch_later {
     uint64_t resident[MT_TOUCH_LATER_POINTS];
 } mt_touch_later_t;
 
-/* The written shares (of MT_WL_TOUCH_ONE) of the latest fresh blocks whose page count has one
- * binary order of magnitude: what estimated blocks of that size draw from. */
-enum { MT_TOUCH_ORDERS = 48, MT_TOUCH_KEPT = 64 };
-typedef struct mt_touch_shares {
-    uint32_t share[MT_TOUCH_KEPT];
-    uint32_t n; /* shares seen; the latest MT_TOUCH_KEPT are kept, cyclically */
-} mt_touch_shares_t;
-
 typedef struct mt_touch {
     mt_ptr_map_t map; /* address of a live large block -> index into blk */
     mt_touch_block_t *blk;
@@ -54,8 +46,6 @@ typedef struct mt_touch {
     mt_wl_touch_entry_t *out;
     uint64_t nout, cap_out;
     uint64_t exact_pages, exact_written;               /* over the blocks made of fresh memory */
-    mt_touch_shares_t *shares;                         /* [MT_TOUCH_ORDERS], by log2 of pages; NULL: none yet */
-    uint64_t draws;                                    /* estimates drawn so far */
     mt_touch_later_t *later;                           /* [MT_TOUCH_LATER_MAX]; NULL: none yet */
     uint32_t nlater;                                   /* cells in use */
     uint64_t written_later, later_entries;             /* blocks the replay writes over their life; entries */

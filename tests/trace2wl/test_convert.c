@@ -212,8 +212,8 @@ END_TEST
 
 /* Slots are the peak of live blocks, not the count of blocks ever made. */
 /* Page evidence into the touch table: a block of fresh memory is taken as the trace says (a quarter
- * written; all of it: no entry); a block of warm memory, or one still live at the end, as one of the
- * fresh blocks of its size seen before it. */
+ * written; all of it: no entry); a block of warm memory, or one still live at the end, as the fresh
+ * blocks seen before it. */
 START_TEST(page_evidence_becomes_touch_table)
 {
     char *tr = path_in(g_dir, "pages.mtr"), *wl = path_in(g_dir, "pages.wl");
@@ -242,7 +242,7 @@ START_TEST(page_evidence_becomes_touch_table)
     ck_assert_uint_eq(st.large_exact, 2);
     ck_assert_uint_eq(st.large_estimated, 2);
     ck_assert_uint_eq(st.large_pages, 4 * 256);
-    ck_assert_uint_eq(st.large_touched, 64 + 64 + 256 + 64);
+    ck_assert_uint_eq(st.large_touched, 64 + 64 + 256 + 160);
     ck_assert_uint_eq(st.touch_entries, 3);
     mt_wl_t *w;
     mt_error_t err;
@@ -254,78 +254,13 @@ START_TEST(page_evidence_becomes_touch_table)
     const mt_wl_touch_entry_t want[3] = {
         { .op = 2, .thread = 0, .frac = 16384 }, /* 64 of 256 */
         { .op = 4, .thread = 0, .frac = 16384 }, /* as the fresh blocks so far: a quarter */
-        { .op = 8, .thread = 0, .frac = 16384 }, /* one of the two fresh shares: the sequence's second draw */
+        { .op = 8, .thread = 0, .frac = 40960 }, /* (64 + 256) / 512 of 256 = 160 */
     };
     for (int k = 0; k < 3; k++) {
         ck_assert_uint_eq(tab[k].op, want[k].op);
         ck_assert_uint_eq(tab[k].thread, want[k].thread);
         ck_assert_uint_eq(tab[k].frac, want[k].frac);
     }
-    mt_wl_close(w);
-    free(tr);
-    free(wl);
-}
-END_TEST
-
-/* Estimated blocks draw their share from the fresh blocks of their order of size, block by block:
- * where 1 fresh block in 4 was written whole and the others a tenth, a quarter of the warm blocks is
- * taken as written whole (not all of them 32.5 %: on a heap that keeps its pages, the place those
- * blocks share is then resident whole, as it was in the program), and a block of another order of
- * size draws from its own order's fresh blocks. */
-START_TEST(estimated_blocks_draw_fresh_shares)
-{
-    char *tr = path_in(g_dir, "draw.mtr"), *wl = path_in(g_dir, "draw.wl");
-    tb_t b;
-    tb_open(&b, tr);
-    const uint64_t MiB = 1 << 20, a = 0x7f0000000010, big = 0x7f0010000010;
-    uint64_t t = 10;
-    tb_start(&b, 1, t, 0);
-    for (int k = 0; k < 8; k++) { /* ops 2 .. 17: fresh blocks of 160 pages, 16 or 160 written */
-        tb_malloc(&b, 1, ++t, MiB, a);
-        tb_pages(&b, 1, t, a, 160, 0, MT_PAGES_AT_ALLOC);
-        tb_pages(&b, 1, ++t, a, 160, k % 4 == 3 ? 160 : 16, MT_PAGES_AT_END);
-        tb_free(&b, 1, t, a);
-    }
-    tb_malloc(&b, 1, ++t, 8 * MiB, big); /* op 18: fresh, 2048 pages, half written */
-    tb_pages(&b, 1, t, big, 2048, 0, MT_PAGES_AT_ALLOC);
-    tb_pages(&b, 1, ++t, big, 2048, 1024, MT_PAGES_AT_END);
-    tb_free(&b, 1, t, big);
-    enum { WARM = 400 };
-    for (int k = 0; k < WARM; k++) { /* warm blocks of 160 pages: bounds 0 .. 160 */
-        tb_malloc(&b, 1, ++t, MiB, a);
-        tb_pages(&b, 1, t, a, 160, 160, MT_PAGES_AT_ALLOC);
-        tb_pages(&b, 1, ++t, a, 160, 160, MT_PAGES_AT_END);
-        tb_free(&b, 1, t, a);
-    }
-    tb_malloc(&b, 1, ++t, 8 * MiB, big); /* warm, of the large order: half, as op 18 */
-    tb_pages(&b, 1, t, big, 2048, 2048, MT_PAGES_AT_ALLOC);
-    tb_close(&b);
-    mt_convert_stats_t st;
-    convert_ok(tr, wl, &st);
-    ck_assert_uint_eq(st.large_exact, 9);
-    ck_assert_uint_eq(st.large_estimated, WARM + 1);
-    mt_wl_t *w;
-    mt_error_t err;
-    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
-    const uint64_t n = mt_wl_header(w)->touch_entries;
-    mt_wl_touch_entry_t *tab = calloc(n, sizeof *tab);
-    ck_assert_ptr_nonnull(tab);
-    ck_assert_msg(mt_wl_read_touch(w, tab, &err) == 0, "%s", err.msg);
-    uint64_t tenth = 0;
-    for (uint64_t k = 0; k < n; k++) {
-        if (tab[k].op <= 19) /* the fresh blocks (op 18: the large one) */
-            continue;
-        if (tab[k].frac == 32768) { /* the last block: its order's share */
-            ck_assert_uint_eq(tab[k].op, 20 + 2 * WARM);
-            continue;
-        }
-        ck_assert_uint_eq(tab[k].frac, 6553); /* 16 of 160, or no entry: all written */
-        tenth++;
-    }
-    /* A quarter written whole, within what 400 draws give. */
-    ck_assert_msg(tenth >= WARM * 6 / 10 && tenth <= WARM * 9 / 10, "%" PRIu64 " of %d written a tenth", tenth, WARM);
-    ck_assert_uint_eq(st.large_touched, 6 * 16 + 2 * 160 + 1024 + tenth * 16 + (WARM - tenth) * 160 + 1024);
-    free(tab);
     mt_wl_close(w);
     free(tr);
     free(wl);
@@ -1300,7 +1235,6 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_calls", single_thread_calls));
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
-    suite_add_tcase(s, tcase("estimated_blocks_draw_fresh_shares", estimated_blocks_draw_fresh_shares));
     suite_add_tcase(s, tcase("counted_blocks_written_later", counted_blocks_written_later));
     suite_add_tcase(s, tcase("version5_touch_table_reads", version5_touch_table_reads));
     suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
