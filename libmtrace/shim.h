@@ -101,9 +101,10 @@ typedef struct mt_thread {
                        * MT_BUSY_PROBE, MT_BUSY_PROBED: the start-up probe of who answers malloc */
     uint8_t exited;   /* THREAD_EXIT written */
     uint8_t started;  /* THREAD_START written */
-    /* page evidence's cost (shim_pages.c): counts made, time they took, from when */
-    uint32_t pages_counted;
-    uint64_t pages_spent, pages_epoch;
+    /* page evidence's cost (shim_pages.c): counts made, time they took, from when; the same for the
+     * counts of watched blocks, on a budget of their own */
+    uint32_t pages_counted, watch_counted;
+    uint64_t pages_spent, pages_epoch, watch_spent;
 } mt_thread_t;
 
 typedef struct mt_global {

@@ -238,11 +238,13 @@ void mt_pages_at_exit(void)
 }
 
 /* The watched blocks other than `except` whose count is new or changed, each an MT_PAGES_AT_SAMPLE
- * event in t's stream (t busy), within t's counting budget. Lock held. */
+ * event in t's stream (t busy), on their own counting budget. Lock held. */
 static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
 {
-    if (!may_count(t, now))
-        return;
+    if (!t->pages_epoch)
+        t->pages_epoch = now;
+    if (t->watch_counted >= PAGES_FREE_COUNTS && t->watch_spent * PAGES_TIME_SHARE > now - t->pages_epoch)
+        return; /* its own budget: the blocks' counts at their making and end keep theirs */
     const uint64_t t0 = mt_now();
     for (unsigned k = 0; k < WATCH_MAX; k++) {
         watched_t *w = &watched[k];
@@ -261,8 +263,8 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
         q = mt_put_uvarint(q, MT_PAGES_AT_SAMPLE);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
-    t->pages_spent += mt_now() - t0;
-    t->pages_counted++;
+    t->watch_spent += mt_now() - t0;
+    t->watch_counted++;
 }
 
 void mt_pages_sample(mt_thread_t *t, uint64_t now)
