@@ -289,17 +289,30 @@ START_TEST(touch_table_writes_later)
             ck_assert_msg(grew >= 60 * 1024, "RSS grew by %g KiB for 64 MiB written later", grew);
         else
             ck_assert_msg(grew < 16 * 1024, "RSS grew by %g KiB for 64 MiB never written", grew);
-        if (later) { /* the steps: a quarter in the middle third of the replay */
+        /* the steps: a quarter while the replay waits after its third op of five counted (the series' last
+         * column: the share of ops done). A sanitizer's shadow pages would count too: not there. */
+        if (later && !SIM_SANITIZER_ALLOCATOR) {
             FILE *f = fopen(series, "r");
             ck_assert_ptr_nonnull(f);
             char line[256];
-            double quarter = 0;
+            double at[256], quarter = -1; /* the median of the samples then: the last may be mid-write */
+            size_t n = 0;
             while (fgets(line, sizeof line, f)) {
-                double ts, rss;
-                if (line[0] != '#' && sscanf(line, "%lf %lf", &ts, &rss) == 2 && ts > 0.4 && ts < 0.55)
-                    quarter = rss - jnum(j, "start_rss_kb");
+                double ts, rss, vm, ideal, source, done;
+                if (line[0] != '#' &&
+                    sscanf(line, "%lf %lf %lf %lf %lf %lf", &ts, &rss, &vm, &ideal, &source, &done) == 6 &&
+                    done > 0.5 && done < 0.7 && n < 256)
+                    at[n++] = rss - jnum(j, "start_rss_kb");
             }
             fclose(f);
+            for (size_t x = 1; x < n; x++) /* insertion sort: a few dozen samples */
+                for (size_t y = x; y > 0 && at[y - 1] > at[y]; y--) {
+                    const double v = at[y];
+                    at[y] = at[y - 1];
+                    at[y - 1] = v;
+                }
+            if (n)
+                quarter = at[n / 2];
             ck_assert_msg(quarter > 12 * 1024 && quarter < 28 * 1024,
                           "RSS %g KiB over the start with a quarter written", quarter);
         }
