@@ -2218,6 +2218,115 @@ START_TEST(pack_modeled_frame_damage)
 }
 END_TEST
 
+/* ---- workload writer --------------------------------------------------------------------------- */
+
+#define WL_STREAMS 64u
+
+/* Whether this process has a file open that was removed and whose name ended in ".held": the
+ * workload writer's file of finished streams' frames (see workload_codec.c). */
+static int held_file_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ck_assert_ptr_nonnull(d);
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && !found) {
+        char target[4096];
+        const ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            found = strstr(target, ".held (deleted)") != NULL;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* WL_STREAMS streams of random ops (seeded: the same ops every call), interleaved a few ops at a
+ * time: counts from none to several frames, slots and sizes at random so that the frames compress
+ * poorly and the last frames of the streams come to more than the writer keeps in memory. With
+ * `end`, each stream is ended (mt_wl_writer_end_thread) once its ops are written, in the order they
+ * finish; *spilled says whether the held frames went to a file. */
+static void write_random_workload(const char *path, int end, int *spilled)
+{
+    mt_wl_writer_t *w;
+    mt_error_t err = { "" };
+    const mt_wl_header_t tmpl = { .source_pid = 1 };
+    ck_assert_msg(mt_wl_writer_open(&w, path, &tmpl, NULL, 0, &err) == 0, "%s", err.msg);
+    rng_t r = { 42 };
+    uint64_t left[WL_STREAMS], ns[WL_STREAMS];
+    uint32_t open_streams = 0;
+    for (uint32_t i = 0; i < WL_STREAMS; i++) {
+        ck_assert_int_eq(mt_wl_writer_add_thread(w, i + 1, 1000 + i, 0), (int)i);
+        left[i] = i % 16 == 5 ? 0 : rng_below(&r, 40000);
+        ns[i] = 0;
+        if (left[i])
+            open_streams++;
+        else if (end)
+            ck_assert_int_eq(mt_wl_writer_end_thread(w, i, &err), 0); /* a stream of no ops */
+    }
+    while (open_streams) {
+        uint32_t i = (uint32_t)rng_below(&r, WL_STREAMS);
+        while (!left[i])
+            i = (i + 1) % WL_STREAMS;
+        for (uint64_t k = 1 + rng_below(&r, 50); k && left[i]; k--, left[i]--) {
+            mt_wl_rec_t op = { .op = MT_WL_MALLOC, .slot = 1 + rng_below(&r, 1u << 20) };
+            ns[i] += rng_below(&r, 100000);
+            op.time_ns = ns[i];
+            switch (rng_below(&r, 8)) {
+            case 0:
+                op.op = MT_WL_FREE;
+                op.old_size = rng_below(&r, 1u << 20);
+                break;
+            case 1:
+                op.op = MT_WL_MARK;
+                op.data = (const uint8_t *)"a label";
+                op.len = 7;
+                break;
+            case 2:
+                op.op = MT_WL_WAIT;
+                op.thread = (uint32_t)rng_below(&r, WL_STREAMS);
+                op.n = rng_below(&r, 40000);
+                break;
+            default:
+                op.size = rng_below(&r, 1u << 24);
+                break;
+            }
+            if (mt_wl_writer_put(w, i, &op, &err) < 0) /* not ck_assert: each one writes to Check's pipe */
+                ck_abort_msg("%s", err.msg);
+        }
+        if (!left[i]) {
+            open_streams--;
+            if (end)
+                ck_assert_msg(mt_wl_writer_end_thread(w, i, &err) == 0, "%s", err.msg);
+        }
+    }
+    *spilled = held_file_open();
+    const mt_wl_header_t fin = { .slots = 1u << 20 };
+    ck_assert_msg(mt_wl_writer_close(w, &fin, &err) == 0, "%s", err.msg);
+    ck_assert(!held_file_open());
+}
+
+/* A stream ended as soon as its ops are written gives back its buffer, yet the file is the bytes
+ * of the same streams left open until close: the ended streams' last frames, held in memory and
+ * past 1 MiB in a removed file beside the output, go where close puts every stream's last frame. */
+START_TEST(ended_streams_write_the_same_bytes)
+{
+    char *open_wl = path_in(g_dir, "open.mtw"), *ended_wl = path_in(g_dir, "ended.mtw");
+    int spilled;
+    write_random_workload(open_wl, 0, &spilled);
+    ck_assert(!spilled);
+    write_random_workload(ended_wl, 1, &spilled);
+    ck_assert_msg(spilled, "the ended streams' frames never left memory: the test writes too little");
+    ck_assert_msg(files_same(open_wl, ended_wl), "ending streams early changed the workload's bytes");
+    char listing[256];
+    list_dir(g_dir, listing, sizeof listing);
+    ck_assert_str_eq(listing, "ended.mtw open.mtw ");
+    free(open_wl);
+    free(ended_wl);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
     Suite *s = suite_create("format");
@@ -2269,6 +2378,9 @@ static Suite *format_suite(void)
 
     tc = tcase(s, "cut_header_strings");
     tcase_add_test(tc, cut_header_strings);
+
+    tc = tcase(s, "workload_writer");
+    tcase_add_test(tc, ended_streams_write_the_same_bytes);
     return s;
 }
 

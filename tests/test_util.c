@@ -195,6 +195,27 @@ char *path_in(const char *dir, const char *name)
     return p;
 }
 
+int files_same(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    ck_assert_msg(fa && fb, "cannot open %s or %s", a, b);
+    int same = 1;
+    for (;;) {
+        char x[65536], y[sizeof x];
+        const size_t n = fread(x, 1, sizeof x, fa), m = fread(y, 1, sizeof y, fb);
+        if (n != m || memcmp(x, y, n)) {
+            same = 0;
+            break;
+        }
+        if (n < sizeof x)
+            break;
+    }
+    ck_assert_msg(!ferror(fa) && !ferror(fb), "cannot read %s or %s", a, b);
+    fclose(fa);
+    fclose(fb);
+    return same;
+}
+
 uint64_t rng_next(rng_t *r)
 {
     uint64_t x = r->s ? r->s : 0x9e3779b97f4a7c15ull;

@@ -49,6 +49,8 @@ char *make_temp_dir(const char *tag);
 void remove_tree(const char *dir);
 /* dir + "/" + name, in malloc'd memory. */
 char *path_in(const char *dir, const char *name);
+/* Whether two files hold the same bytes (ck_asserts that both can be read). */
+int files_same(const char *a, const char *b);
 
 /* Small deterministic generator (xorshift64*), so a failing case can be replayed. */
 typedef struct rng {

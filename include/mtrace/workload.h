@@ -49,8 +49,14 @@ typedef struct mt_wl_writer mt_wl_writer_t;
  * leaves nothing behind. `strings` is a TLV list as in the trace header (may be NULL). */
 int mt_wl_writer_open(mt_wl_writer_t **w, const char *path, const mt_wl_header_t *tmpl, const uint8_t *strings,
                       size_t strings_len, mt_error_t *err);
-/* Adds a thread stream; returns its index. */
+/* Adds a thread stream; returns its index. It holds no buffer before its first op. */
 int mt_wl_writer_add_thread(mt_wl_writer_t *w, uint32_t thread_no, uint32_t tid, uint32_t creator_index_plus1);
+/* Thread's stream is complete: no op may follow. Its last frame is compressed now and held (in
+ * memory, past 1 MiB in a nameless file beside the output) until close places it where every
+ * stream's last frame goes, so the file is the same bytes; its buffer goes. A program that ran
+ * thousands of threads one after another then costs the buffers of those running at once. 0, or
+ * negative with the message in err. */
+int mt_wl_writer_end_thread(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err);
 /* Sets a thread's creator (its index + 1; 0: none). */
 void mt_wl_writer_set_creator(mt_wl_writer_t *w, uint32_t thread, uint32_t creator_index_plus1);
 /* Appends an op to a thread's stream (inline, below). */
@@ -74,11 +80,14 @@ void mt_wl_writer_abort(mt_wl_writer_t *w);
 /* A thread's stream while it is written. */
 typedef struct mt_wl_writer_stream {
     uint8_t *pos;               /* where the next op goes in buf */
-    uint8_t *cut;               /* buf + MT_WL_FRAME_RAW_MAX: the frame is written once pos reaches it */
+    uint8_t *cut;               /* buf + cap - MT_WL_STREAM_SLACK: past it, buf grows or its frame is written */
     uint64_t prev_ns;           /* time of the previous op: the base of the next op's delta */
     mt_wl_thread_entry_t entry; /* its index entry; end_ns is filled in from prev_ns at the end */
-    uint8_t *buf;               /* the frame being built: MT_WL_STREAM_BUF_SIZE bytes */
+    uint8_t *buf;               /* the frame being built, made at the first op; NULL before and once ended */
     uint64_t first_op;          /* sequence number of the first op in buf */
+    uint32_t cap;               /* bytes of buf: from MT_WL_STREAM_FIRST_SIZE up to MT_WL_STREAM_BUF_SIZE */
+    uint32_t held_len;          /* ended: bytes of its last frame (header included) held until close */
+    uint64_t held_at;           /* where they are among the held frames */
 } mt_wl_writer_stream_t;
 
 /* The first member of every mt_wl_writer_t (so a writer pointer points to it too). */
@@ -89,11 +98,19 @@ typedef struct mt_wl_writer_base {
 
 /* A frame buffer holds less than MT_WL_FRAME_RAW_MAX bytes before an op, plus that op (at most
  * MT_WL_MAX_OP_BYTES, or a mark's 268), plus the up to 3 bytes the varint encoder's word stores
- * write past the op's end. */
-#define MT_WL_STREAM_BUF_SIZE (MT_WL_FRAME_RAW_MAX + MT_WL_MAX_OP_BYTES + 300)
+ * write past the op's end: the slack after its cut. */
+#define MT_WL_STREAM_SLACK (MT_WL_MAX_OP_BYTES + 300)
+#define MT_WL_STREAM_BUF_SIZE (MT_WL_FRAME_RAW_MAX + MT_WL_STREAM_SLACK)
+/* A stream's buffer starts this small and grows fourfold up to MT_WL_STREAM_BUF_SIZE: a thread of a
+ * hundred calls writes about 1 KiB of ops, and a buffer of a whole frame for each of 2000 such
+ * threads was 126 MiB. */
+#define MT_WL_STREAM_FIRST_SIZE 4096u
 
-/* Writes thread's full frame buffer out as a frame (out of line: once per 64 KiB of ops). */
-int mt_wl_writer_cut_frame(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err);
+/* Makes room in thread's buffer once pos reaches cut (out of line, for the inline put): the
+ * stream's buffer after its first op, which went to the writer's scratch (pos and cut point there
+ * before it, so that the put's path has no test of its own for it); then one four times larger while
+ * it is smaller than a frame's, else the frame written out (once per 64 KiB of ops). */
+int mt_wl_writer_room_(mt_wl_writer_t *w, uint32_t thread, mt_error_t *err);
 
 static inline mt_wl_writer_base_t *mt_wl_writer_base_(mt_wl_writer_t *w)
 {
@@ -229,7 +246,7 @@ static inline int mt_wl_writer_put(mt_wl_writer_t *w, uint32_t thread, const mt_
         s->prev_ns = r->time_ns;
     s->entry.ops++;
     if (s->pos >= s->cut)
-        return mt_wl_writer_cut_frame(w, thread, err);
+        return mt_wl_writer_room_(w, thread, err);
     return 0;
 }
 
