@@ -72,10 +72,15 @@ typedef struct decoder {
 
 /* Where the merger is in a trace thread's records. */
 typedef struct source {
-    mt_thread_cursor_t cur;        /* decoded by a decoder, or by the merger itself (2 jobs) */
-    int done;                      /* decoder side: its last batch is published */
-    uint8_t *first_data;           /* the merger's own, many threads: head's payload while rewound */
-    queue_t *q;                    /* decoded batches (with decoders; 16 KiB, so not with none) */
+    mt_thread_cursor_t cur; /* decoded by a decoder, or by the merger itself (2 jobs) */
+    int done;               /* decoder side: its last batch is published */
+    int ended;              /* consumer side: its end was handed out and its queue let go */
+    uint8_t *first_data;    /* the merger's own, many threads: head's payload while rewound */
+    decoder_t *dec;         /* the decoder of its chunks (with decoders) */
+    /* Decoded batches (with decoders: 16 KiB, and 128 KiB of records once filled), made when the
+     * consumer first asks for the thread's records and let go at their end; a decoder reads only
+     * the threads that have one. Set and cleared under dec->mu. */
+    queue_t *q;
     _Alignas(64) const batch_t *b; /* the batch being merged: the merger's, on a cache line apart */
     uint32_t pos;
     mt_record_t head; /* the record decoded last */
@@ -254,6 +259,7 @@ static void decode_batch(struct mt_ordered *m, source_t *s, batch_t *b)
             const int rc = mt_thread_cursor_next(&s->cur, r, &err);
             if (rc <= 0) {
                 batch_end(b, rc, &err);
+                mt_thread_cursor_fini(&s->cur); /* the batches hold copies of its records */
                 break;
             }
         }
@@ -286,7 +292,7 @@ static void *decoder_main(void *arg)
         for (;;) {
             for (uint32_t k = 0; k < d->nthreads && !s; k++) {
                 source_t *x = &m->src[d->threads[(next + k) % d->nthreads]];
-                if (!x->done && x->q->filled - x->q->taken < x->q->ring) {
+                if (x->q && !x->done && x->q->filled - x->q->taken < x->q->ring) {
                     s = x;
                     next = (next + k + 1) % d->nthreads;
                 }
@@ -311,6 +317,41 @@ static void *decoder_main(void *arg)
 
 /* ---- the merger ------------------------------------------------------------------------------ */
 
+/* s's queue, for its decoder to fill from now on. 0, or -ENOMEM (message in err). */
+static int source_activate(struct mt_ordered *m, source_t *s, mt_error_t *err)
+{
+    decoder_t *d = s->dec;
+    queue_t *q = calloc(1, sizeof *q);
+    if (!q || queue_init(q, &d->mu, &d->space, &d->waits, DECODED_RING, DECODED_BATCH, 0) < 0) {
+        if (q && q->mu)
+            queue_fini(q);
+        free(q);
+        return out_of_memory(m, err);
+    }
+    pthread_mutex_lock(&d->mu);
+    s->q = q;
+    if (d->waits) {
+        d->waits = 0;
+        pthread_cond_signal(&d->space);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+/* s's end is handed out: its decoder has published its last batch and never looks at its queue
+ * again, which goes. */
+static void source_release(source_t *s)
+{
+    queue_t *q = s->q;
+    pthread_mutex_lock(q->mu);
+    s->q = NULL;
+    pthread_mutex_unlock(q->mu);
+    queue_fini(q);
+    free(q);
+    s->b = NULL;
+    s->ended = 1;
+}
+
 /* Thread i's next record in *r: 1, 0 at its end, negative on damage (message in err). */
 static inline __attribute__((always_inline)) int source_next(struct mt_ordered *m, uint32_t i, const mt_record_t **r,
                                                              mt_error_t *err)
@@ -332,13 +373,23 @@ static inline __attribute__((always_inline)) int source_next(struct mt_ordered *
             return 1;
         }
         if (s->b && s->b->end) {
-            assert(s->b->status <= 0); /* batch_end's: never 1, "a record" */
-            if (s->b->status < 0)
+            const int status = s->b->status;
+            assert(status <= 0); /* batch_end's: never 1, "a record" */
+            if (status < 0)
                 *err = s->b->err;
-            return s->b->status;
+            else
+                source_release(s);
+            return status;
         }
-        if (s->b)
+        if (s->b) {
             queue_release(s->q);
+        } else if (!s->q) { /* the first request, or one after the end */
+            int rc;
+            if (s->ended)
+                return 0;
+            if ((rc = source_activate(m, s, err)) < 0)
+                return rc;
+        }
         s->pos = 0;
         if (!(s->b = queue_take(m, s->q)))
             return 0; /* stopping: nobody reads on */
@@ -491,14 +542,16 @@ static int ordered_open(mt_ordered_t **out, mt_trace_t *t, uint32_t ndec, int me
     for (uint32_t d = 0; d < m->ndec && rc == 0; d++)
         for (uint32_t k = 0; k < m->dec[d].nthreads && rc == 0; k++) {
             source_t *s = &m->src[m->dec[d].threads[k]];
-            if (!(s->q = calloc(1, sizeof *s->q)))
+            s->dec = &m->dec[d];
+            if (mt_thread_cursor_init(&s->cur, t, m->dec[d].threads[k]) < 0) {
                 rc = -ENOMEM;
-            if (rc == 0)
-                rc =
-                    queue_init(s->q, &m->dec[d].mu, &m->dec[d].space, &m->dec[d].waits, DECODED_RING, DECODED_BATCH, 0);
-            if (rc == 0 && mt_thread_cursor_init(&s->cur, t, m->dec[d].threads[k]) < 0)
-                rc = -ENOMEM;
+                break;
+            }
             s->cur.c.codec = m->dec[d].codec;
+            mt_thread_cursor_rewind(&s->cur, 0); /* a buffer once its decoder reads it */
+            /* The merger reads every thread's first record before any other: all start at once. */
+            if (merged && source_activate(m, s, err) < 0)
+                rc = -ENOMEM;
         }
     for (uint32_t i = 0; i < m->n && rc == 0 && !m->ndec; i++) {
         if (mt_thread_cursor_init(&m->src[i].cur, t, i) < 0)
