@@ -1,12 +1,13 @@
 /* trace2wl: a trace into a workload, streaming.
  *
  * The threads' records are merged in time order with a heap. Addresses become slots through a map
- * that holds only live blocks, so memory follows the live set and the thread count, never the
- * trace's length. Timestamps can disagree with causality (a thread's malloc can carry an entry time
- * earlier than the free, in another thread, that made its address available); such a record is held
- * back, with the rest of its thread, until the event it depends on has been applied, whatever the
- * depth of the chain. A record that reads a block made by another thread waits, in the workload,
- * for that thread to have completed the op that made it: the only sync points emitted.
+ * that holds only live blocks, and a thread holds buffers only from its first record's turn to its
+ * end, so memory follows the live set and the threads running at once, never the trace's length.
+ * Timestamps can disagree with causality (a thread's malloc can carry an entry time earlier than
+ * the free, in another thread, that made its address available); such a record is held back, with
+ * the rest of its thread, until the event it depends on has been applied, whatever the depth of the
+ * chain. A record that reads a block made by another thread waits, in the workload, for that thread
+ * to have completed the op that made it: the only sync points emitted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -106,17 +107,26 @@ typedef struct held_map {
     int brk, on;
 } held_map_t;
 
-typedef struct cthread {
-    slot_deque_t freed;
-    mt_thread_cursor_t cur;
-    const mt_record_t *head;          /* the next record to apply, ring[ring_pos]; NULL once all are */
-    mt_record_t *ring;                /* LOOKAHEAD decoded records, from ring_pos on */
-    uint8_t (*payload)[PAYLOAD_KEPT]; /* payload[k]: ring[k]'s payload */
-    uint32_t ring_pos, ring_n;
+/* What a thread holds while its records are read: made when its first record's turn comes in the
+ * merge (until then the thread is parked: the merge needs only that record's time), given back at
+ * its end. A program that ran thousands of threads one after another then costs the reading state
+ * of those that ran at once: for every thread from the start, 2001 short threads took 43 MB. */
+typedef struct cthread_io {
+    mt_thread_cursor_t cur;      /* without decoders (conv_t.dec) */
+    mt_record_t ring[LOOKAHEAD]; /* LOOKAHEAD decoded records, from ring_pos on */
     /* ns[k]: ring[k]'s time in nanoseconds, converted as it is decoded, LOOKAHEAD records before
      * its use: the conversion's latency (a division, about 20 cycles) then no longer holds up the
      * op's encoding, whose output position depends on it (-2 % on a 1 000-block live set). */
     uint64_t ns[LOOKAHEAD];
+    uint8_t payload[LOOKAHEAD][PAYLOAD_KEPT]; /* payload[k]: ring[k]'s payload */
+} cthread_io_t;
+
+typedef struct cthread {
+    slot_deque_t freed;
+    cthread_io_t *io;        /* NULL while parked and once done */
+    const mt_record_t *head; /* the next record to apply, io->ring[ring_pos]; NULL once all are */
+    uint32_t ring_pos, ring_n;
+    int parked; /* its first record's time is its key in the merge; nothing of it is read yet */
     int cursor_done;
     tstate_t state;
     uint64_t key;        /* what a blocked thread waits for: an address or a thread number */
@@ -191,20 +201,21 @@ static inline __attribute__((always_inline)) void prefetch_record(const conv_t *
 HOT int advance(conv_t *c, uint32_t i)
 {
     cthread_t *t = &c->t[i];
+    cthread_io_t *io = t->io;
     if (t->head) {
         t->ring_pos = (t->ring_pos + 1) % LOOKAHEAD;
         t->ring_n--;
     }
     while (!t->cursor_done && t->ring_n < LOOKAHEAD) {
         const uint32_t k = (t->ring_pos + t->ring_n) % LOOKAHEAD;
-        mt_record_t *r = &t->ring[k];
+        mt_record_t *r = &io->ring[k];
         int rc;
         if (c->dec) {
             const mt_record_t *d;
             if ((rc = mt_ordered_thread_next(c->dec, i, &d, c->err)) > 0)
                 *r = *d; /* its payload, in the worker's batch until the next call, is copied below */
         } else {
-            rc = mt_thread_cursor_next(&t->cur, r, c->err);
+            rc = mt_thread_cursor_next(&io->cur, r, c->err);
         }
         if (rc < 0)
             return rc;
@@ -214,18 +225,18 @@ HOT int advance(conv_t *c, uint32_t i)
         }
         if (r->len) {
             const uint32_t len = r->len < PAYLOAD_KEPT ? r->len : PAYLOAD_KEPT;
-            memcpy(t->payload[k], r->data, len);
-            r->data = t->payload[k];
+            memcpy(io->payload[k], r->data, len);
+            r->data = io->payload[k];
             r->len = len;
         }
         prefetch_record(c, r);
-        t->ns[k] = to_ns(c, r->time); /* the rate is known before the first record is read */
+        io->ns[k] = to_ns(c, r->time); /* the rate is known before the first record is read */
         t->ring_n++;
         c->st->records++;
         if (r->op <= MT_OP_LAST_CALL)
             c->st->calls++;
     }
-    t->head = t->ring_n ? &t->ring[t->ring_pos] : NULL;
+    t->head = t->ring_n ? &io->ring[t->ring_pos] : NULL;
     if (t->head)
         c->key[i] = t->head->time;
     return 0;
@@ -445,6 +456,12 @@ static int deque_grow(slot_deque_t *d)
     return 0;
 }
 
+static void deque_free(slot_deque_t *d)
+{
+    free(d->v);
+    *d = (slot_deque_t){ 0 };
+}
+
 HOT int deque_push(slot_deque_t *d, uint32_t s)
 {
     if (d->tail - d->head == d->cap && deque_grow(d) < 0)
@@ -472,6 +489,8 @@ static int slot_take_other(conv_t *c, uint32_t i, uint64_t time_ns, uint32_t *sl
             if (deque_push(own, s) < 0)
                 return -ENOMEM;
         }
+        if (d->tail == d->head && c->t[v].state == DONE)
+            deque_free(d); /* nobody pushes to it again */
         int rc = depend(c, i, v, seq, time_ns);
         /* The batch is ours now, behind our wait: a thread that takes one of them from us later
          * must wait for us, at the count we have reached, not for the thread that freed it. */
@@ -583,20 +602,16 @@ static void count_unknown(conv_t *c, const mt_record_t *r)
 
 static int held_release(conv_t *c, uint32_t i); /* with the program's mappings, below */
 
-/* Thread i has no records left: a thread that exited gets its THREAD_EXIT op, and its creator
- * waits for it before its own next op, as a join would make it. */
-static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
+/* A thread that exited gets its THREAD_EXIT op, and its creator waits for it before its own next
+ * op, as a join would make it (a creator whose records are done has no next op). */
+static int exit_thread(conv_t *c, uint32_t i, uint64_t time)
 {
     cthread_t *t = &c->t[i];
-    t->state = DONE;
-    int rc = held_release(c, i);
-    if (rc < 0 || !t->exited)
-        return rc;
     mt_wl_rec_t w = wl_rec(MT_WL_THREAD_EXIT, to_ns(c, time));
-    rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
+    int rc = t->npending ? flush_exits(c, i, w.time_ns) : 0;
     if (rc < 0 || (rc = put(c, i, &w)) < 0)
         return rc;
-    if (!t->creator)
+    if (!t->creator || c->t[t->creator - 1].state == DONE)
         return 0;
     cthread_t *p = &c->t[t->creator - 1];
     if (p->npending == p->cap_pending) {
@@ -611,6 +626,39 @@ static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
     p->pending[2 * p->npending + 1] = mt_wl_writer_thread_ops(c->out, i);
     p->npending++;
     return 0;
+}
+
+/* What thread i held to read its records and to write its ops goes: none follows. */
+static void release_thread(conv_t *c, uint32_t i)
+{
+    cthread_t *t = &c->t[i];
+    if (t->io && !c->dec)
+        mt_thread_cursor_fini(&t->io->cur);
+    free(t->io);
+    t->io = NULL;
+    free(t->waited);
+    free(t->waited_of);
+    t->waited = NULL;
+    t->waited_of = NULL;
+    free(t->pending);
+    t->pending = NULL;
+    t->npending = t->cap_pending = 0;
+    if (t->freed.tail == t->freed.head)
+        deque_free(&t->freed); /* else its slots wait there for other threads */
+}
+
+/* Thread i has no records left: its stream is complete. Its slots freed stay for other threads. */
+static int finish_thread(conv_t *c, uint32_t i, uint64_t time)
+{
+    cthread_t *t = &c->t[i];
+    t->state = DONE;
+    int rc = held_release(c, i);
+    if (rc == 0 && t->exited)
+        rc = exit_thread(c, i, time);
+    if (rc == 0)
+        rc = mt_wl_writer_end_thread(c->out, i, c->err);
+    release_thread(c, i);
+    return rc;
 }
 
 /* ---- the program's own mappings ------------------------------------------------------------- */
@@ -1095,7 +1143,7 @@ static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
 {
     const cthread_t *t = &c->t[i];
     const mt_record_t *r = t->head;
-    const uint64_t ns = t->ns[t->ring_pos];
+    const uint64_t ns = t->io->ns[t->ring_pos];
     *out = APPLIED;
     const int rc = before_record(c, i, r, ns);
     if (rc < 0)
@@ -1153,23 +1201,50 @@ static void progress(const conv_t *c, uint64_t total_chunks, int done)
     (void)total_chunks;
 }
 
-static int read_creators(conv_t *c)
+/* Thread i's first record: its time is the thread's key in the merge and, a THREAD_START, it names
+ * the creator's thread number. The thread stays parked (nothing of it is held) until that record's
+ * turn, when unpark reads it again. 0, or negative with the message in err. */
+static int peek_thread(conv_t *c, uint32_t i, mt_error_t *err)
 {
-    /* Every thread's first record is its THREAD_START, which names the creator's thread number. */
-    for (uint32_t i = 0; i < c->n; i++) {
-        cthread_t *t = &c->t[i];
-        if (t->head && t->head->op == MT_EV_THREAD_START && t->head->nargs >= 1 && t->head->arg[0]) {
-            for (uint32_t k = 0; k < c->n; k++)
-                if (c->t[k].thread_no == (uint64_t)t->head->arg[0])
-                    t->creator = k + 1;
-        }
+    cthread_t *t = &c->t[i];
+    mt_thread_cursor_t cur;
+    mt_record_t r;
+    if (mt_thread_cursor_init(&cur, c->trace, i) < 0)
+        return -ENOMEM;
+    const int rc = mt_thread_cursor_next(&cur, &r, err);
+    mt_thread_cursor_fini(&cur);
+    if (rc <= 0)
+        return rc; /* none: the thread is done before it starts */
+    t->parked = 1;
+    c->key[i] = r.time;
+    if (r.op == MT_EV_THREAD_START && r.nargs >= 1 && r.arg[0]) {
+        for (uint32_t k = 0; k < c->n; k++)
+            if (c->t[k].thread_no == (uint64_t)r.arg[0])
+                t->creator = k + 1;
     }
     return 0;
 }
 
+/* Thread i's first record has its turn: what it needs to read its records is made, its ring filled. */
+static int unpark(conv_t *c, uint32_t i)
+{
+    cthread_t *t = &c->t[i];
+    t->parked = 0;
+    if (!(t->io = malloc(sizeof *t->io)) || waited_init(t, c->n) < 0 ||
+        (!c->dec && mt_thread_cursor_init(&t->io->cur, c->trace, i) < 0)) {
+        snprintf(c->err->msg, sizeof c->err->msg, "%s: out of memory", mt_trace_path(c->trace));
+        return -ENOMEM;
+    }
+    const int rc = advance(c, i);
+    if (rc == 0 && !t->head)
+        return mt_errorf(c->err, -EIO, mt_trace_path(c->trace), 0, "thread %u: its first record read again is gone",
+                         t->thread_no);
+    return rc;
+}
+
 /* ---- the steps of a conversion ------------------------------------------------------------------ */
 
-/* The per-thread state, each thread's first records, the clock's rate and the creators. */
+/* The per-thread state, the clock's rate, each thread's first record and the creators. */
 static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error_t *err)
 {
     const mt_file_header_t *th = mt_trace_header(c->trace);
@@ -1209,26 +1284,18 @@ static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error
         if (c->rate <= 0)
             c->rate = 1e9; /* nothing tells: times in the workload are then in ticks */
     }
-    int rc = jobs > 1 && c->n && c->n <= MT_ORDERED_DECODED_THREADS_MAX
-                 ? mt_ordered_open_threads(&c->dec, c->trace, jobs - 1, err)
-                 : 0; /* past that many threads: the caller decodes, a chunk buffer per thread */
-    if (rc < 0)
-        return rc;
-    for (uint32_t i = 0; i < c->n; i++) {
-        cthread_t *t = &c->t[i];
-        const int wrc = waited_init(t, c->n);
-        t->ring = calloc(LOOKAHEAD, sizeof *t->ring);
-        t->payload = calloc(LOOKAHEAD, sizeof *t->payload);
-        if (wrc < 0 || !t->ring || !t->payload || (!c->dec && mt_thread_cursor_init(&t->cur, c->trace, i) < 0)) {
-            snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
-            return -ENOMEM;
-        }
-        t->thread_no = mt_trace_thread(c->trace, i)->thread;
-        if ((rc = advance(c, i)) < 0)
-            return rc;
-    }
-    read_creators(c);
-    return 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        c->t[i].thread_no = mt_trace_thread(c->trace, i)->thread;
+    int rc = 0;
+    for (uint32_t i = 0; i < c->n && rc == 0; i++)
+        rc = peek_thread(c, i, err);
+    if (rc == -ENOMEM)
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
+    /* Decoders read a thread from its first record once the merge asks for it (after the peeks: one
+     * reader of the trace's chunks at a time). Past that many threads the caller decodes. */
+    if (rc == 0 && jobs > 1 && c->n && c->n <= MT_ORDERED_DECODED_THREADS_MAX)
+        rc = mt_ordered_open_threads(&c->dec, c->trace, jobs - 1, err);
+    return rc;
 }
 
 /* Opens the workload: its header carries the trace's identity and settings (its strings, as they
@@ -1265,7 +1332,7 @@ static int conv_open_output(conv_t *c, const char *trace_path, const char *wl_pa
             snprintf(err->msg, sizeof err->msg, "%s: out of memory", wl_path);
             return -ENOMEM;
         }
-        if (c->t[i].head)
+        if (c->t[i].parked)
             mt_merge_push(&c->heap, i);
         else
             c->t[i].state = DONE; /* no records at all */
@@ -1290,6 +1357,8 @@ static int conv_merge(conv_t *c, const char *wl_path, const mt_convert_opts_t *o
             cur = UINT32_MAX;
         } else if (c->heap.n) {
             i = mt_merge_pop(&c->heap);
+            if (c->t[i].parked && (rc = unpark(c, i)) < 0)
+                return rc;
         } else if (c->blocked) {
             /* Every remaining thread waits on something that will never come: the trace lacks the
              * record that would release them (a pause, a loss). Release the earliest one. */
@@ -1389,13 +1458,8 @@ static void conv_free(conv_t *c)
         mt_wl_writer_abort(c->out);
     mt_ordered_close(c->dec);
     for (uint32_t i = 0; c->t && i < c->n; i++) {
-        mt_thread_cursor_fini(&c->t[i].cur);
-        free(c->t[i].waited);
-        free(c->t[i].waited_of);
-        free(c->t[i].ring);
-        free(c->t[i].payload);
-        free(c->t[i].freed.v);
-        free(c->t[i].pending);
+        release_thread(c, i);
+        deque_free(&c->t[i].freed);
     }
     free(c->t);
     free(c->heap.v);

@@ -14,7 +14,7 @@
 
 /* ---- trace builder: threads are numbered from 1; thread t has tid 1000 + t unless tb_tid says ---- */
 
-#define TB_MAX_THREADS 512
+#define TB_MAX_THREADS 2048
 
 /* Builder failures end a Check test; a program outside Check sets this (it must not return). */
 extern void (*t2w_fatal)(const char *msg);
