@@ -1029,19 +1029,34 @@ static inline int apply_thread_start(conv_t *c, uint32_t i, uint64_t ns, int for
     return 0;
 }
 
+/* The index of the thread numbered `no`, or UINT32_MAX if the trace has none. The trace lists its
+ * threads by number, each once (mt_trace_thread): a bisection. A scan of every thread for each
+ * creation took 85 % of the conversion of 20 001 threads (2.2 s; 100 000 would take a minute). */
+static uint32_t thread_index(const conv_t *c, uint64_t no)
+{
+    uint32_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (c->t[mid].thread_no < no)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->t[lo].thread_no == no ? lo : UINT32_MAX;
+}
+
 /* Thread i creates the thread the record names: the child's start waits for thread i's ops so far. */
 static inline int apply_thread_create(conv_t *c, uint32_t i, const mt_record_t *r)
 {
-    for (uint32_t k = 0; k < c->n; k++) {
-        cthread_t *child = &c->t[k];
-        if (child->thread_no != (uint64_t)r->arg[0])
-            continue;
-        child->creator = i + 1;
-        child->create_seq = mt_wl_writer_thread_ops(c->out, i);
-        child->create_seen = 1;
-        mt_wl_writer_set_creator(c->out, k, i + 1);
-        wake(c, BLOCKED_CREATE, child->thread_no);
-    }
+    const uint32_t k = thread_index(c, (uint64_t)r->arg[0]);
+    if (k == UINT32_MAX)
+        return 0;
+    cthread_t *child = &c->t[k];
+    child->creator = i + 1;
+    child->create_seq = mt_wl_writer_thread_ops(c->out, i);
+    child->create_seen = 1;
+    mt_wl_writer_set_creator(c->out, k, i + 1);
+    wake(c, BLOCKED_CREATE, child->thread_no);
     return 0;
 }
 
@@ -1217,11 +1232,9 @@ static int peek_thread(conv_t *c, uint32_t i, mt_error_t *err)
         return rc; /* none: the thread is done before it starts */
     t->parked = 1;
     c->key[i] = r.time;
-    if (r.op == MT_EV_THREAD_START && r.nargs >= 1 && r.arg[0]) {
-        for (uint32_t k = 0; k < c->n; k++)
-            if (c->t[k].thread_no == (uint64_t)r.arg[0])
-                t->creator = k + 1;
-    }
+    const uint32_t k = r.op == MT_EV_THREAD_START && r.nargs >= 1 ? thread_index(c, (uint64_t)r.arg[0]) : UINT32_MAX;
+    if (k != UINT32_MAX)
+        t->creator = k + 1;
     return 0;
 }
 
