@@ -459,7 +459,10 @@ START_TEST(block_writes_apart_from_the_replays_own)
     mt_jval_t *j = load_json(json);
     const double writes_us = jnum(j, "block_writes_us"), own = jnum(j, "replay_overhead_ns_per_op");
     ck_assert_msg(writes_us >= 1000, "%.0f us writing 64 MiB of fresh blocks", writes_us);
-    ck_assert_msg(own < 10000, "the replay's own cost: %.1f ns per op", own);
+    /* counted as the replay's own, the writes would be all of it: its 130 ops' own time stays under
+     * half of theirs, a ratio that a loaded machine's preemptions (11 us per op seen) leave alone */
+    ck_assert_msg(own * 130 < writes_us * 1000 / 2, "the replay's own cost: %.1f ns per op, %.0f us writing blocks",
+                  own, writes_us);
     mt_json_free(j);
     free(wl);
     free(json);
