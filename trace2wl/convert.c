@@ -10,6 +10,7 @@
  * to have completed the op that made it: the only sync points emitted.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -1157,6 +1158,7 @@ static inline int apply_mark(conv_t *c, uint32_t i, const mt_record_t *r, uint64
 static int apply(conv_t *c, uint32_t i, int force, outcome_t *out)
 {
     const cthread_t *t = &c->t[i];
+    assert(t->io && t->head); /* a thread with a record to apply holds its reading state */
     const mt_record_t *r = t->head;
     const uint64_t ns = t->io->ns[t->ring_pos];
     *out = APPLIED;
@@ -1243,7 +1245,10 @@ static int unpark(conv_t *c, uint32_t i)
 {
     cthread_t *t = &c->t[i];
     t->parked = 0;
-    if (!(t->io = malloc(sizeof *t->io)) || waited_init(t, c->n) < 0 ||
+    t->head = NULL; /* a parked thread has read nothing: its ring starts empty */
+    t->ring_pos = t->ring_n = 0;
+    t->cursor_done = 0;
+    if (!(t->io = calloc(1, sizeof *t->io)) || waited_init(t, c->n) < 0 ||
         (!c->dec && mt_thread_cursor_init(&t->io->cur, c->trace, i) < 0)) {
         snprintf(c->err->msg, sizeof c->err->msg, "%s: out of memory", mt_trace_path(c->trace));
         return -ENOMEM;
