@@ -8,6 +8,8 @@
 # on either, which widens the spread of the differences severalfold.
 #   usage: bench/ab_overhead.sh [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS_PER_THREAD] [-p] [-a 'CHURN ARGS'] SHIM.so...
 # -a passes more options to churn, e.g. -a '-l 8192 -S 65536' for the large working set (~100 MB live).
+# A SHIM may be written VAR=VALUE@SHIM.so: that run also gets VAR=VALUE in its environment, e.g.
+# MTRACE_CLOCK_EVERY=1@build/libmtrace/libmtrace.so to compare the recorder's clock policies.
 #   defaults: BUILD build-bench (its bench/churn), 1 thread, 15 rounds, 5000000 calls per thread
 # Prints per shim: the median added ns per call with its quartiles, and for each later shim its
 # paired difference to the first one and in how many rounds it was lower.
@@ -28,7 +30,8 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "usage: $0 [-b BUILD] [-t THREADS] [-r ROUNDS] [-n CALLS] [-p] [-a ARGS] SHIM.so..." >&2; exit 2; }
 churn=$build/bench/churn
 [ -x "$churn" ] || { echo "ab_overhead.sh: $churn missing; build first: meson setup $build && ninja -C $build" >&2; exit 1; }
-for so in "$@"; do
+for arg in "$@"; do
+    so=${arg##*@}
     [ -e "$so" ] || { echo "ab_overhead.sh: $so: no such file" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -36,9 +39,11 @@ trap 'rm -rf "$tmp"' EXIT
 cpu_ns() { sed -n 's/^threads=.*cpu_ns_per_call=//p'; }
 for _ in $(seq "$rounds"); do
     line="$("$churn" $pin $extra -t "$threads" -n "$calls" | cpu_ns)"
-    for so in "$@"; do
+    for arg in "$@"; do
+        so=${arg##*@} env=
+        [ "$so" = "$arg" ] || env=${arg%@*}
         rm -f "$tmp/t.mtr"
-        line="$line $(LD_PRELOAD=$(realpath "$so") MTRACE_OUT=$tmp/t.mtr "$churn" $pin $extra -t "$threads" -n "$calls" | cpu_ns)"
+        line="$line $(env $env LD_PRELOAD="$(realpath "$so")" MTRACE_OUT="$tmp/t.mtr" "$churn" $pin $extra -t "$threads" -n "$calls" | cpu_ns)"
     done
     echo "$line"
 done | python3 -c '

@@ -5,7 +5,8 @@
  * one in 16 reallocs the slot's block in place of free + malloc. The first byte of every block is
  * written (every byte with -w). Every malloc, calloc, realloc and free counts as one call; a thread stops after
  * CALLS_PER_THREAD calls. Workers always run on their own threads (also with -t 1), so that the
- * allocator setup (a non-main arena per thread) is the same at every thread count.
+ * allocator setup (a non-main arena per thread) is the same at every thread count; with -m (and -t 1)
+ * the one worker runs on the main thread, so that the process has one thread, as most programs do.
  *
  * Output, one line:
  *   threads=T calls=C elapsed_ns=E ns_per_call=N cpu_ns_per_call=U
@@ -19,6 +20,12 @@
  * need not be equally fast (bench/cpu_scaling.sh). Worker i draws random sequence i, unless -q
  * gives every worker the same one, so that each compares with a 1-thread run of that sequence:
  * sequences differ by a few ns per call, natively and in what tracing adds.
+ *
+ * With -x the workers share one table of THREADS x LIVE slots, as larson's threads hand blocks to
+ * one another: a step takes a random slot's block with an atomic exchange, frees or reallocates it
+ * and puts the new block back the same way, so that at T threads (T-1)/T of the frees are of blocks
+ * another thread allocated (glibc sends those back to the allocating thread's arena, under its
+ * lock). The exchanges cost the same natively and traced.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -53,6 +60,9 @@ static size_t opt_live = 1024;
 static int opt_write_all;    /* -w: write every byte of each block, as a program that uses it */
 static int opt_pin;          /* -p: pin worker i to the i-th allowed CPU */
 static int64_t opt_seq = -1; /* -q: the random sequence every worker draws; -1: worker i draws i */
+static int opt_cross;        /* -x: one slot table shared by all workers */
+static int opt_main;         /* -m: the one worker runs on the main thread */
+static void **shared_slot;   /* -x: opt_threads * opt_live slots */
 
 static pthread_barrier_t start_barrier;
 static uint64_t start_ns;
@@ -105,7 +115,7 @@ static void *work(void *arg)
     }
     uint64_t s = seed_for(opt_seq >= 0 ? (unsigned)opt_seq : w->index);
     /* Set-up allocations happen before the barrier, so they are not timed. */
-    void **slot = calloc(opt_live, sizeof *slot);
+    void **slot = opt_cross ? shared_slot : calloc(opt_live, sizeof *slot);
     uint32_t *sizes = malloc(SIZE_TABLE * sizeof *sizes);
     if (!slot || !sizes) {
         fprintf(stderr, "churn: out of memory\n");
@@ -121,7 +131,7 @@ static void *work(void *arg)
             v = (double)opt_max;
         sizes[i] = (uint32_t)v;
     }
-    const uint64_t live = opt_live, n = opt_calls;
+    const uint64_t live = opt_cross ? opt_live * opt_threads : opt_live, n = opt_calls;
     uint64_t calls = 0, sum = 0;
 
     pthread_barrier_wait(&start_barrier);
@@ -131,13 +141,16 @@ static void *work(void *arg)
         void **sp = &slot[(r >> 32) % live];
         const size_t size = sizes[(r >> 8) & (SIZE_TABLE - 1)];
         const unsigned kind = (unsigned)r & 15u;
+        /* -x: the block is this thread's between the two exchanges (a slot another worker holds
+         * reads NULL here); otherwise plain loads and stores, as before */
+        void *old = opt_cross ? __atomic_exchange_n(sp, NULL, __ATOMIC_ACQUIRE) : *sp;
         char *p;
-        if (kind == 0 || (*sp && n - calls == 1)) { /* (the last call of the budget: no pair fits) */
-            p = realloc(*sp, size);                 /* NULL slot: acts as malloc */
+        if (kind == 0 || (old && n - calls == 1)) { /* (the last call of the budget: no pair fits) */
+            p = realloc(old, size);                 /* NULL slot: acts as malloc */
             calls++;
         } else {
-            if (*sp) {
-                free(*sp);
+            if (old) {
+                free(old);
                 calls++;
             }
             p = kind == 1 ? calloc(1, size) : malloc(size);
@@ -152,33 +165,67 @@ static void *work(void *arg)
         else
             p[0] = (char)r;
         sum += (unsigned char)p[0];
-        *sp = p;
+        if (!opt_cross) {
+            *sp = p;
+            continue;
+        }
+        /* another worker may have filled the slot meanwhile: that block is freed (a call too; the
+         * budget may end one call over, and calls counts it) */
+        void *other = __atomic_exchange_n(sp, p, __ATOMIC_ACQ_REL);
+        if (other) {
+            free(other);
+            calls++;
+        }
     }
     w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     w->ns = now_ns() - t0;
     w->calls = calls;
     w->checksum = sum;
     /* Tear-down is not timed and not counted. */
+    free(sizes);
+    if (opt_cross) /* the main thread frees the shared table after the join */
+        return NULL;
     for (uint64_t i = 0; i < live; i++)
         free(slot[i]);
-    free(sizes);
     free(slot);
     return NULL;
 }
 
+static void print_results(const worker_t *w, uint64_t elapsed)
+{
+    uint64_t calls = 0;
+    double per_call = 0, cpu_per_call = 0;
+    for (unsigned i = 0; i < opt_threads; i++) {
+        calls += w[i].calls;
+        per_call += (double)w[i].ns / (double)w[i].calls;
+        cpu_per_call += (double)w[i].cpu_ns / (double)w[i].calls;
+    }
+    per_call /= opt_threads;
+    cpu_per_call /= opt_threads;
+    printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n", opt_threads,
+           calls, elapsed, per_call, cpu_per_call);
+    for (unsigned i = 0; opt_pin && i < opt_threads; i++)
+        printf("thread=%u cpu=%d ns_per_call=%.2f cpu_ns_per_call=%.2f\n", i, w[i].cpu,
+               (double)w[i].ns / (double)w[i].calls, (double)w[i].cpu_ns / (double)w[i].calls);
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-p] [-q SEQ] [-g]\n"
-               "  -t  worker threads (default 1)\n"
-               "  -n  malloc-family calls per thread, free included (default 10000000)\n"
-               "  -s  smallest block size (default 16)\n"
-               "  -S  largest block size (default 65536); sizes are log-uniform in [MIN, MAX]\n"
-               "  -l  live block slots per thread (default 1024)\n"
-               "  -w  write every byte of each block (default: its first byte only)\n"
-               "  -p  pin worker i to the i-th CPU the process may use; print a line per worker\n"
-               "  -q  every worker makes the calls of random sequence SEQ (default: worker i those of i)\n"
-               "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
-               "MALLOC_TRACE)\n");
+    fprintf(
+        f,
+        "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-p] [-q SEQ] [-x] [-m] [-g]\n"
+        "  -t  worker threads (default 1)\n"
+        "  -n  malloc-family calls per thread, free included (default 10000000)\n"
+        "  -s  smallest block size (default 16)\n"
+        "  -S  largest block size (default 65536); sizes are log-uniform in [MIN, MAX]\n"
+        "  -l  live block slots per thread (default 1024)\n"
+        "  -w  write every byte of each block (default: its first byte only)\n"
+        "  -p  pin worker i to the i-th CPU the process may use; print a line per worker\n"
+        "  -q  every worker makes the calls of random sequence SEQ (default: worker i those of i)\n"
+        "  -x  the workers share one table of THREADS x LIVE slots: blocks freed by another\n"
+        "      thread than the one that allocated them, as in larson\n"
+        "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
+        "MALLOC_TRACE)\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -196,7 +243,7 @@ int main(int argc, char **argv)
 {
     int c, glibc_mtrace = 0;
     uint64_t v;
-    while ((c = getopt(argc, argv, "t:n:s:S:l:wpq:gh")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:s:S:l:wpq:xmgh")) != -1) {
         switch (c) {
         case 't':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024)
@@ -234,6 +281,12 @@ int main(int argc, char **argv)
                 goto bad;
             opt_seq = (int64_t)v;
             break;
+        case 'x':
+            opt_cross = 1;
+            break;
+        case 'm':
+            opt_main = 1;
+            break;
         case 'g':
             glibc_mtrace = 1;
             break;
@@ -244,13 +297,36 @@ int main(int argc, char **argv)
             goto bad;
         }
     }
-    if (optind != argc || opt_min > opt_max)
+    if (optind != argc || opt_min > opt_max || (opt_main && opt_threads != 1))
         goto bad;
     if (glibc_mtrace)
         mtrace();
 
     worker_t *w = calloc(opt_threads, sizeof *w);
-    if (!w || pthread_barrier_init(&start_barrier, NULL, opt_threads + 1)) {
+    if (opt_main) { /* no barrier to wait at: the timed loop starts right away */
+        w[0].cpu = -1;
+        if (opt_pin) {
+            cpu_set_t allowed;
+            if (sched_getaffinity(0, sizeof allowed, &allowed))
+                return 1;
+            for (int k = 0; k < CPU_SETSIZE; k++)
+                if (CPU_ISSET(k, &allowed)) {
+                    w[0].cpu = k;
+                    break;
+                }
+        }
+        if (pthread_barrier_init(&start_barrier, NULL, 1))
+            return 1;
+        work(&w[0]);
+        print_results(w, w[0].ns);
+        free(w);
+        if (glibc_mtrace)
+            muntrace();
+        return 0;
+    }
+    if (opt_cross)
+        shared_slot = calloc((size_t)opt_live * opt_threads, sizeof *shared_slot);
+    if (!w || (opt_cross && !shared_slot) || pthread_barrier_init(&start_barrier, NULL, opt_threads + 1)) {
         fprintf(stderr, "churn: set-up failed\n");
         return 1;
     }
@@ -278,23 +354,11 @@ int main(int argc, char **argv)
     start_ns = now_ns();
     for (unsigned i = 0; i < opt_threads; i++)
         pthread_join(w[i].th, NULL);
-    const uint64_t elapsed = now_ns() - start_ns;
-
-    uint64_t calls = 0;
-    double per_call = 0, cpu_per_call = 0;
-    for (unsigned i = 0; i < opt_threads; i++) {
-        calls += w[i].calls;
-        per_call += (double)w[i].ns / (double)w[i].calls;
-        cpu_per_call += (double)w[i].cpu_ns / (double)w[i].calls;
-    }
-    per_call /= opt_threads;
-    cpu_per_call /= opt_threads;
-    printf("threads=%u calls=%" PRIu64 " elapsed_ns=%" PRIu64 " ns_per_call=%.2f cpu_ns_per_call=%.2f\n", opt_threads,
-           calls, elapsed, per_call, cpu_per_call);
-    for (unsigned i = 0; opt_pin && i < opt_threads; i++)
-        printf("thread=%u cpu=%d ns_per_call=%.2f cpu_ns_per_call=%.2f\n", i, w[i].cpu,
-               (double)w[i].ns / (double)w[i].calls, (double)w[i].cpu_ns / (double)w[i].calls);
+    print_results(w, now_ns() - start_ns);
     pthread_barrier_destroy(&start_barrier);
+    for (size_t i = 0; opt_cross && i < (size_t)opt_live * opt_threads; i++)
+        free(shared_slot[i]);
+    free(shared_slot);
     free(w);
     if (glibc_mtrace)
         muntrace();

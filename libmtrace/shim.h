@@ -72,6 +72,7 @@ typedef struct mt_options {
     unsigned follow_fork; /* MTRACE_FOLLOW_FORK: trace forked children into their own files */
     uint64_t max_bytes;   /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
     unsigned quiet;       /* MTRACE_QUIET: no diagnostics on stderr */
+    unsigned clock_every; /* MTRACE_CLOCK_EVERY: calls per clock read with one thread; 0: chosen */
     int secure;           /* secure-execution mode (setuid): no tracing */
 } mt_options_t;
 
@@ -85,13 +86,17 @@ enum { MT_BUSY_PROBE = 3, MT_BUSY_PROBED = 4 };
 
 /* Per-thread writer state. */
 typedef struct mt_thread {
-    uint8_t *pos;       /* next record byte in the current chunk; NULL before the first chunk */
-    uint8_t *end;       /* the hot path's limit (shim_record.h): the end of the space for call records
-                         * (mt_records_end), or NULL when every call takes the general path
-                         * (mt_g.hot_path off); NULL before the first chunk */
-    uint8_t *chunk;     /* start of the current chunk */
-    mt_enc_t enc;       /* delta bases, reset at every chunk */
-    uint32_t thread_no; /* sequential thread number, 0 until assigned */
+    uint8_t *pos;        /* next record byte in the current chunk; NULL before the first chunk */
+    uint8_t *end;        /* the hot path's limit (shim_record.h): the end of the space for call records
+                          * (mt_records_end), or NULL when every call takes the general path
+                          * (mt_g.hot_path off); NULL before the first chunk */
+    uint8_t *chunk;      /* start of the current chunk */
+    mt_enc_t enc;        /* delta bases, reset at every chunk */
+    uint64_t clock_last; /* the time of this thread's latest clock read (mt_now_of), or of a later
+                          * record (an event's), in recorded units */
+    uint32_t clock_left; /* calls that take clock_last before the next read */
+    uint32_t clock_span; /* calls the latest read's time stood for: clock_left + 1 when made */
+    uint32_t thread_no;  /* sequential thread number, 0 until assigned */
     uint32_t tid;
     uint32_t seq;     /* next chunk number of this thread */
     uint32_t creator; /* thread number of the pthread_create caller, if known */
@@ -120,8 +125,12 @@ typedef struct mt_global {
     uint64_t reserved_chunks;
     _Atomic uint64_t next_rss_time;
     uint64_t rss_period; /* in recorded time units */
-    void *const *curbrk; /* glibc's __curbrk, what sbrk(0) returns without the call; else a word
-                          * that stays 0 (never NULL: the hot path reads it unchecked) */
+    /* Calls after a clock read that take its time (shim_clock.c): the chosen period less one while
+     * the process has one thread, 0 from the moment it has two (mt_clock_shared). */
+    _Atomic uint32_t clock_skip;
+    uint32_t clock_dense; /* recorded time units per call under which calls are dense (1 us) */
+    void *const *curbrk;  /* glibc's __curbrk, what sbrk(0) returns without the call; else a word
+                           * that stays 0 (never NULL: the hot path reads it unchecked) */
     uint32_t page_size;
     int glibc;              /* the next allocator is glibc's: chunk headers and brk are meaningful */
     int hot_path;           /* calls may be recorded on the hot path: glibc's allocator, __curbrk found,
@@ -255,9 +264,10 @@ static inline uint8_t *mt_records_end(uint8_t *c)
     return c + MT_CHUNK_SIZE - MT_CHUNK_TAIL_RESERVE - MT_MAX_CALL_RECORD;
 }
 
-/* shim_clock.c: the header's MT_STR_CLOCK statement into buf (its length): the time source and
- * what one read of it costs here, measured now (tens of microseconds). */
-size_t mt_clock_statement(char *buf, size_t cap);
+/* shim_clock.c: measures what one read of the clock costs here (tens of microseconds), chooses how
+ * often calls read it (mt_g.clock_skip, clock_dense) and writes the header's MT_STR_CLOCK statement
+ * of both into buf; returns its length. */
+size_t mt_clock_choose(char *buf, size_t cap);
 
 /* shim_file.c */
 int mt_file_open(void);
@@ -279,10 +289,49 @@ void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * 256 ticks apart, as in a malloc-heavy loop (89 % of churn's deltas instead of 41 %). */
 #define MT_TIME_SHIFT (MT_CLOCK_IS_TSC ? 2 : 0)
 
+/* A fresh read of the clock, in recorded units: for start and end times, events and cost figures. */
 static inline uint64_t mt_now(void)
 {
     return mt_clock() >> MT_TIME_SHIFT;
 }
+
+/* The time of a call of thread t, under the clock policy (shim_clock.c): a fresh read, or while
+ * the process has one thread, the policy says so and the thread's calls come less than 1 us apart,
+ * the time of the thread's latest read for the calls up to the next one (mt_now_of). A read of the
+ * time-stamp counter costs 11 to 12 ns here, about as much as the rest of a call's record
+ * (bench/RESULTS.md, "A clock read every 8 calls"). mt_now_fresh reads the clock and starts the
+ * count again: for the end of a large block, whose RSS sample, when one is due, must come before
+ * the block goes. */
+static inline uint64_t mt_now_fresh(mt_thread_t *t)
+{
+    const uint64_t now = mt_now();
+    const uint32_t skip = atomic_load_explicit(&mt_g.clock_skip, memory_order_relaxed);
+    uint32_t left = 0;
+    if (skip && now - t->clock_last < (uint64_t)t->clock_span * mt_g.clock_dense)
+        left = skip; /* the calls since the latest read came densely: the next `skip` take this time */
+    t->clock_left = left;
+    t->clock_span = left + 1;
+    t->clock_last = now;
+    return now;
+}
+
+static inline uint64_t mt_now_of(mt_thread_t *t)
+{
+    /* one test for the common case, a read per call: no count left and no skipping chosen (a
+     * thread's count runs out within its next few calls once a second thread stops the skipping) */
+    const uint32_t left = t->clock_left;
+    if (MT_LIKELY(!(left | atomic_load_explicit(&mt_g.clock_skip, memory_order_relaxed))))
+        return mt_now();
+    if (left) {
+        t->clock_left = left - 1;
+        return t->clock_last;
+    }
+    return mt_now_fresh(t);
+}
+
+/* From the process's second thread on, every call reads the clock: the records of two threads are
+ * put in order by their times. Called before the second thread exists where we make it. */
+void mt_clock_shared(void);
 
 #pragma GCC visibility pop
 

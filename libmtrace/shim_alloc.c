@@ -19,7 +19,7 @@ static __attribute__((noinline)) void free_slow(uint64_t now, void *ptr)
 {
     if (MT_UNLIKELY(mt_is_boot(ptr)))
         return;
-    pages_at_end(now, ptr);
+    now = pages_at_end(&mt_self, now, ptr);
     mt_rec_plain_slow(MT_OP_FREE, now, ptr, 0, 0, 0);
     mt_g.real.free(ptr);
 }
@@ -35,7 +35,7 @@ static __attribute__((noinline)) void free_unrecorded(void *ptr)
         mt_g.real.free(ptr);
         return;
     }
-    free_slow(mt_now(), ptr); /* this call started tracing: it is the first one recorded */
+    free_slow(mt_now_of(t), ptr); /* this call started tracing: it is the first one recorded */
 }
 
 /* ---- the interposed API ------------------------------------------------------------------------ */
@@ -53,7 +53,7 @@ MT_EXPORT void *malloc(size_t size)
             return mt_g.real.malloc(size);
         }
     }
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.malloc(size);
     return rec_block(t, MT_OP_MALLOC, now, top, NULL, size, 0, r, 0);
@@ -68,7 +68,7 @@ MT_EXPORT void free(void *ptr)
         free_unrecorded(ptr);
         return;
     }
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     /* Recorded before the real free: once free returns, another thread may get the same address,
      * and its record must not be able to precede ours in the file of this thread's events. A large
      * block's page evidence (pages_at_end) comes first, on the general path: free's hot path then
@@ -98,7 +98,7 @@ MT_EXPORT void *calloc(size_t n, size_t size)
             return mt_g.real.calloc(n, size);
         }
     }
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.calloc(n, size);
     return rec_block(t, MT_OP_CALLOC, now, top, NULL, n, size, r, 0);
@@ -121,8 +121,7 @@ MT_EXPORT void *realloc(void *ptr, size_t size)
             return mt_g.real.realloc(ptr, size);
         }
     }
-    const uint64_t now = mt_now();
-    pages_at_end(now, ptr);
+    const uint64_t now = pages_at_end(t, mt_now_of(t), ptr);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.realloc(ptr, size);
     return rec_block(t, MT_OP_REALLOC, now, top, ptr, size, 0, r, 0);
@@ -144,8 +143,7 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
             return mt_g.real.reallocarray(ptr, n, size);
         }
     }
-    const uint64_t now = mt_now();
-    pages_at_end(now, ptr);
+    const uint64_t now = pages_at_end(t, mt_now_of(t), ptr);
     const uintptr_t top = heap_top();
     void *r = mt_g.real.reallocarray(ptr, n, size);
     return rec_block(t, MT_OP_REALLOCARRAY, now, top, ptr, n, size, r, 0);
@@ -164,7 +162,7 @@ MT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
                 return mt_g.real.name call_args;                                                                       \
             }                                                                                                          \
         }                                                                                                              \
-        const uint64_t now = mt_now();                                                                                 \
+        const uint64_t now = mt_now_of(t);                                                                             \
         const uintptr_t top = heap_top();                                                                              \
         void *r = mt_g.real.name call_args;                                                                            \
         return rec_block(t, op, now, top, NULL, n1, n2, r, 0);                                                         \
@@ -188,7 +186,7 @@ MT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
             return mt_g.real.posix_memalign(out, align, size);
         }
     }
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const uintptr_t top = heap_top();
     const int rc = mt_g.real.posix_memalign(out, align, size);
     rec_block(t, MT_OP_POSIX_MEMALIGN, now, top, NULL, align, size, rc == 0 ? *out : NULL, rc);
@@ -206,7 +204,7 @@ MT_EXPORT size_t malloc_usable_size(void *ptr)
         if (pass_through(t))
             return mt_g.real.malloc_usable_size(ptr);
     }
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const size_t n = mt_g.real.malloc_usable_size(ptr);
     if (MT_UNLIKELY(!rec_plain_fast(t, MT_OP_USABLE_SIZE, now, ptr, n, 0, 0)))
         mt_rec_plain_slow(MT_OP_USABLE_SIZE, now, ptr, n, 0, 0);
@@ -218,7 +216,7 @@ MT_EXPORT int mallopt(int param, int value)
     mt_thread_t *t = &mt_self;
     if (!mt_init() || !mt_g.real.mallopt)
         return 0;
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const int rc = mt_g.real.mallopt(param, value);
     if (pass_through(t))
         return rc;
@@ -233,7 +231,7 @@ MT_EXPORT int malloc_trim(size_t pad)
     mt_thread_t *t = &mt_self;
     if (!mt_init() || !mt_g.real.malloc_trim)
         return 0;
-    const uint64_t now = mt_now();
+    const uint64_t now = mt_now_of(t);
     const int rc = mt_g.real.malloc_trim(pad);
     if (pass_through(t))
         return rc;

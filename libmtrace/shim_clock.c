@@ -1,9 +1,23 @@
-/* The recorder's clock policy: which time source every recorded call reads (one read per call, the
- * time-stamp counter where there is one: mt_clock), and what one read costs on this machine,
- * measured once at start and stated in the trace header (MT_STR_CLOCK), where `mtrace info` shows
- * it. A counter that the hypervisor traps or emulates can cost a microsecond a read instead of
- * nanoseconds: the statement tells a trace taken on such a machine from one whose figures are
- * the program's own. */
+/* The recorder's clock policy: which time source the recorded calls read (the time-stamp counter
+ * where there is one: mt_clock), how often, and what one read costs on this machine, measured once
+ * at start and stated in the trace header (MT_STR_CLOCK), where `mtrace info` shows it. A counter
+ * that the hypervisor traps or emulates can cost a microsecond a read instead of nanoseconds: the
+ * statement tells a trace taken on such a machine from one whose figures are the program's own.
+ *
+ * How often. While the process has one thread, its calls are in order by their place in the
+ * thread's stream, and no other thread's records need their times to be put in order with them.
+ * Where a read is dear (CLOCK_CHEAP_NS or more; MTRACE_CLOCK_EVERY=K asks for it anywhere), the
+ * recorder then reads the clock every CLOCK_EVERY_ONE_THREAD calls while they come densely (less
+ * than CLOCK_DENSE_NS apart on average since the previous read), and the calls in between take the
+ * time of the latest read (mt_now_of); calls further apart read it each, as the read is then cheap
+ * beside the time between calls, and a program that makes few calls would lose their lifetimes in
+ * a read period. From the moment a second thread is made or seen (mt_clock_shared), every call
+ * reads the clock: the readers merge the threads' records by time, and the converter's order of a
+ * free and the malloc in another thread that gets the same address back starts from those times.
+ * What the coarser times cost: a block's lifetime is known to within one read period of its thread
+ * (under about 8 us where the calls were dense, more where a pause follows a dense stretch), and
+ * `--timing recorded` replays the calls between two reads back to back (bench/RESULTS.md, "A clock
+ * read every 8 calls"). */
 #define _GNU_SOURCE
 #include <stdio.h>
 
@@ -13,6 +27,15 @@
  * preemption or another tenant. 3 x 128 reads of each clock: about 30 us at start here. */
 #define CLOCK_PROBE_READS 128
 #define CLOCK_PROBE_ROUNDS 3
+
+/* Calls per clock read while the process has one thread, where a read costs CLOCK_CHEAP_NS or more,
+ * about what the rest of a call's record costs: there the read is most of the recorder's cost (a
+ * 16-vCPU Intel VM: +60 ns per call). Where it costs less, every call reads it by default: on the
+ * 2-vCPU AMD VM a read costs 11 to 12 ns, and reading every 8 calls saves 4 to 10 ns of +29 to +36
+ * per call but blurs the shortest lifetimes (MTRACE_CLOCK_EVERY=8 asks for it). */
+#define CLOCK_EVERY_ONE_THREAD 8
+#define CLOCK_CHEAP_NS 15.0
+#define CLOCK_DENSE_NS 1000u
 
 /* ns per read of the recorder's clock (tsc nonzero: mt_clock) or of CLOCK_MONOTONIC; inlined with a
  * constant `tsc`, so that each loop holds its clock's read and nothing else. */
@@ -33,13 +56,34 @@ static inline __attribute__((always_inline)) double per_read_ns(int tsc)
     return best;
 }
 
-size_t mt_clock_statement(char *buf, size_t cap)
+/* Chooses how often calls read the clock (mt_g.clock_skip) and writes the header's statement of it
+ * into buf; returns its length. At start, and again in a forked child, whose only thread is the one
+ * that forked: a process that has had a second thread keeps reading at every call. */
+size_t mt_clock_choose(char *buf, size_t cap)
 {
-    const double mono = per_read_ns(0);
+    const double mono = per_read_ns(0), own = MT_CLOCK_IS_TSC ? per_read_ns(1) : mono;
+    unsigned every = mt_g.opt.clock_every;
+    if (!every)
+        every = own >= CLOCK_CHEAP_NS ? CLOCK_EVERY_ONE_THREAD : 1;
+    if (atomic_load(&mt_g.next_thread) > 1) /* a second thread has been seen */
+        every = 1;
+    /* The counter's rate is not known yet (it is measured over the whole run, at the end): 3 GHz is
+     * close enough for a threshold. */
+    mt_g.clock_dense = MT_CLOCK_IS_TSC ? (3u * CLOCK_DENSE_NS) >> MT_TIME_SHIFT : CLOCK_DENSE_NS;
+    atomic_store_explicit(&mt_g.clock_skip, every - 1, memory_order_relaxed);
+    char reads[48] = "per-call";
+    if (every > 1)
+        snprintf(reads, sizeof reads, "every-%u-calls-while-one-thread", every);
     int n;
     if (MT_CLOCK_IS_TSC)
-        n = snprintf(buf, cap, "source=tsc reads=per-call tsc_ns=%.1f monotonic_ns=%.1f", per_read_ns(1), mono);
+        n = snprintf(buf, cap, "source=tsc reads=%s tsc_ns=%.1f monotonic_ns=%.1f", reads, own, mono);
     else
-        n = snprintf(buf, cap, "source=monotonic reads=per-call monotonic_ns=%.1f", mono);
+        n = snprintf(buf, cap, "source=monotonic reads=%s monotonic_ns=%.1f", reads, mono);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void mt_clock_shared(void)
+{
+    atomic_store_explicit(&mt_g.clock_skip, 0, memory_order_relaxed);
+    mt_self.clock_left = 0;
 }

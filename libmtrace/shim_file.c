@@ -300,7 +300,7 @@ static void write_header(void)
         p = put_str(p, end, MT_STR_HOST, u.nodename, strlen(u.nodename));
     p = put_str(p, end, MT_STR_PATH, mt_g.path, strlen(mt_g.path));
     char clock[128];
-    p = put_str(p, end, MT_STR_CLOCK, clock, mt_clock_statement(clock, sizeof clock));
+    p = put_str(p, end, MT_STR_CLOCK, clock, mt_clock_choose(clock, sizeof clock));
     memset(p, 0, 4);
     /* The magic goes last so that a reader never sees a half-written header as valid. */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -489,6 +489,10 @@ static int claim_chunk(mt_thread_t *t, uint64_t now)
 
 static void put_event(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len)
 {
+    if (now > t->clock_last) /* the thread's later calls take no earlier time (mt_now_of) */
+        t->clock_last = now;
+    t->clock_left = 0; /* and the next one reads the clock: after an event (a mapping of the program's,
+                        * a thread's start), a call may come long after the latest read */
     t->pos = mt_enc_event(&t->enc, t->pos, op, now, payload, len);
 }
 
@@ -497,7 +501,10 @@ static void put_event(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *
 
 uint32_t mt_next_thread_no(void)
 {
-    return atomic_fetch_add(&mt_g.next_thread, 1) + 1;
+    const uint32_t no = atomic_fetch_add(&mt_g.next_thread, 1) + 1;
+    if (no > 1) /* the process's second thread, made by our pthread_create or seen at its first call */
+        mt_clock_shared();
+    return no;
 }
 
 /* ---- the pages of ended threads ------------------------------------------------------------------

@@ -101,14 +101,20 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
                        r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
 }
 
-/* Before the call that ends glibc block p (free, realloc): its page evidence, when it is large. */
-static inline void pages_at_end(uint64_t now, const void *p)
+/* Before the call that ends glibc block p (free, realloc): its page evidence, when it is large.
+ * Returns the time of the call: `now`, or for a large block a fresh read (mt_now_fresh), so that an
+ * RSS sample due is taken while the block is still there, also where calls share the time of a
+ * read made several calls ago. */
+static inline uint64_t pages_at_end(mt_thread_t *t, uint64_t now, const void *p)
 {
     if (MT_UNLIKELY(p && mt_g.glibc)) {
         const size_t h = mt_glibc_chunk_word(p);
-        if (MT_UNLIKELY(mt_pages_wanted(h)))
+        if (MT_UNLIKELY(mt_pages_wanted(h))) {
+            now = mt_now_fresh(t);
             mt_pages_event(now, p, mt_glibc_usable(h), MT_PAGES_AT_END, 0);
+        }
     }
+    return now;
 }
 
 /* Passes "the call moved the heap top" to mt_rec_block_slow in its op argument, above the first byte. */
