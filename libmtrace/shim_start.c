@@ -55,6 +55,12 @@ static void thread_key_destructor(void *arg)
     t->busy = 0;
 }
 
+/* Before any fork: from now on pages may be shared with the child (mt_resident_pages). */
+static void fork_prepare(void)
+{
+    atomic_store_explicit(&mt_pages_forked, 1, memory_order_relaxed);
+}
+
 static void fork_child(void)
 {
     mt_self.busy = 2;
@@ -72,7 +78,7 @@ static void start_tracing(void)
     mt_g.paused = mt_g.opt.paused != 0;
     if (pthread_key_create(&mt_g.exit_key, thread_key_destructor) == 0)
         mt_g.exit_key_ok = 1;
-    pthread_atfork(NULL, NULL, fork_child);
+    pthread_atfork(fork_prepare, NULL, fork_child);
     if (mt_g.glibc) {
         sbrk(0); /* sets __curbrk if nothing did yet */
         void *const *curbrk = (void *const *)dlsym(RTLD_NEXT, "__curbrk");

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prog_util.h"
+
 #define MAX_LIVE 4096u
 
 static uint64_t rng_state;
@@ -36,19 +38,6 @@ static size_t large_size(void)
     /* about log-uniform over 64 KiB .. 4 MiB: a power of two from 2^16 to 2^21, plus up to as much */
     const size_t base = (size_t)65536 << (rnd() % 6);
     return base + (size_t)(rnd() % base);
-}
-
-static long hwm_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmHWM:", 6))
-            kb = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb;
 }
 
 static unsigned long arg(const char *s, const char *what, unsigned long max)
@@ -117,7 +106,7 @@ int main(int argc, char **argv)
                 memset(small[s], 1, 16);
         }
     }
-    printf("written_mib %.1f\npeak_rss_kb %ld\n", (double)written / 1048576.0, hwm_kb());
+    printf("written_mib %.1f\npeak_rss_kb %ld\n", (double)written / 1048576.0, status_kb("VmHWM:"));
     if (keep)
         return 0;
     for (unsigned k = 0; k < live; k++)

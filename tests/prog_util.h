@@ -4,9 +4,11 @@
 #ifndef MTRACE_PROG_UTIL_H
 #define MTRACE_PROG_UTIL_H
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +41,26 @@ static inline void flush_out(void)
         off += (size_t)n;
     }
     prog_outn = 0;
+}
+
+/* A "Key: N kB" line of /proc/self/status (key with its colon, e.g. "RssAnon:"), in KiB; -1 if it is
+ * missing. Read with read(2), without malloc. */
+static inline long status_kb(const char *key)
+{
+    static char buf[8192];
+    const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    for (ssize_t n; len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0;)
+        len += (size_t)n;
+    close(fd);
+    buf[len] = 0;
+    const size_t klen = strlen(key);
+    for (const char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, klen))
+            return strtol(line + klen, NULL, 10);
+    return -1;
 }
 
 /* Holds what the program has for 60 ms, so that the recorder's RSS samples (every 10 ms) see it. */
