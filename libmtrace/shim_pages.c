@@ -61,7 +61,7 @@ struct mt_page_region {
 #define MT_PAGE_IS_PFNZERO (1u << 5)
 #define SCAN_REGIONS 16u
 
-static atomic_int scan_missing; /* PAGEMAP_SCAN failed once: the kernel has none */
+static atomic_int scan_missing; /* the kernel has no PAGEMAP_SCAN */
 
 /* Of the n pages at lo, those mapped to the zero page; UINT64_MAX if PAGEMAP_SCAN fails. */
 static uint64_t zero_pages(int fd, uintptr_t lo, uint64_t n)
@@ -114,7 +114,8 @@ static uint64_t written_pages(int fd, uintptr_t a, uint64_t np, uint64_t step)
         const uint64_t zero = zero_pages(fd, a, np);
         if (zero != UINT64_MAX)
             return zero < step ? step - zero : 0;
-        atomic_store_explicit(&scan_missing, 1, memory_order_relaxed);
+        if (errno == ENOTTY) /* a kernel before 6.7: no such ioctl on pagemap */
+            atomic_store_explicit(&scan_missing, 1, memory_order_relaxed);
     }
     if (atomic_load_explicit(&mt_pages_forked, memory_order_relaxed))
         return step;
