@@ -557,41 +557,6 @@ static inline int get_uvarint_unchecked(const uint8_t **pp, uint64_t *out)
     return 0;
 }
 
-/* Decoding stops at a record that runs past the bytes present: in a cut file or a chunk being
- * written that is the end, not damage. Inside a sealed, complete chunk it is damage. */
-#define GET_U(dst)                                                                                                     \
-    do {                                                                                                               \
-        uint64_t v_;                                                                                                   \
-        if ((unchecked ? get_uvarint_unchecked(&q, &v_) : mt_get_uvarint(&q, c->end, &v_)) < 0)                        \
-            goto short_record;                                                                                         \
-        (dst) = v_;                                                                                                    \
-    } while (0)
-#define GET_S(dst)                                                                                                     \
-    do {                                                                                                               \
-        uint64_t u_;                                                                                                   \
-        GET_U(u_);                                                                                                     \
-        (dst) = mt_unzigzag(u_);                                                                                       \
-    } while (0)
-/* A pointer field in the syntax of the file's version (see mt_put_ptr). */
-#define GET_PTR(dst)                                                                                                   \
-    do {                                                                                                               \
-        uint64_t u_;                                                                                                   \
-        GET_U(u_);                                                                                                     \
-        if (v1) {                                                                                                      \
-            c->prev_ptr += (uint64_t)mt_unzigzag(u_);                                                                  \
-        } else {                                                                                                       \
-            c->prev_ptr = mt_ptr_v2(c->prev_ptr, u_);                                                                  \
-            if (u_ & 1) {                                                                                              \
-                if (!unchecked && q >= c->end)                                                                         \
-                    goto short_record;                                                                                 \
-                if (!mt_ptr_low_ok(*q))                                                                                \
-                    return bad_low_bits(c, q, err);                                                                    \
-                c->prev_ptr |= *q++;                                                                                   \
-            }                                                                                                          \
-        }                                                                                                              \
-        (dst) = c->prev_ptr;                                                                                           \
-    } while (0)
-
 static __attribute__((noinline, cold)) int bad_low_bits(const mt_cursor_t *c, const uint8_t *q, mt_error_t *err)
 {
     return mt_errorf(err, -EINVAL, c->trace->path, c->base_offset + (uint64_t)(q - c->buf),
@@ -629,149 +594,323 @@ static inline int is_opcode(const mt_trace_t *t, unsigned op)
     return (t->opcodes >> op) & 1;
 }
 
-/* The record at c->p, which is present and not the end marker. `unchecked`: at least
- * MT_MAX_CALL_RECORD bytes are present, so no varint of a call record, nor an event's time and
- * length, can run past them; only an event's payload is checked. Inlined twice with a constant. */
-static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *restrict c, mt_record_t *restrict r,
-                                                               mt_error_t *err, const int unchecked)
+/* ---- one record: decode_record, and a function per part of a record (doc/trace-format.md) ------ */
+
+/* How decoding a part of a record went: DEC_OK; DEC_SHORT, the record runs past the bytes present
+ * (short_record says what that means); or negative, damage (err says). */
+enum { DEC_OK = 0, DEC_SHORT = 1 };
+
+/* The record being decoded and how to read it. The functions that take it are always inlined into
+ * decode_record, itself inlined twice (unchecked and checked), so that it lives in registers and
+ * `unchecked` is a constant: they cost no more instructions per record than the one function they
+ * replace (bench/RESULTS.md). */
+typedef struct rec_in {
+    mt_cursor_t *c;
+    const uint8_t *q; /* the next byte */
+    mt_error_t *err;
+    int v1;        /* pointers in the syntax of version 1 */
+    int unchecked; /* see decode_record */
+} rec_in_t;
+
+/* The file offset of the record being decoded, which errors name: c->p moves past it only once it
+ * is decoded. Worked out again where an error needs it, so that it is not one more value to keep
+ * through the decoding. */
+static inline uint64_t record_offset(const mt_cursor_t *c)
 {
-    const mt_trace_t *t = c->trace;
-    const uint8_t *q = c->p;
-    const uint64_t off = c->base_offset + (uint64_t)(q - c->buf);
-    const uint64_t saved_ptr = c->prev_ptr;
-    const int v1 = t->hdr.version < 2;
-    clear_record(r);
-    r->offset = off;
-    const uint8_t b0 = *q++;
-    const unsigned op = b0 & MT_RF_OPMASK;
-    r->op = (uint8_t)op;
-    if (!is_opcode(t, op))
-        return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
-    int64_t dt;
-    if (op >= MT_FIRST_EVENT) {
-        if (b0 & ~MT_RF_OPMASK)
-            return mt_errorf(err, -EINVAL, t->path, off, "event record 0x%02x carries call flags", b0);
-        GET_S(dt);
-        uint64_t len;
-        GET_U(len);
-        if (len > (uint64_t)(c->end - q))
-            goto short_record;
-        r->time = c->prev_time + (uint64_t)dt;
-        r->data = q;
-        r->len = (uint32_t)len;
-        const uint8_t *pq = q, *pend = q + len;
-        q += len;
-        if (op != MT_EV_MARK && op != MT_EV_EXEC && op != MT_EV_STACK && op != MT_EV_MODULE) {
-            while (pq < pend && r->nargs < 4) {
-                uint64_t v;
-                if (mt_get_uvarint(&pq, pend, &v) < 0)
-                    return mt_errorf(err, -EINVAL, t->path, off, "bad varint in %s event payload", mt_op_name(op));
-                r->arg[r->nargs++] = (int64_t)v;
-            }
-        }
+    return c->base_offset + (uint64_t)(c->p - c->buf);
+}
+
+/* A uvarint field: DEC_SHORT where it runs past the bytes present (then *out and in->q are left as
+ * they were). Decoded into a local and stored once, as the macro it replaces did: a store on each
+ * of the varint decoder's exits cost instructions. */
+static inline __attribute__((always_inline)) int get_u(rec_in_t *in, uint64_t *out)
+{
+    const uint8_t *q = in->q;
+    uint64_t v;
+    if ((in->unchecked ? get_uvarint_unchecked(&q, &v) : mt_get_uvarint(&q, in->c->end, &v)) < 0)
+        return DEC_SHORT;
+    in->q = q;
+    *out = v;
+    return DEC_OK;
+}
+
+/* An svarint field (zigzag). */
+static inline __attribute__((always_inline)) int get_s(rec_in_t *in, int64_t *out)
+{
+    uint64_t u;
+    if (get_u(in, &u) != DEC_OK)
+        return DEC_SHORT;
+    *out = mt_unzigzag(u);
+    return DEC_OK;
+}
+
+/* A pointer field in the syntax of the file's version (see mt_put_ptr), after the chunk's previous
+ * one. Version 2's low-bits byte must be 1 to 15. */
+static inline __attribute__((always_inline)) int get_ptr(rec_in_t *in, uint64_t *out)
+{
+    mt_cursor_t *c = in->c;
+    uint64_t u;
+    if (get_u(in, &u) != DEC_OK)
+        return DEC_SHORT;
+    if (in->v1) {
+        c->prev_ptr += (uint64_t)mt_unzigzag(u);
     } else {
-        if (b0 & MT_RF_EXT) {
-            if (!unchecked && q >= c->end)
-                goto short_record;
-            const uint8_t ext = *q++;
-            if (ext & ~(MT_XF_HEAP_GREW | MT_XF_STACK))
-                return mt_errorf(err, -EINVAL, t->path, off + 1, "unknown extension flags 0x%02x", ext);
-            if (ext & MT_XF_HEAP_GREW)
-                r->flags |= MT_FLAG_HEAP_GREW;
-            if (ext & MT_XF_STACK)
-                r->flags |= MT_FLAG_STACK;
-        }
-        if (b0 & MT_RF_NULL)
-            r->flags |= MT_FLAG_NULL;
-        if (b0 & MT_RF_MMAPPED)
-            r->flags |= MT_FLAG_MMAPPED;
-        GET_S(dt);
-        r->time = c->prev_time + (uint64_t)dt;
-        int block = 1;
-        switch (op) {
-        case MT_OP_MALLOC:
-        case MT_OP_VALLOC:
-        case MT_OP_PVALLOC:
-            GET_U(r->size);
-            break;
-        case MT_OP_CALLOC:
-            GET_U(r->count);
-            GET_U(r->size);
-            break;
-        case MT_OP_REALLOC:
-            GET_PTR(r->ptr);
-            GET_U(r->size);
-            break;
-        case MT_OP_REALLOCARRAY:
-            GET_PTR(r->ptr);
-            GET_U(r->count);
-            GET_U(r->size);
-            break;
-        case MT_OP_MEMALIGN:
-        case MT_OP_ALIGNED_ALLOC:
-        case MT_OP_POSIX_MEMALIGN:
-            GET_U(r->align);
-            GET_U(r->size);
-            break;
-        case MT_OP_FREE:
-            GET_PTR(r->ptr);
-            block = 0;
-            break;
-        case MT_OP_USABLE_SIZE:
-            GET_PTR(r->ptr);
-            GET_U(r->size);
-            block = 0;
-            break;
-        case MT_OP_MALLOPT:
-            GET_S(r->arg[0]);
-            GET_S(r->arg[1]);
-            GET_S(r->arg[2]);
-            r->nargs = 3;
-            block = 0;
-            break;
-        case MT_OP_MALLOC_TRIM: {
-            uint64_t pad;
-            GET_U(pad);
-            r->arg[0] = (int64_t)pad;
-            GET_S(r->arg[1]);
-            r->nargs = 2;
-            block = 0;
-            break;
-        }
-        default:
-            return mt_errorf(err, -EINVAL, t->path, off, "expected a record opcode, found 0x%02x", b0);
-        }
-        if (block && !(b0 & MT_RF_NULL)) {
-            GET_PTR(r->result);
-            int64_t slack;
-            GET_S(slack);
-            r->usable = mt_requested(op, r->count, r->size) + (uint64_t)slack;
-        } else if (op == MT_OP_POSIX_MEMALIGN) {
-            uint64_t e;
-            GET_U(e);
-            r->arg[0] = (int64_t)e;
-            r->nargs = 1;
-        } else if (!block && (b0 & (MT_RF_NULL | MT_RF_MMAPPED))) {
-            return mt_errorf(err, -EINVAL, t->path, off, "%s record 0x%02x carries block flags", mt_op_name(op), b0);
-        }
-        if (r->flags & MT_FLAG_STACK) {
-            uint64_t id;
-            GET_U(id);
-            r->stack = (uint32_t)id;
+        c->prev_ptr = mt_ptr_v2(c->prev_ptr, u);
+        if (u & 1) {
+            if (!in->unchecked && in->q >= c->end)
+                return DEC_SHORT;
+            if (!mt_ptr_low_ok(*in->q))
+                return bad_low_bits(c, in->q, in->err);
+            c->prev_ptr |= *in->q++;
         }
     }
-    c->prev_time = r->time;
-    c->p = q;
-    return 1;
+    *out = c->prev_ptr;
+    return DEC_OK;
+}
 
-short_record:
+/* The fields of a block call before its result, in their order in the record: the old pointer
+ * (realloc, reallocarray), the alignment (memalign, posix_memalign, aligned_alloc), the count
+ * (calloc, reallocarray), then the size (all of them). */
+enum { BF_PTR = 1, BF_ALIGN = 2, BF_COUNT = 4 };
+
+static inline __attribute__((always_inline)) int decode_block_args(rec_in_t *in, mt_record_t *r, const unsigned fields)
+{
+    int rc;
+    if ((fields & BF_PTR) && (rc = get_ptr(in, &r->ptr)) != DEC_OK)
+        return rc;
+    if ((fields & BF_ALIGN) && get_u(in, &r->align) != DEC_OK)
+        return DEC_SHORT;
+    if ((fields & BF_COUNT) && get_u(in, &r->count) != DEC_OK)
+        return DEC_SHORT;
+    return get_u(in, &r->size);
+}
+
+/* What a call that returned a block returned, after its fields: the block and its slack (usable
+ * less requested bytes), or with MT_RF_NULL no block, and for posix_memalign the error number. */
+static inline __attribute__((always_inline)) int decode_block_result(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    const unsigned op = b0 & MT_RF_OPMASK;
+    if (!(b0 & MT_RF_NULL)) {
+        const int rc = get_ptr(in, &r->result);
+        if (rc != DEC_OK)
+            return rc;
+        int64_t slack;
+        if (get_s(in, &slack) != DEC_OK)
+            return DEC_SHORT;
+        r->usable = mt_requested(op, r->count, r->size) + (uint64_t)slack;
+    } else if (op == MT_OP_POSIX_MEMALIGN) {
+        uint64_t e;
+        if (get_u(in, &e) != DEC_OK)
+            return DEC_SHORT;
+        r->arg[0] = (int64_t)e;
+        r->nargs = 1;
+    }
+    return DEC_OK;
+}
+
+/* A call that returns no block carries no flag of one. Tested after its fields: a record that runs
+ * past the bytes present is the end of them, whatever its flags. */
+static inline __attribute__((always_inline)) int check_no_block_flags(const rec_in_t *in, const uint8_t b0)
+{
+    if (b0 & (MT_RF_NULL | MT_RF_MMAPPED))
+        return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c),
+                         "%s record 0x%02x carries block flags", mt_op_name(b0 & MT_RF_OPMASK), b0);
+    return DEC_OK;
+}
+
+/* free: the pointer; malloc_usable_size (`has_size`): the pointer and the value returned. */
+static inline __attribute__((always_inline)) int decode_free_call(rec_in_t *in, mt_record_t *r, const uint8_t b0,
+                                                                  const int has_size)
+{
+    const int rc = get_ptr(in, &r->ptr);
+    if (rc != DEC_OK)
+        return rc;
+    if (has_size && get_u(in, &r->size) != DEC_OK)
+        return DEC_SHORT;
+    return check_no_block_flags(in, b0);
+}
+
+/* mallopt: param, value and the value returned, svarints, in arg[0..2]. */
+static inline __attribute__((always_inline)) int decode_mallopt(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    if (get_s(in, &r->arg[0]) != DEC_OK || get_s(in, &r->arg[1]) != DEC_OK || get_s(in, &r->arg[2]) != DEC_OK)
+        return DEC_SHORT;
+    r->nargs = 3;
+    return check_no_block_flags(in, b0);
+}
+
+/* malloc_trim: pad (a uvarint) and the value returned (an svarint), in arg[0..1]. */
+static inline __attribute__((always_inline)) int decode_malloc_trim(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    uint64_t pad;
+    if (get_u(in, &pad) != DEC_OK)
+        return DEC_SHORT;
+    r->arg[0] = (int64_t)pad;
+    if (get_s(in, &r->arg[1]) != DEC_OK)
+        return DEC_SHORT;
+    r->nargs = 2;
+    return check_no_block_flags(in, b0);
+}
+
+/* The fields of a call record after its time, by opcode: those of a block call, then what it
+ * returned (one decode_block_result for all of them); those of the others. */
+static inline __attribute__((always_inline)) int decode_call_fields(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    int rc;
+    switch (b0 & MT_RF_OPMASK) {
+    case MT_OP_MALLOC:
+    case MT_OP_VALLOC:
+    case MT_OP_PVALLOC:
+        rc = decode_block_args(in, r, 0);
+        break;
+    case MT_OP_CALLOC:
+        rc = decode_block_args(in, r, BF_COUNT);
+        break;
+    case MT_OP_REALLOC:
+        rc = decode_block_args(in, r, BF_PTR);
+        break;
+    case MT_OP_REALLOCARRAY:
+        rc = decode_block_args(in, r, BF_PTR | BF_COUNT);
+        break;
+    case MT_OP_MEMALIGN:
+    case MT_OP_ALIGNED_ALLOC:
+    case MT_OP_POSIX_MEMALIGN:
+        rc = decode_block_args(in, r, BF_ALIGN);
+        break;
+    case MT_OP_FREE:
+        return decode_free_call(in, r, b0, 0);
+    case MT_OP_USABLE_SIZE:
+        return decode_free_call(in, r, b0, 1);
+    case MT_OP_MALLOPT:
+        return decode_mallopt(in, r, b0);
+    case MT_OP_MALLOC_TRIM:
+        return decode_malloc_trim(in, r, b0);
+    default:
+        return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c),
+                         "expected a record opcode, found 0x%02x", b0);
+    }
+    return rc != DEC_OK ? rc : decode_block_result(in, r, b0);
+}
+
+/* A call's extension flags byte (MT_RF_EXT). */
+static inline __attribute__((always_inline)) int decode_ext_flags(rec_in_t *in, mt_record_t *r)
+{
+    if (!in->unchecked && in->q >= in->c->end)
+        return DEC_SHORT;
+    const uint8_t ext = *in->q++;
+    if (ext & ~(MT_XF_HEAP_GREW | MT_XF_STACK))
+        return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c) + 1,
+                         "unknown extension flags 0x%02x", ext);
+    if (ext & MT_XF_HEAP_GREW)
+        r->flags |= MT_FLAG_HEAP_GREW;
+    if (ext & MT_XF_STACK)
+        r->flags |= MT_FLAG_STACK;
+    return DEC_OK;
+}
+
+/* A call record after its first byte b0: the extension flags, the time delta, the fields of its
+ * opcode, and the stack id where the extension flags say one follows. */
+static inline __attribute__((always_inline)) int decode_call(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    int rc;
+    if ((b0 & MT_RF_EXT) && (rc = decode_ext_flags(in, r)) != DEC_OK)
+        return rc;
+    if (b0 & MT_RF_NULL)
+        r->flags |= MT_FLAG_NULL;
+    if (b0 & MT_RF_MMAPPED)
+        r->flags |= MT_FLAG_MMAPPED;
+    int64_t dt;
+    if (get_s(in, &dt) != DEC_OK)
+        return DEC_SHORT;
+    r->time = in->c->prev_time + (uint64_t)dt;
+    if ((rc = decode_call_fields(in, r, b0)) != DEC_OK)
+        return rc;
+    if (r->flags & MT_FLAG_STACK) {
+        uint64_t id;
+        if (get_u(in, &id) != DEC_OK)
+            return DEC_SHORT;
+        r->stack = (uint32_t)id;
+    }
+    return DEC_OK;
+}
+
+/* Up to four varints of an event's payload, [r->data, in->q), into arg[]. */
+static inline __attribute__((always_inline)) int decode_event_args(const rec_in_t *in, mt_record_t *r,
+                                                                   const unsigned op)
+{
+    const uint8_t *pq = r->data, *pend = in->q;
+    while (pq < pend && r->nargs < 4) {
+        uint64_t v;
+        if (mt_get_uvarint(&pq, pend, &v) < 0)
+            return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c),
+                             "bad varint in %s event payload", mt_op_name(op));
+        r->arg[r->nargs++] = (int64_t)v;
+    }
+    return DEC_OK;
+}
+
+/* An event record after its first byte b0: the time delta, the payload's length, the payload. The
+ * payload is bytes for MARK and EXEC, the layouts of "Callsites" for STACK and MODULE (read by
+ * mt_decode_stack and mt_decode_module), and varints, read into arg[], for the others. */
+static inline __attribute__((always_inline)) int decode_event(rec_in_t *in, mt_record_t *r, const uint8_t b0)
+{
+    const unsigned op = b0 & MT_RF_OPMASK;
+    if (b0 & ~MT_RF_OPMASK)
+        return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c),
+                         "event record 0x%02x carries call flags", b0);
+    int64_t dt;
+    uint64_t len;
+    if (get_s(in, &dt) != DEC_OK || get_u(in, &len) != DEC_OK || len > (uint64_t)(in->c->end - in->q))
+        return DEC_SHORT;
+    r->time = in->c->prev_time + (uint64_t)dt;
+    r->data = in->q;
+    r->len = (uint32_t)len;
+    in->q += len;
+    if (op == MT_EV_MARK || op == MT_EV_EXEC || op == MT_EV_STACK || op == MT_EV_MODULE)
+        return DEC_OK;
+    return decode_event_args(in, r, op);
+}
+
+/* The record at c->p runs past the bytes present: in a cut file or a chunk being written that is the
+ * end, not damage; inside a sealed, complete chunk it is damage. The pointer base goes back to what
+ * it was before the record. */
+static __attribute__((noinline, cold)) int short_record(mt_cursor_t *c, uint64_t saved_ptr, mt_error_t *err)
+{
+    const unsigned op = *c->p & MT_RF_OPMASK;
     c->prev_ptr = saved_ptr;
     if (c->unread)
         return 2; /* the rest of the chunk is still to read: read it, and decode this record again */
     if (c->sealed && c->complete)
-        return mt_errorf(err, -EINVAL, t->path, off, "%s record runs past the end of its sealed chunk", mt_op_name(op));
+        return mt_errorf(err, -EINVAL, c->trace->path, record_offset(c),
+                         "%s record runs past the end of its sealed chunk", mt_op_name(op));
     c->end = c->p; /* the cut or the crash ended the chunk here */
     return 0;
+}
+
+/* The record at c->p, which is present and not the end marker: 1, the record is in r; 2 or 0 where
+ * it runs past the bytes present (short_record); negative on damage (err says). `unchecked`: at
+ * least MT_MAX_CALL_RECORD bytes are present, so no varint of a call record, nor an event's time
+ * and length, can run past them; only an event's payload is checked. Inlined twice with a
+ * constant. */
+static inline __attribute__((always_inline)) int decode_record(mt_cursor_t *restrict c, mt_record_t *restrict r,
+                                                               mt_error_t *err, const int unchecked)
+{
+    const mt_trace_t *t = c->trace;
+    rec_in_t in = { .c = c, .q = c->p, .err = err, .v1 = t->hdr.version < 2, .unchecked = unchecked };
+    const uint64_t saved_ptr = c->prev_ptr;
+    clear_record(r);
+    r->offset = record_offset(c);
+    const uint8_t b0 = *in.q++;
+    const unsigned op = b0 & MT_RF_OPMASK;
+    r->op = (uint8_t)op;
+    if (!is_opcode(t, op))
+        return mt_errorf(err, -EINVAL, t->path, record_offset(c), "expected a record opcode, found 0x%02x", b0);
+    const int rc = op >= MT_FIRST_EVENT ? decode_event(&in, r, b0) : decode_call(&in, r, b0);
+    if (rc != DEC_OK)
+        return rc < 0 ? rc : short_record(c, saved_ptr, err);
+    c->prev_time = r->time;
+    c->p = in.q;
+    return 1;
 }
 
 /* Reads the rest of an unsealed raw chunk, after the bytes read so far. 0, or negative (err says). */

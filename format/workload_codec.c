@@ -87,138 +87,217 @@ static inline void clear_rec(mt_wl_rec_t *r)
 /* The most bytes an op other than a mark takes: its byte and up to six varints of 10 bytes. */
 #define MT_WL_OP_MAX_BYTES (1 + 6 * 10)
 
-/* One op's decoding, written once and compiled twice: `checked` tests every byte against `end`;
- * unchecked, the caller has made sure MT_WL_OP_MAX_BYTES are left (a mark's data is checked
- * either way). Per op in a replay the checks cost more than the decoding (callgrind: 102
- * instructions per op checked). */
-static inline __attribute__((always_inline)) int decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r,
-                                                           uint64_t *prev_ns, const int checked)
+/* The op being decoded and how to read it. The functions that take it are always inlined into
+ * decode_op, itself compiled twice (checked and unchecked), so that it lives in registers and
+ * `checked` is a constant: they cost no more instructions per op than the one function they
+ * replace (bench/RESULTS.md). Each returns 0, or -1 for an op that is damaged or cut. */
+typedef struct op_in {
+    const uint8_t *p; /* the next byte */
+    const uint8_t *end;
+    int checked; /* see decode_op */
+} op_in_t;
+
+/* A uvarint field; -1 where it is longer than 10 bytes or runs past the data (then *out and in->p are
+ * left as they were). */
+static inline __attribute__((always_inline)) int get_field(op_in_t *in, uint64_t *out)
 {
-    const uint8_t *p = *pp;
-    if (p >= end)
+    const uint8_t *p = in->p;
+    uint64_t v;
+    if ((in->checked ? mt_get_uvarint(&p, in->end, &v) : get_uvarint_unchecked(&p, &v)) < 0)
         return -1;
-    clear_rec(r);
-    r->op = *p++;
-    uint64_t dt, v;
-#define GET(out) (checked ? mt_get_uvarint(&p, end, (out)) : get_uvarint_unchecked(&p, (out)))
-    if (GET(&dt) < 0)
-        return -1;
-    r->time_ns = *prev_ns + dt;
-#define U(dst)                                                                                                         \
-    do {                                                                                                               \
-        if (GET(&v) < 0)                                                                                               \
-            return -1;                                                                                                 \
-        (dst) = v;                                                                                                     \
-    } while (0)
-    switch (r->op) {
-    case MT_WL_MALLOC:
-    case MT_WL_VALLOC:
-    case MT_WL_PVALLOC:
-        U(r->slot);
-        U(r->size);
-        break;
-    case MT_WL_CALLOC:
-        U(r->slot);
-        U(r->count);
-        U(r->size);
-        break;
-    case MT_WL_REALLOC:
-        U(r->slot);
-        U(r->slot2);
-        U(r->size);
-        if (r->slot)
-            U(r->old_size);
-        break;
-    case MT_WL_REALLOCARRAY:
-        U(r->slot);
-        U(r->slot2);
-        U(r->count);
-        U(r->size);
-        if (r->slot)
-            U(r->old_size);
-        break;
-    case MT_WL_MEMALIGN:
-    case MT_WL_POSIX_MEMALIGN:
-    case MT_WL_ALIGNED_ALLOC:
-        U(r->slot);
-        U(r->align);
-        U(r->size);
-        break;
-    case MT_WL_FREE:
-        U(r->slot);
-        if (r->slot)
-            U(r->old_size);
-        break;
-    case MT_WL_USABLE_SIZE:
-        U(r->slot);
-        break;
-    case MT_WL_MALLOPT:
-        U(v);
-        r->a = mt_unzigzag(v);
-        U(v);
-        r->b = mt_unzigzag(v);
-        break;
-    case MT_WL_MALLOC_TRIM:
-        U(r->size);
-        break;
-    case MT_WL_WAIT:
-        U(v);
-        if (v > UINT32_MAX)
-            return -1;
-        r->thread = (uint32_t)v;
-        U(r->n);
-        break;
-    case MT_WL_RSS:
-        U(r->rss_kb);
-        U(r->vm_kb);
-        break;
-    case MT_WL_MARK:
-        U(v);
-        if (v > (uint64_t)(end - p))
-            return -1;
-        r->data = p;
-        r->len = (uint32_t)v;
-        p += v;
-        break;
-    case MT_WL_MMAP:
-        U(r->slot);
-        U(r->size);
-        break;
-    case MT_WL_MUNMAP:
-        U(r->slot);
-        U(r->n);
-        U(r->size);
-        U(v);
-        if (v > 1)
-            return -1;
-        r->a = (int64_t)v;
-        break;
-    case MT_WL_MADVISE:
-        U(r->slot);
-        U(r->n);
-        U(r->size);
-        U(v);
-        if (v > INT32_MAX)
-            return -1;
-        r->a = (int64_t)v;
-        U(r->count);
-        break;
-    case MT_WL_THREAD_START:
-    case MT_WL_THREAD_EXIT:
-        break; /* no fields */
-    default:
-        return -1; /* not an op */
-    }
-#undef U
-#undef GET
-    *prev_ns = r->time_ns;
-    *pp = p;
+    in->p = p;
+    *out = v;
     return 0;
 }
 
-/* Decodes one op at *pp; 0 on success, -1 if damaged or cut. An op byte that is not an op falls to
- * the switch's default: the replay decodes every op, and a look-up in the name table before the
- * switch cost its loop 2-3 ns of about 15 per op. */
+/* The fields of an op that calls an allocating function, in their order: the old slot and the
+ * new (realloc, reallocarray), or the one slot (the others); the alignment (memalign,
+ * posix_memalign, aligned_alloc); the count (calloc, reallocarray); the size (all of them). */
+enum { WF_SLOT2 = 1, WF_ALIGN = 2, WF_COUNT = 4 };
+
+/* An allocating op's `fields` (WF_*), then for a realloc of a block (old slot not 0) that block's
+ * old size. */
+static inline __attribute__((always_inline)) int decode_block_op(op_in_t *in, mt_wl_rec_t *r, const unsigned fields)
+{
+    if (get_field(in, &r->slot) < 0)
+        return -1;
+    if ((fields & WF_SLOT2) && get_field(in, &r->slot2) < 0)
+        return -1;
+    if ((fields & WF_ALIGN) && get_field(in, &r->align) < 0)
+        return -1;
+    if ((fields & WF_COUNT) && get_field(in, &r->count) < 0)
+        return -1;
+    if (get_field(in, &r->size) < 0)
+        return -1;
+    if ((fields & WF_SLOT2) && r->slot)
+        return get_field(in, &r->old_size);
+    return 0;
+}
+
+/* free (`has_old_size`): the slot, then the block's old size where the slot is not 0 (free(NULL));
+ * malloc_usable_size: the slot. */
+static inline __attribute__((always_inline)) int decode_free_op(op_in_t *in, mt_wl_rec_t *r, const int has_old_size)
+{
+    if (get_field(in, &r->slot) < 0)
+        return -1;
+    if (has_old_size && r->slot)
+        return get_field(in, &r->old_size);
+    return 0;
+}
+
+/* mallopt: param and value, zigzagged, in a and b. */
+static inline __attribute__((always_inline)) int decode_mallopt(op_in_t *in, mt_wl_rec_t *r)
+{
+    uint64_t v;
+    if (get_field(in, &v) < 0)
+        return -1;
+    r->a = mt_unzigzag(v);
+    if (get_field(in, &v) < 0)
+        return -1;
+    r->b = mt_unzigzag(v);
+    return 0;
+}
+
+/* wait: the thread awaited (below 2^32) and its op count. */
+static inline __attribute__((always_inline)) int decode_wait(op_in_t *in, mt_wl_rec_t *r)
+{
+    uint64_t v;
+    if (get_field(in, &v) < 0)
+        return -1;
+    if (v > UINT32_MAX)
+        return -1;
+    r->thread = (uint32_t)v;
+    return get_field(in, &r->n);
+}
+
+/* rss: resident and virtual KiB. */
+static inline __attribute__((always_inline)) int decode_rss(op_in_t *in, mt_wl_rec_t *r)
+{
+    if (get_field(in, &r->rss_kb) < 0)
+        return -1;
+    return get_field(in, &r->vm_kb);
+}
+
+/* mark: the label's length, then its bytes, which must end by the end of the data (checked or
+ * unchecked). */
+static inline __attribute__((always_inline)) int decode_mark(op_in_t *in, mt_wl_rec_t *r)
+{
+    uint64_t v;
+    if (get_field(in, &v) < 0)
+        return -1;
+    if (v > (uint64_t)(in->end - in->p))
+        return -1;
+    r->data = in->p;
+    r->len = (uint32_t)v;
+    in->p += v;
+    return 0;
+}
+
+/* An op on the program's own mappings (`op`, a constant). mmap: slot, size. munmap: slot, offset n,
+ * size, and a: 1 where none of the mapping is left (else 0). madvise: slot, offset n, size, advice a
+ * (at most 2^31 - 1), the pages in count. */
+static inline __attribute__((always_inline)) int decode_mapping_op(op_in_t *in, mt_wl_rec_t *r, const unsigned op)
+{
+    uint64_t v;
+    if (get_field(in, &r->slot) < 0)
+        return -1;
+    if (op == MT_WL_MMAP)
+        return get_field(in, &r->size);
+    if (get_field(in, &r->n) < 0 || get_field(in, &r->size) < 0 || get_field(in, &v) < 0)
+        return -1;
+    if (v > (op == MT_WL_MUNMAP ? 1 : INT32_MAX))
+        return -1;
+    r->a = (int64_t)v;
+    return op == MT_WL_MADVISE ? get_field(in, &r->count) : 0;
+}
+
+/* The fields of an op that is not a call (r->op is op): thread_start and thread_exit have none. */
+static inline __attribute__((always_inline)) int decode_other_op(op_in_t *in, mt_wl_rec_t *r, const unsigned op)
+{
+    switch (op) {
+    case MT_WL_THREAD_START:
+    case MT_WL_THREAD_EXIT:
+        return 0;
+    case MT_WL_WAIT:
+        return decode_wait(in, r);
+    case MT_WL_RSS:
+        return decode_rss(in, r);
+    case MT_WL_MARK:
+        return decode_mark(in, r);
+    case MT_WL_MMAP:
+        return decode_mapping_op(in, r, MT_WL_MMAP);
+    case MT_WL_MUNMAP:
+        return decode_mapping_op(in, r, MT_WL_MUNMAP);
+    case MT_WL_MADVISE:
+        return decode_mapping_op(in, r, MT_WL_MADVISE);
+    default:
+        return -1; /* not an op */
+    }
+}
+
+/* The fields of an op after its time (r->op is op): a call of the allocator's (ops 1 to
+ * MT_WL_LAST_CALL), or another op. An op byte that is not an op falls to a switch's default: the
+ * replay decodes every op, and a look-up in the name table first cost its loop 2-3 ns of about 15
+ * per op. The calls are told from the others by one compare, where the switch over every op had
+ * its range check: a switch of the calls whose default went on to the other ops kept the op byte
+ * past its jump, an instruction more per op. */
+static inline __attribute__((always_inline)) int decode_op_fields(op_in_t *in, mt_wl_rec_t *r, const unsigned op)
+{
+    if (op > MT_WL_LAST_CALL)
+        return decode_other_op(in, r, op);
+    switch (op) {
+    case MT_WL_MALLOC:
+    case MT_WL_VALLOC:
+    case MT_WL_PVALLOC:
+        return decode_block_op(in, r, 0);
+    case MT_WL_CALLOC:
+        return decode_block_op(in, r, WF_COUNT);
+    case MT_WL_REALLOC:
+        return decode_block_op(in, r, WF_SLOT2);
+    case MT_WL_REALLOCARRAY:
+        return decode_block_op(in, r, WF_SLOT2 | WF_COUNT);
+    case MT_WL_MEMALIGN:
+    case MT_WL_POSIX_MEMALIGN:
+    case MT_WL_ALIGNED_ALLOC:
+        return decode_block_op(in, r, WF_ALIGN);
+    case MT_WL_FREE:
+        return decode_free_op(in, r, 1);
+    case MT_WL_USABLE_SIZE:
+        return decode_free_op(in, r, 0);
+    case MT_WL_MALLOPT:
+        return decode_mallopt(in, r);
+    case MT_WL_MALLOC_TRIM:
+        return get_field(in, &r->size); /* the pad */
+    default:
+        return -1; /* not an op */
+    }
+}
+
+/* One op's decoding, written once and compiled twice: `checked` tests every byte against `end`;
+ * unchecked, the caller has made sure MT_WL_OP_MAX_BYTES are left (a mark's data is checked
+ * either way). Per op in a replay the checks cost more than the decoding (callgrind: 102
+ * instructions per op checked). 0, or -1 for an op that is damaged or cut. */
+static inline __attribute__((always_inline)) int decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r,
+                                                           uint64_t *prev_ns, const int checked)
+{
+    op_in_t in = { .p = *pp, .end = end, .checked = checked };
+    if (in.p >= end)
+        return -1;
+    clear_rec(r);
+    const unsigned op = *in.p++;
+    r->op = (uint8_t)op;
+    uint64_t dt;
+    if (get_field(&in, &dt) < 0)
+        return -1;
+    r->time_ns = *prev_ns + dt;
+    if (decode_op_fields(&in, r, op) < 0)
+        return -1;
+    *prev_ns = r->time_ns;
+    *pp = in.p;
+    return 0;
+}
+
+/* Decodes one op at *pp; 0 on success, -1 if damaged or cut. */
 int mt_wl_decode_op(const uint8_t **pp, const uint8_t *end, mt_wl_rec_t *r, uint64_t *prev_ns)
 {
     if (end - *pp >= MT_WL_OP_MAX_BYTES)
