@@ -227,10 +227,10 @@ static inline void mt_spin_give(atomic_int *lock)
     atomic_store_explicit(lock, 0, memory_order_release);
 }
 
-/* How many of the n pages from lo are in the process's RSS (mincore, and pagemap to leave out the
- * pages only read: shim_pages.c). A range not all mapped: UINT64_MAX, or with `holes`, the resident
- * pages of its mapped parts. */
-uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes);
+/* How many of the n pages from lo are resident (mincore); with `narrow`, those in the process's RSS
+ * (pagemap leaves out the pages only read: shim_pages.c). A range not all mapped: UINT64_MAX, or
+ * with `holes`, the resident pages of its mapped parts. */
+uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes, int narrow);
 extern atomic_int mt_pages_forked; /* the process has forked or was forked: pages may be shared */
 
 /* shim_vmlive.c: the program's own mappings still live, and their resident pages at exit */

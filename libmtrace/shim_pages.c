@@ -123,7 +123,7 @@ static uint64_t written_pages(int fd, uintptr_t a, uint64_t np, uint64_t step)
     return own < step ? own : step;
 }
 
-uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes)
+uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes, int narrow)
 {
     const int saved = errno; /* the program's: a free or a malloc that succeeds leaves it as it was */
     const uintptr_t pg = mt_g.page_size, hi = lo + n_pages * pg;
@@ -148,7 +148,7 @@ uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes)
                 if (mincore((void *)(a + i * pg), pg, vec) == 0)
                     step += vec[0] & 1;
         }
-        if (step && fd == -2)
+        if (step && narrow && fd == -2)
             fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
         if (step && fd >= 0)
             step = written_pages(fd, a, np, step);
@@ -186,9 +186,20 @@ static int may_count(mt_thread_t *t, uint64_t now)
  * glibc's mmap). It grows by doubling up to LIVE_MAX entries (16 MiB, for at least 64 GiB of
  * live large blocks); past that, blocks made are not kept, and keep the estimate. */
 typedef struct live_block {
-    uintptr_t p; /* 0: a free entry */
-    uint64_t usable;
+    uintptr_t p;     /* 0: a free entry */
+    uint64_t usable; /* bit 0 (usable sizes are multiples of 8): LIVE_FRESH */
 } live_block_t;
+
+/* The block was made of fresh memory (a chunk glibc mapped for it, or under an eighth of its pages
+ * resident when made). Only the counts of such blocks of WATCH_MIN_PAGES whole pages or more are
+ * narrowed by pagemap (mt_resident_pages' `narrow`), as the watched ones are: a large buffer read
+ * whole and written in part (an image encoded) is where the zero page weighs, and such a block's
+ * own counts decide its pages. Narrowing every count doubled the cost of counting on a heap of
+ * reused blocks (the budget then counted half as many of git pack-objects' 12 880), and the smaller
+ * fresh blocks' shares, from which trace2wl estimates the reused ones, then stood for pages written
+ * where pages touched had predicted git's peak better: 0.90-0.96 of the traced run against
+ * 0.98-1.00 (bench/RESULTS.md, "Pages read, not written"). */
+#define LIVE_FRESH 1u
 
 #define LIVE_FIRST 1024u
 #define LIVE_MAX (1u << 20)
@@ -271,7 +282,7 @@ static int live_grow(void)
     return 0;
 }
 
-static void live_add(uintptr_t p, uint64_t usable, int watch)
+static void live_add(uintptr_t p, uint64_t usable, int fresh, int watch)
 {
     mt_spin_take(&live_lock);
     if (watch)
@@ -282,9 +293,24 @@ static void live_add(uintptr_t p, uint64_t usable, int watch)
         while (live_tab[i].p && live_tab[i].p != p)
             i = (i + 1) & (live_cap - 1);
         live_n = before + !live_tab[i].p;
-        live_tab[i] = (live_block_t){ p, usable };
+        live_tab[i] = (live_block_t){ p, usable | (fresh ? LIVE_FRESH : 0) };
     }
     mt_spin_give(&live_lock);
+}
+
+/* Whether live block p was made of fresh memory (LIVE_FRESH); 0 when it is not in the set. */
+static int live_fresh(uintptr_t p)
+{
+    int fresh = 0;
+    mt_spin_take(&live_lock);
+    if (live_n) {
+        uint64_t i = live_home(p, live_cap);
+        while (live_tab[i].p && live_tab[i].p != p)
+            i = (i + 1) & (live_cap - 1);
+        fresh = live_tab[i].p == p && (live_tab[i].usable & LIVE_FRESH);
+    }
+    mt_spin_give(&live_lock);
+    return fresh;
 }
 
 static void live_del(uintptr_t p)
@@ -330,9 +356,13 @@ void mt_pages_at_exit(void)
         if (!live_tab[k].p)
             continue;
         uint64_t lo;
-        const uint64_t whole = mt_whole_pages(live_tab[k].p, live_tab[k].usable, mt_g.page_size, &lo);
+        const uint64_t usable = live_tab[k].usable & ~(uint64_t)LIVE_FRESH;
+        const uint64_t whole = mt_whole_pages(live_tab[k].p, usable, mt_g.page_size, &lo);
         /* a block freed unseen may be unmapped: mincore fails, and nothing is said of it */
-        const uint64_t resident = whole ? mt_resident_pages((uintptr_t)lo, whole, 0) : 0;
+        const uint64_t resident = whole
+                                      ? mt_resident_pages((uintptr_t)lo, whole, 0,
+                                                          whole >= WATCH_MIN_PAGES && (live_tab[k].usable & LIVE_FRESH))
+                                      : 0;
         if (resident == UINT64_MAX)
             continue;
         uint8_t payload[40], *q = payload;
@@ -362,7 +392,7 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
             continue;
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(w->p, w->usable, mt_g.page_size, &lo);
-        const uint64_t resident = mt_resident_pages((uintptr_t)lo, whole, 0);
+        const uint64_t resident = mt_resident_pages((uintptr_t)lo, whole, 0, 1); /* fresh, by being watched */
         if (resident == UINT64_MAX || resident == w->last)
             continue;
         w->last = resident;
@@ -401,10 +431,13 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
     uint64_t lo;
     const uint64_t whole = mt_whole_pages((uintptr_t)p, usable, mt_g.page_size, &lo);
     uint64_t resident = 0;
+    const int at_alloc = (when & ~(unsigned)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC;
     if (!fresh && whole) {
         if (may_count(t, now)) {
             const uint64_t t0 = mt_now();
-            resident = mt_resident_pages((uintptr_t)lo, whole, 0);
+            /* at its making no page of a block can be the zero page yet but those read before it */
+            resident = mt_resident_pages((uintptr_t)lo, whole, 0,
+                                         !at_alloc && whole >= WATCH_MIN_PAGES && live_fresh((uintptr_t)p));
             t->pages_spent += mt_now() - t0;
             t->pages_counted++;
         } else {
@@ -424,10 +457,10 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
         q = mt_put_uvarint(q, when);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
-    if ((when & ~(unsigned)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC)
-        live_add((uintptr_t)p, usable,
-                 whole >= WATCH_MIN_PAGES && !(when & MT_PAGES_UNCOUNTED) && resident * 8 < whole);
-    else
+    if (at_alloc) {
+        const int made_fresh = fresh || (!(when & MT_PAGES_UNCOUNTED) && resident * 8 < whole);
+        live_add((uintptr_t)p, usable, made_fresh, whole >= WATCH_MIN_PAGES && made_fresh);
+    } else
         live_del((uintptr_t)p);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;

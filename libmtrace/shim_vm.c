@@ -46,7 +46,7 @@ static uint64_t resident(uintptr_t a, size_t len)
 {
     uint64_t lo;
     const uint64_t whole = mt_whole_pages(a, len, mt_g.page_size, &lo);
-    const uint64_t n = whole ? mt_resident_pages((uintptr_t)lo, whole, 0) : 0;
+    const uint64_t n = whole ? mt_resident_pages((uintptr_t)lo, whole, 0, 1) : 0;
     return n == UINT64_MAX ? 0 : n;
 }
 

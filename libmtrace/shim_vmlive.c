@@ -175,7 +175,7 @@ void mt_vm_at_exit(void)
             continue;
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(e->key, e->value, mt_g.page_size, &lo);
-        const uint64_t resident = whole ? mt_resident_pages((uintptr_t)lo, whole, 1) : 0;
+        const uint64_t resident = whole ? mt_resident_pages((uintptr_t)lo, whole, 1, 1) : 0;
         uint8_t payload[40], *q = payload;
         q = mt_put_uvarint(q, MT_VM_AT_EXIT);
         q = mt_put_uvarint(q, e->key);
