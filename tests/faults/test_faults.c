@@ -1419,24 +1419,31 @@ typedef struct stack_check {
     size_t few_distinct;
 } stack_check_t;
 
+/* Keeps the frames of STACK event r in defs[id], growing defs (*ndef entries) as ids need. */
+static void keep_stack(const mt_record_t *r, frames_ref_t **defs, size_t *ndef)
+{
+    mt_stack_def_t s;
+    ck_assert_int_eq(mt_decode_stack(r, &s), 0);
+    ck_assert_msg(s.id >= 1 && s.id <= MT_STACK_ID_MAX, "stack id %u", s.id);
+    if (s.id >= *ndef) {
+        const size_t n = (size_t)s.id * 2;
+        *defs = realloc(*defs, n * sizeof **defs);
+        memset(*defs + *ndef, 0, (n - *ndef) * sizeof **defs);
+        *ndef = n;
+    }
+    frames_ref_t *d = &(*defs)[s.id];
+    ck_assert_msg(d->f == NULL, "stack id %u defined twice", s.id);
+    d->n = s.nframes;
+    d->f = malloc(s.nframes * sizeof *s.frames + 1);
+    memcpy(d->f, s.frames, s.nframes * sizeof *s.frames);
+}
+
 static void collect_stack(const mt_record_t *r, void *arg)
 {
     stack_check_t *c = arg;
     if (r->op != MT_EV_STACK)
         return;
-    mt_stack_def_t s;
-    ck_assert_int_eq(mt_decode_stack(r, &s), 0);
-    ck_assert_msg(s.id >= 1 && s.id <= MT_STACK_ID_MAX, "stack id %u", s.id);
-    if (s.id >= c->ndef) {
-        const size_t n = (size_t)s.id * 2;
-        c->def = realloc(c->def, n * sizeof *c->def);
-        memset(c->def + c->ndef, 0, (n - c->ndef) * sizeof *c->def);
-        c->ndef = n;
-    }
-    ck_assert_msg(c->def[s.id].f == NULL, "stack id %u defined twice", s.id);
-    c->def[s.id].n = s.nframes;
-    c->def[s.id].f = malloc(s.nframes * sizeof *s.frames + 1);
-    memcpy(c->def[s.id].f, s.frames, s.nframes * sizeof *s.frames);
+    keep_stack(r, &c->def, &c->ndef);
     c->events++;
 }
 
@@ -1483,6 +1490,99 @@ static void assert_patterns_apart(frames_ref_t **canon, size_t n, const char *wh
         ck_assert_msg(frames_cmp(&v[i - 1], &v[i]) != 0, "%s: two patterns have the same stack", what);
     free(v);
 }
+
+/* ---- the frame walker: the frames unw_backtrace gives --------------------------------------------- */
+
+typedef struct walk_check {
+    frames_ref_t *def; /* by stack id */
+    size_t ndef;
+    uint32_t *probe_stack; /* by probe: the stack id of its malloc, 0 before it is met */
+    size_t nprobes;
+} walk_check_t;
+
+#define WALK_PROBE_BASE 70000 /* tests/faults/fp_stackwalk.c */
+
+static void walk_collect(const mt_record_t *r, void *arg)
+{
+    walk_check_t *c = arg;
+    if (r->op == MT_EV_STACK) {
+        keep_stack(r, &c->def, &c->ndef);
+    } else if (r->op == MT_OP_MALLOC && r->size >= WALK_PROBE_BASE && r->size < WALK_PROBE_BASE + c->nprobes) {
+        char buf[512];
+        ck_assert_msg(r->flags & MT_FLAG_STACK, "probe without a stack id: %s", record_str(r, buf, sizeof buf));
+        c->probe_stack[r->size - WALK_PROBE_BASE] = r->stack;
+    }
+}
+
+/* fp_stackwalk under MTRACE_STACKS=limit: every probe's malloc has the frames unw_backtrace gave the
+ * probe past its first, cut as doc/trace-format.md ("Callsites") says. */
+static void check_stack_walk(unsigned limit)
+{
+    char *prog = fp_path("fp_stackwalk");
+    char *info = in_dir("walk%u.info", limit);
+    char *trace = in_dir("walk%u.mtr", limit);
+    char env[32];
+    snprintf(env, sizeof env, "MTRACE_STACKS=%u", limit);
+    result_t r;
+    const job_t j = { .argv = { prog, info }, .env = { env }, .preload = 1, .trace = trace };
+    run_pair(&j, 1, 0, &r);
+    walk_check_t c = { 0 };
+    ck_assert_int_eq(sscanf(r.out, "stackwalk: %zu probes", &c.nprobes), 1);
+    ck_assert_uint_gt(c.nprobes, 100);
+    c.probe_stack = calloc(c.nprobes, sizeof *c.probe_stack);
+    trace_recs_t tr = { 0 };
+    mt_error_t err = { "" };
+    ck_assert_msg(mt_trace_open(&tr.t, trace, &err) == 0, "%s: %s", trace, err.msg);
+    for_each_record(tr.t, walk_collect, &c);
+    const unsigned kept = limit < 64 ? limit : 63;
+    char *text = slurp(info);
+    size_t checked = 0, cut = 0;
+    for (const char *line = strstr(text, "probe "); line; line = strstr(line, "\nprobe ")) {
+        line += *line == '\n';
+        char *s;
+        const uint64_t size = strtoull(line + 6, &s, 10);
+        const unsigned m = (unsigned)strtoul(s, &s, 10);
+        ck_assert_msg(size >= WALK_PROBE_BASE && size < WALK_PROBE_BASE + c.nprobes && m >= 2, "info line: %.80s",
+                      line);
+        const uint32_t id = c.probe_stack[size - WALK_PROBE_BASE];
+        ck_assert_msg(id && id < c.ndef && c.def[id].f, "probe %" PRIu64 ": no stack defined", size);
+        const frames_ref_t *d = &c.def[id];
+        /* unw_backtrace's frames past the probe's, and the record's: the same, or the record's cut */
+        const unsigned want = m > limit ? kept + 1 : m;
+        ck_assert_msg(d->n == want, "probe %" PRIu64 ": %u frames recorded, %u expected (%u from unw_backtrace)", size,
+                      d->n, want, m);
+        ck_assert_msg(d->f[0] != 0, "probe %" PRIu64 ": frame 0 is 0", size);
+        for (unsigned i = 1; i < m && i < (m > limit ? kept : m); i++) {
+            const uint64_t f = strtoull(s, &s, 16);
+            ck_assert_msg(d->f[i] == f, "probe %" PRIu64 ": frame %u is %#" PRIx64 ", unw_backtrace gave %#" PRIx64,
+                          size, i, d->f[i], f);
+        }
+        if (m > limit) {
+            ck_assert_msg(d->f[kept] == 0, "probe %" PRIu64 ": no cut marker", size);
+            cut++;
+        }
+        checked++;
+    }
+    ck_assert_uint_eq(checked, c.nprobes);
+    ck_assert_uint_gt(cut, 0);
+    for (size_t i = 0; i < c.ndef; i++)
+        free(c.def[i].f);
+    free(c.def);
+    free(c.probe_stack);
+    free(text);
+    mt_trace_close(tr.t);
+    result_free(&r);
+    free(trace);
+    free(info);
+    free(prog);
+}
+
+START_TEST(stack_walk)
+{
+    check_stack_walk(8);
+    check_stack_walk(64);
+}
+END_TEST
 
 /* fp_stacks: 2^13 stacks met three times by each thread, then 2^16, more than the shim's stack table
  * holds at once (libmtrace/shim_stack_table.c), twice. Every call has a stack id defined in the file,
@@ -1840,6 +1940,7 @@ int main(void)
     add_case(s, "dlopen", dlopen_dlclose);
     add_case(s, "dlopen_stack_ids", dlopen_stack_ids);
     add_case(s, "stack_table", stack_table);
+    add_case(s, "stack_walk", stack_walk);
     add_case(s, "linked_allocators", linked_allocators);
     add_case(s, "early", allocation_before_startup);
     if (!no_secure)
