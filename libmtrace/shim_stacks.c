@@ -580,14 +580,28 @@ static __attribute__((noinline)) uint64_t rule_miss(rule_entry_t *table, uintptr
     return rule;
 }
 
+/* The last rules this thread used, by the return address's low bits: a hit costs a compare, with
+ * no sequence count to check (only this thread writes them, and a signal handler's calls that
+ * meet the shim busy pass through). 512 bytes of each thread's static TLS. */
+#define NEAR_BITS 5
+typedef struct near_rule {
+    uint64_t key, rule;
+} near_rule_t;
+static MT_TLS near_rule_t near_rules[1u << NEAR_BITS];
+
 static inline uint64_t rule_of(rule_entry_t *table, uintptr_t ra, uint64_t generation)
 {
     const uint64_t key = RULE_KEY(ra, generation);
+    near_rule_t *nr = &near_rules[(ra ^ ra >> NEAR_BITS) & ((1u << NEAR_BITS) - 1)];
+    if (MT_LIKELY(nr->key == key))
+        return nr->rule;
     rule_entry_t *set = rule_set(table, ra);
     uint64_t rule;
-    if (MT_LIKELY(rule_read(&set[0], key, &rule) || rule_read(&set[1], key, &rule)))
-        return rule;
-    return rule_miss(table, ra, generation);
+    if (!rule_read(&set[0], key, &rule) && !rule_read(&set[1], key, &rule))
+        rule = rule_miss(table, ra, generation);
+    nr->key = key;
+    nr->rule = rule;
+    return rule;
 }
 
 /* One frame up from return address *ra, with its caller's RSP *sp and RBP *bp: 1, or 0 at the end
