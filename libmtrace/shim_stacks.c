@@ -656,7 +656,9 @@ static int stack_walk(void **out, uint64_t *hash, uintptr_t ra, uintptr_t sp, ui
     const uint64_t generation = atomic_load(&unload_generation);
     if (generation >= GENERATION_LIMIT || ra < self_lo || ra >= self_hi) /* the second never */
         return -1;
-    const int limit = (int)mt_g.opt.stacks, kept = limit < STACK_FRAMES_MAX ? limit : STACK_FRAMES_MAX - 1;
+    /* MTRACE_STACKS is at most 64 (STACK_FRAMES_MAX): the bound only says so */
+    const int limit = mt_g.opt.stacks < STACK_FRAMES_MAX ? (int)mt_g.opt.stacks : STACK_FRAMES_MAX,
+              kept = limit < STACK_FRAMES_MAX ? limit : STACK_FRAMES_MAX - 1;
     /* The shim's own frames, from ra on: unw_backtrace would give at most limit + 8 frames in all,
      * the first of them in mt_stack_id. */
     int walked = 2, up;
