@@ -580,33 +580,37 @@ static __attribute__((noinline)) uint64_t rule_miss(rule_entry_t *table, uintptr
     return rule;
 }
 
-/* The last rules this thread used, by the return address's low bits: a hit costs a compare, with
- * no sequence count to check (only this thread writes them, and a signal handler's calls that
- * meet the shim busy pass through). 512 bytes of each thread's static TLS. */
-#define NEAR_BITS 5
+/* The last rules this thread used: 16 sets of two by the return address's low bits, the newer
+ * first. A hit costs a compare or two, with no sequence count to check (only this thread writes
+ * them, and a signal handler's calls that meet the shim busy pass through). 512 bytes of each
+ * thread's static TLS. */
+#define NEAR_SET_BITS 4
 typedef struct near_rule {
     uint64_t key, rule;
 } near_rule_t;
-static MT_TLS near_rule_t near_rules[1u << NEAR_BITS];
+static MT_TLS near_rule_t near_rules[2u << NEAR_SET_BITS];
 
-static inline uint64_t rule_of(rule_entry_t *table, uintptr_t ra, uint64_t generation)
+static inline __attribute__((always_inline)) uint64_t rule_of(rule_entry_t *table, uintptr_t ra, uint64_t generation)
 {
     const uint64_t key = RULE_KEY(ra, generation);
-    near_rule_t *nr = &near_rules[(ra ^ ra >> NEAR_BITS) & ((1u << NEAR_BITS) - 1)];
-    if (MT_LIKELY(nr->key == key))
-        return nr->rule;
+    near_rule_t *nr = &near_rules[2 * ((ra ^ ra >> NEAR_SET_BITS) & ((1u << NEAR_SET_BITS) - 1))];
+    if (MT_LIKELY(nr[0].key == key))
+        return nr[0].rule;
+    if (MT_LIKELY(nr[1].key == key))
+        return nr[1].rule;
     rule_entry_t *set = rule_set(table, ra);
     uint64_t rule;
     if (!rule_read(&set[0], key, &rule) && !rule_read(&set[1], key, &rule))
         rule = rule_miss(table, ra, generation);
-    nr->key = key;
-    nr->rule = rule;
+    nr[1] = nr[0];
+    nr[0] = (near_rule_t){ key, rule };
     return rule;
 }
 
 /* One frame up from return address *ra, with its caller's RSP *sp and RBP *bp: 1, or 0 at the end
  * of the stack (where libunwind's fast path stops), -1 where the walk is left to libunwind. */
-static inline int step_up(rule_entry_t *table, uint64_t generation, uintptr_t *ra, uintptr_t *sp, uintptr_t *bp)
+static inline __attribute__((always_inline)) int step_up(rule_entry_t *table, uint64_t generation, uintptr_t *ra,
+                                                         uintptr_t *sp, uintptr_t *bp)
 {
     const uint64_t rule = rule_of(table, *ra, generation);
     if (MT_UNLIKELY(rule & (RULE_LAST | RULE_OTHER)))
