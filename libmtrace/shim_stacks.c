@@ -414,6 +414,33 @@ static int small(int64_t v, unsigned bits)
     return v > -((int64_t)1 << bits) && v < (int64_t)1 << bits;
 }
 
+/* What libunwind's unw_step and tdep_stash_frame make of a CFI row: a rule, RULE_LAST or RULE_OTHER. */
+static uint64_t row_rule(const cfi_row_t *row)
+{
+    if (!row->cfa_is_reg || (row->cfa_reg != CFI_RSP && row->cfa_reg != CFI_RBP))
+        return RULE_OTHER;
+    if (row->where[CFI_RA] == WHERE_UNDEF)
+        return RULE_LAST; /* the end of the stack */
+    const int64_t cfa_off = (int64_t)row->cfa_off;
+    if (row->where[CFI_RA] != WHERE_CFAREL || row->val[CFI_RA] != -8 || !small(cfa_off, 28))
+        return RULE_OTHER;
+    if (row->cfa_reg == CFI_RSP && cfa_off < 8)
+        return RULE_OTHER; /* left to libunwind: the walk takes an RSP-based frame to move up */
+    if (row->where[CFI_RBP] == WHERE_UNDEF)
+        return RULE_LAST; /* unw_step: the x86-64 ABI's other end of the stack */
+    uint64_t rule = (row->cfa_reg == CFI_RBP ? RULE_CFA_RBP : 0) | (uint32_t)(int32_t)cfa_off;
+    if (row->where[CFI_RBP] == WHERE_CFAREL) {
+        if (!small(row->val[CFI_RBP], 14) || row->val[CFI_RBP] == -1)
+            return RULE_OTHER;
+        rule |= RULE_RBP_SAVED | (uint64_t)(uint16_t)(int16_t)row->val[CFI_RBP] << 48;
+    } else if (row->where[CFI_RBP] != WHERE_SAME)
+        return RULE_OTHER;
+    if (row->where[CFI_RSP] == WHERE_REG ||
+        (row->where[CFI_RSP] == WHERE_CFAREL && (!small(row->val[CFI_RSP], 14) || row->val[CFI_RSP] == -1)))
+        return RULE_OTHER;
+    return rule;
+}
+
 /* The rule of return address ra (the CFI row of ra - 1, as libunwind looks it up): RULE_OTHER for
  * anything libunwind's fast path would not take as a standard frame or its last, and for anything
  * this parser does not take (a CIE augmentation other than z, P, L, R; a table not sorted by
@@ -515,29 +542,7 @@ static uint64_t frame_rule(uintptr_t ra)
     const cfi_row_t initial = row;
     if (run_cfi(&fr, &row, &initial, start, ip, code_align, data_align) < 0)
         return RULE_OTHER;
-    /* What libunwind's unw_step and tdep_stash_frame make of the row. */
-    if (!row.cfa_is_reg || (row.cfa_reg != CFI_RSP && row.cfa_reg != CFI_RBP))
-        return RULE_OTHER;
-    if (row.where[CFI_RA] == WHERE_UNDEF)
-        return RULE_LAST; /* the end of the stack */
-    const int64_t cfa_off = (int64_t)row.cfa_off;
-    if (row.where[CFI_RA] != WHERE_CFAREL || row.val[CFI_RA] != -8 || !small(cfa_off, 28))
-        return RULE_OTHER;
-    if (row.cfa_reg == CFI_RSP && cfa_off < 8)
-        return RULE_OTHER; /* left to libunwind: the walk takes an RSP-based frame to move up */
-    if (row.where[CFI_RBP] == WHERE_UNDEF)
-        return RULE_LAST; /* unw_step: the x86-64 ABI's other end of the stack */
-    uint64_t rule = (row.cfa_reg == CFI_RBP ? RULE_CFA_RBP : 0) | (uint32_t)(int32_t)cfa_off;
-    if (row.where[CFI_RBP] == WHERE_CFAREL) {
-        if (!small(row.val[CFI_RBP], 14) || row.val[CFI_RBP] == -1)
-            return RULE_OTHER;
-        rule |= RULE_RBP_SAVED | (uint64_t)(uint16_t)(int16_t)row.val[CFI_RBP] << 48;
-    } else if (row.where[CFI_RBP] != WHERE_SAME)
-        return RULE_OTHER;
-    if (row.where[CFI_RSP] == WHERE_REG ||
-        (row.where[CFI_RSP] == WHERE_CFAREL && (!small(row.val[CFI_RSP], 14) || row.val[CFI_RSP] == -1)))
-        return RULE_OTHER;
-    return rule;
+    return row_rule(&row);
 }
 
 static rule_entry_t *rule_set(rule_entry_t *table, uintptr_t ra)
