@@ -26,11 +26,22 @@
  * and puts the new block back the same way, so that at T threads (T-1)/T of the frees are of blocks
  * another thread allocated (glibc sends those back to the allocating thread's arena, under its
  * lock). The exchanges cost the same natively and traced.
+ *
+ * With -A K (one worker) the recorder is measured inside one process: the calls run in phases of K,
+ * recording paused (mtrace_pause) and resumed in turn, in pairs ordered ABBA, and a second line
+ *   phases=P paused_cpu_ns_per_call=X recording_cpu_ns_per_call=Y added_median=D added_q1=L added_q3=H
+ * gives the medians of the phases' CPU ns per call and of each pair's difference (the first pair,
+ * which fills the slots, left out). Both phases run on the same heap, the same physical pages and the
+ * same CPU, which two processes do not: on a large working set, runs of one build differ by a
+ * hundred ns per call from the pages they get. A paused call still enters the recorder (about two
+ * loads and a branch), so D is what recording adds over that. Without the recorder both phases are
+ * alike and D shows the method's noise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <mcheck.h>
+#include "mtrace.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -62,7 +73,11 @@ static int opt_pin;          /* -p: pin worker i to the i-th allowed CPU */
 static int64_t opt_seq = -1; /* -q: the random sequence every worker draws; -1: worker i draws i */
 static int opt_cross;        /* -x: one slot table shared by all workers */
 static int opt_main;         /* -m: the one worker runs on the main thread */
-static void **shared_slot;   /* -x: opt_threads * opt_live slots */
+static uint64_t opt_ab;      /* -A: calls per phase, recording paused and resumed in turn; 0: off */
+#define AB_MAX_PHASES 4096
+static uint64_t ab_cpu[AB_MAX_PHASES], ab_calls[AB_MAX_PHASES]; /* -A: each phase's CPU ns, calls */
+static unsigned ab_phases;
+static void **shared_slot; /* -x: opt_threads * opt_live slots */
 
 static pthread_barrier_t start_barrier;
 static uint64_t start_ns;
@@ -136,7 +151,27 @@ static void *work(void *arg)
 
     pthread_barrier_wait(&start_barrier);
     const uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t phase_end = opt_ab ? opt_ab : n, phase_c0 = c0, phase_calls0 = 0;
+    if (opt_ab)
+        mtrace_pause(); /* phase 0: paused (ABBA: pair k is paused-recording for even k) */
     while (calls < n) {
+        if (opt_ab && calls >= phase_end) {
+            const uint64_t c = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            if (ab_phases < AB_MAX_PHASES) {
+                ab_cpu[ab_phases] = c - phase_c0;
+                ab_calls[ab_phases] = calls - phase_calls0;
+                ab_phases++;
+            }
+            /* the next phase records when it is the second of an even pair or the first of an odd one */
+            const unsigned k = ab_phases;
+            if (((k & 1) != 0) == (((k >> 1) & 1) == 0))
+                mtrace_resume();
+            else
+                mtrace_pause();
+            phase_end = calls + opt_ab;
+            phase_calls0 = calls;
+            phase_c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        }
         const uint64_t r = rng_next(&s);
         void **sp = &slot[(r >> 32) % live];
         const size_t size = sizes[(r >> 8) & (SIZE_TABLE - 1)];
@@ -178,6 +213,8 @@ static void *work(void *arg)
         }
     }
     w->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    if (opt_ab)
+        mtrace_resume();
     w->ns = now_ns() - t0;
     w->calls = calls;
     w->checksum = sum;
@@ -209,11 +246,46 @@ static void print_results(const worker_t *w, uint64_t elapsed)
                (double)w[i].ns / (double)w[i].calls, (double)w[i].cpu_ns / (double)w[i].calls);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(double *v, unsigned n, unsigned num, unsigned den)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n ? v[(size_t)n * num / den] : 0;
+}
+
+/* -A: the phases' medians and the median and quartiles of the pairs' differences. */
+static void print_ab(void)
+{
+    static double paused[AB_MAX_PHASES / 2], rec[AB_MAX_PHASES / 2], diff[AB_MAX_PHASES / 2];
+    unsigned np = 0;
+    for (unsigned k = 1; 2 * k + 1 < ab_phases; k++) { /* pair 0 fills the slots */
+        const unsigned a = 2 * k, b = 2 * k + 1;       /* even pair: a paused; odd: a recording */
+        const double x = (double)ab_cpu[a] / (double)ab_calls[a], y = (double)ab_cpu[b] / (double)ab_calls[b];
+        paused[np] = k & 1 ? y : x;
+        rec[np] = k & 1 ? x : y;
+        diff[np] = rec[np] - paused[np];
+        np++;
+    }
+    if (!np) {
+        fprintf(stderr, "churn: -A: fewer than two pairs of phases; raise -n or lower -A\n");
+        return;
+    }
+    const double q1 = quantile(diff, np, 1, 4), q3 = quantile(diff, np, 3, 4), med = quantile(diff, np, 1, 2);
+    printf("phases=%u paused_cpu_ns_per_call=%.2f recording_cpu_ns_per_call=%.2f added_median=%.2f added_q1=%.2f "
+           "added_q3=%.2f\n",
+           2 * np, quantile(paused, np, 1, 2), quantile(rec, np, 1, 2), med, q1, q3);
+}
+
 static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-p] [-q SEQ] [-x] [-m] [-g]\n"
+        "usage: churn [-t THREADS] [-n CALLS_PER_THREAD] [-s MIN] [-S MAX] [-l LIVE] [-w] [-p] [-q SEQ] [-x] [-m] [-A K] [-g]\n"
         "  -t  worker threads (default 1)\n"
         "  -n  malloc-family calls per thread, free included (default 10000000)\n"
         "  -s  smallest block size (default 16)\n"
@@ -224,6 +296,8 @@ static void usage(FILE *f)
         "  -q  every worker makes the calls of random sequence SEQ (default: worker i those of i)\n"
         "  -x  the workers share one table of THREADS x LIVE slots: blocks freed by another\n"
         "      thread than the one that allocated them, as in larson\n"
+        "  -A  measure the recorder in-process: phases of K calls with recording paused and\n"
+        "      resumed in turn (one worker; a second line gives the medians)\n"
         "  -g  call glibc's mtrace() first (needs LD_PRELOAD=libc_malloc_debug.so.0 and "
         "MALLOC_TRACE)\n");
 }
@@ -239,35 +313,36 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Parses the options into the opt_ globals; -1 on a bad one. */
+static int parse_args(int argc, char **argv, int *glibc_mtrace)
 {
-    int c, glibc_mtrace = 0;
+    int c;
     uint64_t v;
-    while ((c = getopt(argc, argv, "t:n:s:S:l:wpq:xmgh")) != -1) {
+    while ((c = getopt(argc, argv, "t:n:s:S:l:wpq:xmA:gh")) != -1) {
         switch (c) {
         case 't':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024)
-                goto bad;
+                return -1;
             opt_threads = (unsigned)v;
             break;
         case 'n':
             if (parse_u64(optarg, &v) || v < 1)
-                goto bad;
+                return -1;
             opt_calls = v;
             break;
         case 's':
             if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX)
-                goto bad;
+                return -1;
             opt_min = (size_t)v;
             break;
         case 'S':
             if (parse_u64(optarg, &v) || v < 1 || v > UINT32_MAX)
-                goto bad;
+                return -1;
             opt_max = (size_t)v;
             break;
         case 'l':
             if (parse_u64(optarg, &v) || v < 1 || v > (1u << 26))
-                goto bad;
+                return -1;
             opt_live = (size_t)v;
             break;
         case 'w':
@@ -278,7 +353,7 @@ int main(int argc, char **argv)
             break;
         case 'q':
             if (parse_u64(optarg, &v) || v > UINT32_MAX)
-                goto bad;
+                return -1;
             opt_seq = (int64_t)v;
             break;
         case 'x':
@@ -287,17 +362,30 @@ int main(int argc, char **argv)
         case 'm':
             opt_main = 1;
             break;
+        case 'A':
+            if (parse_u64(optarg, &v) || v < 1)
+                return -1;
+            opt_ab = v;
+            break;
         case 'g':
-            glibc_mtrace = 1;
+            *glibc_mtrace = 1;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            exit(0);
         default:
-            goto bad;
+            return -1;
         }
     }
-    if (optind != argc || opt_min > opt_max || (opt_main && opt_threads != 1))
+    if (optind != argc || opt_min > opt_max || (opt_main && opt_threads != 1) || (opt_ab && opt_threads != 1))
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int glibc_mtrace = 0;
+    if (parse_args(argc, argv, &glibc_mtrace) < 0)
         goto bad;
     if (glibc_mtrace)
         mtrace();
@@ -319,6 +407,8 @@ int main(int argc, char **argv)
             return 1;
         work(&w[0]);
         print_results(w, w[0].ns);
+        if (opt_ab)
+            print_ab();
         free(w);
         if (glibc_mtrace)
             muntrace();
@@ -355,6 +445,8 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < opt_threads; i++)
         pthread_join(w[i].th, NULL);
     print_results(w, now_ns() - start_ns);
+    if (opt_ab)
+        print_ab();
     pthread_barrier_destroy(&start_barrier);
     for (size_t i = 0; opt_cross && i < (size_t)opt_live * opt_threads; i++)
         free(shared_slot[i]);
