@@ -36,6 +36,7 @@ static void *scan_part(void *arg)
         return NULL;
     }
     c.codec = p->codec;
+    c.spread_reads = 0; /* counts, and the first time of all, which no spreading moves */
     int rc = 0;
     for (size_t i = p->from; i < p->to && rc >= 0; i++) {
         rc = mt_cursor_load(&c, p->order[i], &p->err);

@@ -46,6 +46,7 @@ static int packer_init(packer_t *w, const mt_trace_t *t, const char *out, int le
     w->model = (flags & MT_PACK_PLAIN) ? NULL : mt_pack_model_new(mt_trace_header(t)->version);
     if (!w->cctx || (!w->model && !(flags & MT_PACK_PLAIN)) || mt_cursor_init(&w->c, t) < 0)
         return -ENOMEM;
+    w->c.spread_reads = 0; /* the records' bytes are copied as stored: their times are not read */
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
     /* A checksum of each frame's content (4 bytes): a damaged frame is an error, not other records
      * read without complaint (zstd verifies it as it decodes; readers need no change). */

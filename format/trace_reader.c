@@ -32,6 +32,7 @@ struct mt_trace {
     mt_chunk_codec_t *codec; /* packed traces: the cursors' codec unless they bring their own */
     /* rate estimate from RSS samples */
     uint64_t est_time, est_mono;
+    int shared_reads; /* MT_STR_CLOCK says reads=every-K-calls-while-one-thread */
 };
 
 /* What decoding a packed frame needs: one per thread that loads chunks. */
@@ -287,6 +288,9 @@ int mt_trace_open(mt_trace_t **out, const char *path, mt_error_t *err)
     rc = index_threads(t, err);
     if (rc < 0)
         goto out;
+    size_t clen;
+    const char *clock = mt_trace_string(t, MT_STR_CLOCK, 0, &clen);
+    t->shared_reads = clock && memmem(clock, clen, "reads=every-", 12) != NULL;
     *out = t;
     return 0;
 out:
@@ -432,10 +436,31 @@ const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_
     return mt_str_find(t->head + MT_HEADER_STRINGS_OFFSET, t->head + t->head_len, tag, n, len);
 }
 
+/* ---- shared clock reads ---------------------------------------------------------------------------
+ * While a process has one thread, the recorder may read the clock every K calls (MT_STR_CLOCK's
+ * reads=every-K-calls-while-one-thread): the K - 1 calls after a read carry its time. A cursor of
+ * such a trace decodes such a run of calls ahead, up to the next record, and when that record
+ * comes later than the run, gives the run's calls times spread evenly between the two: call i of a
+ * run of n that starts at time T, ended by a record at T', takes T + (T' - T) * i / n. The first
+ * call, every event and every record of another time keep theirs, and times still never decrease
+ * within a thread. A run at the end of a chunk, one ended by a record of the same time (an event
+ * the last call wrote), or one longer than LOOK_MAX keeps its times as stored. A lifetime read
+ * between two calls of such runs is then off by the spread of call times within a run (calls
+ * less than 1 us apart on average), where the stored times could be off by a whole run's span. */
+#define LOOK_MAX 64u
+
+struct mt_lookahead {
+    unsigned n, i; /* records held, the next one to return */
+    int end_rc;    /* what comes after them: 1 nothing yet, 0 the chunk's end, negative an error */
+    mt_error_t err;
+    mt_record_t rec[LOOK_MAX + 1];
+};
+
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t)
 {
     memset(c, 0, sizeof *c);
     c->trace = t;
+    c->spread_reads = t->shared_reads;
     c->buf = malloc(MT_CHUNK_SIZE);
     return c->buf ? 0 : -ENOMEM;
 }
@@ -444,6 +469,8 @@ void mt_cursor_fini(mt_cursor_t *c)
 {
     free(c->buf);
     c->buf = NULL;
+    free(c->look);
+    c->look = NULL;
 }
 
 /* What a load reads of an unsealed raw chunk before its records ask for more: the records of a
@@ -453,6 +480,8 @@ void mt_cursor_fini(mt_cursor_t *c)
 int mt_cursor_load(mt_cursor_t *c, size_t chunk, mt_error_t *err)
 {
     mt_trace_t *t = (mt_trace_t *)c->trace;
+    if (c->look)
+        c->look->n = c->look->i = 0, c->look->end_rc = 1;
     if (chunk >= t->nchunks)
         return mt_errorf(err, -EINVAL, t->path, 0, "no chunk %zu (the trace has %zu)", chunk, t->nchunks);
     const mt_chunk_ref_t *ref = &t->chunks[chunk];
@@ -929,9 +958,8 @@ static __attribute__((noinline, cold)) int cursor_read_rest(mt_cursor_t *c, mt_e
     return 0;
 }
 
-/* mt_cursor_next's body, inlined into mt_thread_cursor_next too: the converter calls that once per
- * record, and a second call level there cost about 20 instructions a record. */
-static inline __attribute__((always_inline)) int cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+/* The next record as stored. */
+static inline __attribute__((always_inline)) int cursor_next_stored(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
 {
     for (;;) {
         int rc;
@@ -947,6 +975,67 @@ static inline __attribute__((always_inline)) int cursor_next(mt_cursor_t *c, mt_
         if ((rc = cursor_read_rest(c, err)) < 0)
             return rc;
     }
+}
+
+/* The next record of a trace with shared clock reads: from the records held, else decoded ahead
+ * (see "shared clock reads" above). */
+static __attribute__((noinline)) int cursor_next_spread(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+{
+    struct mt_lookahead *k = c->look;
+    if (!k) {
+        if (!(k = c->look = malloc(sizeof *k)))
+            return mt_errorf(err, -ENOMEM, c->trace->path, 0, "out of memory");
+        k->n = k->i = 0;
+        k->end_rc = 1;
+    }
+    if (k->i < k->n) {
+        *r = k->rec[k->i++];
+        return 1;
+    }
+    if (k->end_rc <= 0) { /* the end or the damage found while decoding ahead */
+        const int rc = k->end_rc;
+        if (rc < 0)
+            *err = k->err;
+        k->end_rc = 1;
+        return rc;
+    }
+    const int rc = cursor_next_stored(c, r, err);
+    if (rc <= 0 || r->op >= MT_FIRST_EVENT)
+        return rc;
+    /* a call: are the next ones of the same time? */
+    k->rec[0] = *r;
+    unsigned n = 1;
+    for (;;) {
+        mt_record_t *x = &k->rec[n];
+        const int xr = cursor_next_stored(c, x, &k->err);
+        if (xr <= 0) {
+            k->end_rc = xr;
+            break;
+        }
+        n++;
+        if (x->time != r->time || x->op >= MT_FIRST_EVENT || n == LOOK_MAX + 1)
+            break;
+    }
+    /* rec[0 .. n) are held; rec[0 .. run) the calls of time T, and rec[run] (if held) what ended them */
+    const unsigned last = n - 1;
+    const int ended = k->end_rc > 0 && k->rec[last].time > r->time;
+    if (ended && last > 1) {
+        const uint64_t t0 = r->time, span = k->rec[last].time - t0;
+        for (unsigned i = 1; i < last; i++)
+            k->rec[i].time = t0 + (uint64_t)((unsigned __int128)span * i / last);
+    }
+    k->n = n;
+    k->i = 1; /* rec[0] is r */
+    return 1;
+}
+
+/* mt_cursor_next's body, inlined into mt_thread_cursor_next too: the converter calls that once per
+ * record, and a second call level there cost about 20 instructions a record. */
+static inline __attribute__((always_inline)) int cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
+{
+    if (__builtin_expect(c->spread_reads, 0))
+        return cursor_next_spread(c, r, err);
+    return cursor_next_stored(c, r, err);
 }
 
 int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)

@@ -6,18 +6,19 @@
  *
  * How often. While the process has one thread, its calls are in order by their place in the
  * thread's stream, and no other thread's records need their times to be put in order with them.
- * Where a read is dear (CLOCK_CHEAP_NS or more; MTRACE_CLOCK_EVERY=K asks for it anywhere), the
- * recorder then reads the clock every CLOCK_EVERY_ONE_THREAD calls while they come densely (less
+ * The recorder then reads the clock every CLOCK_EVERY_ONE_THREAD calls (MTRACE_CLOCK_EVERY=K sets
+ * K, 1 a read per call) while they come densely (less
  * than CLOCK_DENSE_NS apart on average since the previous read), and the calls in between take the
  * time of the latest read (mt_now_of); calls further apart read it each, as the read is then cheap
  * beside the time between calls, and a program that makes few calls would lose their lifetimes in
  * a read period. From the moment a second thread is made or seen (mt_clock_shared), every call
  * reads the clock: the readers merge the threads' records by time, and the converter's order of a
  * free and the malloc in another thread that gets the same address back starts from those times.
- * What the coarser times cost: a block's lifetime is known to within one read period of its thread
- * (under about 8 us where the calls were dense, more where a pause follows a dense stretch), and
- * `--timing recorded` replays the calls between two reads back to back (bench/RESULTS.md, "A clock
- * read every 8 calls"). */
+ * What the coarser times cost: the readers spread the times of the calls that share a read evenly up
+ * to the next read (format/trace_reader.c, "shared clock reads"), so a block's lifetime is known to
+ * within the spread of call times in a read period (calls less than 1 us apart on average), and
+ * the stored times to within one period (bench/RESULTS.md, "Where the time goes on a large
+ * working set"). */
 #define _GNU_SOURCE
 #include <stdio.h>
 
@@ -28,13 +29,12 @@
 #define CLOCK_PROBE_READS 128
 #define CLOCK_PROBE_ROUNDS 3
 
-/* Calls per clock read while the process has one thread, where a read costs CLOCK_CHEAP_NS or more,
- * about what the rest of a call's record costs: there the read is most of the recorder's cost (a
- * 16-vCPU Intel VM: +60 ns per call). Where it costs less, every call reads it by default: on the
- * 2-vCPU AMD VM a read costs 11 to 12 ns, and reading every 8 calls saves 4 to 10 ns of +29 to +36
- * per call but blurs the shortest lifetimes (MTRACE_CLOCK_EVERY=8 asks for it). */
+/* Calls per clock read while the process has one thread. A read of the time-stamp counter costs 11
+ * to 12 ns in a loop on the 2-vCPU AMD VM, and more between the loads of a program whose working set
+ * is larger than the caches: on churn's 100 MB working set, a read every 8 calls takes the recorder
+ * from +54 to +30 ns per call, on its cache-sized default from +23 to +18 (bench/RESULTS.md, "Where
+ * the time goes on a large working set"); on a 16-vCPU Intel VM a read was most of +60 ns per call. */
 #define CLOCK_EVERY_ONE_THREAD 8
-#define CLOCK_CHEAP_NS 15.0
 #define CLOCK_DENSE_NS 1000u
 
 /* ns per read of the recorder's clock (tsc nonzero: mt_clock) or of CLOCK_MONOTONIC; inlined with a
@@ -64,7 +64,7 @@ size_t mt_clock_choose(char *buf, size_t cap)
     const double mono = per_read_ns(0), own = MT_CLOCK_IS_TSC ? per_read_ns(1) : mono;
     unsigned every = mt_g.opt.clock_every;
     if (!every)
-        every = own >= CLOCK_CHEAP_NS ? CLOCK_EVERY_ONE_THREAD : 1;
+        every = CLOCK_EVERY_ONE_THREAD;
     if (atomic_load(&mt_g.next_thread) > 1) /* a second thread has been seen */
         every = 1;
     /* The counter's rate is not known yet (it is measured over the whole run, at the end): 3 GHz is

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -995,6 +996,83 @@ START_TEST(header_strings)
     ck_assert_mem_eq(s, "box", 3);
     mt_trace_close(t);
     free(path);
+}
+END_TEST
+
+/* ---- shared clock reads --------------------------------------------------------------------------- */
+
+/* A trace whose header says the recorder read the clock every 8 calls: thread 1's calls at times
+ * 100 x4, 180 x2, the mark at 180, 300 x2; thread 2 (another chunk) one call at 50. */
+static void write_shared_reads(const char *path, int say_every)
+{
+    mt_writer_t *w = open_writer(path, NULL);
+    static const char clock[] = "source=tsc reads=every-8-calls-while-one-thread tsc_ns=12.0 monotonic_ns=30.0";
+    static const char per_call[] = "source=tsc reads=per-call tsc_ns=12.0 monotonic_ns=30.0";
+    const char *c = say_every ? clock : per_call;
+    ck_assert_int_eq(mt_writer_header_string(w, MT_STR_CLOCK, c, strlen(c)), 0);
+    static const uint64_t times[] = { 100, 100, 100, 100, 180, 180 };
+    for (unsigned i = 0; i < 6; i++) {
+        mt_record_t r = { .op = i & 1 ? MT_OP_FREE : MT_OP_MALLOC, .time = times[i] };
+        if (i & 1)
+            r.ptr = 0x1000 + 0x100 * (i - 1);
+        else
+            r.size = 32, r.result = 0x1000 + 0x100 * i, r.usable = 40;
+        ck_assert_int_eq(mt_writer_call(w, 1, 11, &r), 0);
+    }
+    ck_assert_int_eq(mt_writer_event(w, 1, 11, MT_EV_MARK, 180, "m", 1), 0);
+    for (unsigned i = 0; i < 2; i++) {
+        const mt_record_t r = { .op = MT_OP_MALLOC, .time = 300, .size = 8, .result = 0x9000 + 0x10 * i, .usable = 24 };
+        ck_assert_int_eq(mt_writer_call(w, 1, 11, &r), 0);
+    }
+    const mt_record_t r2 = { .op = MT_OP_MALLOC, .time = 50, .size = 8, .result = 0x8000, .usable = 24 };
+    ck_assert_int_eq(mt_writer_call(w, 2, 12, &r2), 0);
+    close_writer(w, 1);
+}
+
+/* Thread index i's record times through a thread cursor, spread or as stored. */
+static size_t thread_times(mt_trace_t *t, size_t i, int spread, uint64_t *out, size_t cap)
+{
+    mt_thread_cursor_t tc;
+    ck_assert_int_eq(mt_thread_cursor_init(&tc, t, i), 0);
+    if (!spread)
+        tc.c.spread_reads = 0;
+    mt_record_t r;
+    mt_error_t err = { "" };
+    size_t n = 0;
+    int rc;
+    while ((rc = mt_thread_cursor_next(&tc, &r, &err)) > 0 && n < cap)
+        out[n++] = r.time;
+    ck_assert_msg(rc == 0, "%d %s", rc, err.msg);
+    mt_thread_cursor_fini(&tc);
+    return n;
+}
+
+/* The calls that share a read take times spread up to the next later record; a run ended by a
+ * record of its own time (the mark) or by the chunk's end keeps its times, as does every record of
+ * a trace read per call, and of a cursor told to keep the stored times. */
+START_TEST(shared_reads_spread)
+{
+    static const uint64_t spread[] = { 100, 120, 140, 160, 180, 180, 180, 300, 300 };
+    static const uint64_t stored[] = { 100, 100, 100, 100, 180, 180, 180, 300, 300 };
+    for (int say = 0; say < 2; say++) {
+        char *path = path_in(g_dir, say ? "every8.mtr" : "percall.mtr");
+        write_shared_reads(path, say);
+        mt_trace_t *t = open_trace(path);
+        ck_assert_uint_eq(mt_trace_thread_count(t), 2);
+        uint64_t got[16];
+        for (int keep = 0; keep < 2; keep++) {
+            size_t i1 = mt_trace_thread(t, 0)->thread == 1 ? 0 : 1;
+            ck_assert_uint_eq(thread_times(t, i1, !keep, got, 16), 9);
+            const uint64_t *want = say && !keep ? spread : stored;
+            for (size_t k = 0; k < 9; k++)
+                ck_assert_msg(got[k] == want[k], "%s, %s: record %zu at %" PRIu64 ", expected %" PRIu64,
+                              say ? "every 8" : "per call", keep ? "stored" : "spread", k, got[k], want[k]);
+            ck_assert_uint_eq(thread_times(t, 1 - i1, !keep, got, 16), 1);
+            ck_assert_uint_eq(got[0], 50);
+        }
+        mt_trace_close(t);
+        free(path);
+    }
 }
 END_TEST
 
@@ -2346,6 +2424,7 @@ static Suite *format_suite(void)
 
     tc = tcase(s, "header_strings");
     tcase_add_test(tc, header_strings);
+    tcase_add_test(tc, shared_reads_spread);
     tcase_add_test(tc, header_strings_fill_the_chunk);
 
     tc = tcase(s, "cut_files");

@@ -205,6 +205,22 @@ static void thread_records(const mt_trace_t *t, size_t i, rec_list_t *out)
     ck_assert_msg(rc == 0, "reading thread %zu: %d %s", i, rc, err.msg);
 }
 
+/* The same with the times as stored: a trace whose calls share clock reads has them spread by the
+ * reader (mt_cursor_t.spread_reads), and the clock policy's test looks at what the recorder wrote. */
+static void thread_records_stored(const mt_trace_t *t, size_t i, rec_list_t *out)
+{
+    mt_thread_cursor_t tc;
+    ck_assert_int_eq(mt_thread_cursor_init(&tc, t, i), 0);
+    tc.c.spread_reads = 0;
+    mt_record_t r;
+    mt_error_t err = { "" };
+    int rc;
+    while ((rc = mt_thread_cursor_next(&tc, &r, &err)) > 0)
+        rec_list_push(out, &r);
+    ck_assert_msg(rc == 0, "reading thread %zu: %d %s", i, rc, err.msg);
+    mt_thread_cursor_fini(&tc);
+}
+
 /* Index of the thread with OS thread id `tid`. */
 static size_t thread_by_tid(const mt_trace_t *t, uint64_t tid)
 {
@@ -473,10 +489,10 @@ START_TEST(clock_read_every_8_calls_while_one_thread)
         mt_trace_t *t = open_ok(trace);
         ck_assert_uint_eq(assert_clock_stated(t), every);
         ck_assert_uint_eq(mt_trace_thread_count(t), 2);
-        rec_list_t all = { 0 }, calls = { 0 }, all2 = { 0 }, calls2 = { 0 };
-        thread_records(t, 0, &all);
+        rec_list_t all = { 0 }, calls = { 0 }, all2 = { 0 }, calls2 = { 0 }, spread = { 0 }, spread_calls = { 0 };
+        thread_records_stored(t, 0, &all);
         calls_of(&all, &calls);
-        thread_records(t, 1, &all2);
+        thread_records_stored(t, 1, &all2);
         calls_of(&all2, &calls2);
         const size_t one = longest_same_time_run(&calls, 100);
         if (every == 1)
@@ -484,6 +500,14 @@ START_TEST(clock_read_every_8_calls_while_one_thread)
         else
             ck_assert_msg(one == every, "one thread, a read every %u calls: runs of up to %zu calls share a time",
                           every, one);
+        /* what readers make of them: the calls that share a read get times spread up to the next */
+        thread_records(t, 0, &spread);
+        calls_of(&spread, &spread_calls);
+        ck_assert_uint_eq(spread_calls.n, calls.n);
+        const size_t spread_run = longest_same_time_run(&spread_calls, 100);
+        ck_assert_msg(spread_run < 3, "spread by the reader, %zu calls still share a time", spread_run);
+        rec_list_free(&spread);
+        rec_list_free(&spread_calls);
         ck_assert_uint_eq(longest_same_time_run(&calls2, 200), 1);
         ck_assert_uint_eq(longest_same_time_run(&calls, 300), 1);
         ck_assert_uint_eq(count_size(&calls, 100), PAIRS);

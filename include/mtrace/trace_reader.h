@@ -130,6 +130,12 @@ typedef struct mt_cursor {
     int sealed;
     int complete;    /* all of the chunk's bytes are present */
     uint32_t unread; /* raw, unsealed: bytes of the chunk after end not read yet (read when reached) */
+    /* Calls that share one clock read (a trace recorded with reads=every-K-calls-while-one-thread)
+     * get times spread evenly up to the next read's (doc/trace-format.md, "Shared clock reads"):
+     * set by mt_cursor_init from the trace's header; a caller that wants the times as stored (a
+     * copy of the records) clears it before the first load. */
+    int spread_reads;
+    struct mt_lookahead *look; /* the records decoded ahead for that, made when first needed */
 } mt_cursor_t;
 
 int mt_cursor_init(mt_cursor_t *c, const mt_trace_t *t);
