@@ -10,19 +10,24 @@
 #   python     python3.11 on a dict/list churn with PYTHONMALLOC=malloc (every object a
 #              malloc): a real program, its calls counted from the trace
 # churn prints CPU ns per call itself; for python the figure is (traced CPU - native CPU) / calls.
+# The sets of one churn thread (cache, large) are measured in-process by default (-i K: churn -A K,
+# phases of K calls with recording paused and resumed in turn on the same heap and pages; the
+# native column is then the paused phases' median): between two processes the large working set
+# moves by ~100 ns per call with the pages it gets (bench/RESULTS.md). -i 0: as the other sets.
 #
-#   usage: bench/recorder_set.sh [-b BUILD] [-r ROUNDS] [-n CALLS_PER_THREAD] [-s SETS] [SHIM.so]
-#   defaults: BUILD build, 11 rounds, 2000000 calls, every set, BUILD/libmtrace/libmtrace.so
+#   usage: bench/recorder_set.sh [-b BUILD] [-r ROUNDS] [-n CALLS_PER_THREAD] [-s SETS] [-i K] [SHIM.so]
+#   defaults: BUILD build, 11 rounds, 2000000 calls, every set, -i 40000, BUILD/libmtrace/libmtrace.so
 # Prints a markdown table: per set, the native figure and the median added ns per call with its
 # quartiles, without and with stacks; then the worst set's median.
 set -eu
-build=build rounds=11 calls=2000000 sets="cache two large cross python"
-while getopts b:r:n:s: o; do
+build=build rounds=11 calls=2000000 sets="cache two large cross python" inproc=40000
+while getopts b:r:n:s:i: o; do
     case $o in
     b) build=$OPTARG ;;
     r) rounds=$OPTARG ;;
     n) calls=$OPTARG ;;
     s) sets=$OPTARG ;;
+    i) inproc=$OPTARG ;;
     *) exit 2 ;;
     esac
 done
@@ -77,6 +82,24 @@ one_round() {
     local args
     args=$(churn_args "$set")
     local n t s
+    if [ "$inproc" != 0 ] && { [ "$set" = cache ] || [ "$set" = large ]; }; then
+        # in-process: the paused phases are the native figure, each run's own
+        local a b
+        rm -f "$tmp/t.mtr"
+        # shellcheck disable=SC2086
+        a=$(LD_PRELOAD="$shim" MTRACE_OUT="$tmp/t.mtr" "$churn" -p $args -n "$calls" -A "$inproc" | grep '^phases=')
+        rm -f "$tmp/t.mtr"
+        # shellcheck disable=SC2086
+        b=$(LD_PRELOAD="$shim" MTRACE_OUT="$tmp/t.mtr" MTRACE_STACKS=16 "$churn" -p $args -n "$calls" -A "$inproc" |
+            grep '^phases=')
+        python3 -c '
+import sys
+f = lambda line: dict(kv.split("=") for kv in line.split())
+a, b = f(sys.argv[1]), f(sys.argv[2])
+n = float(a["paused_cpu_ns_per_call"])
+print(n, n + float(a["added_median"]), n + float(b["added_median"]))' "$a" "$b"
+        return
+    fi
     # shellcheck disable=SC2086 # the arguments are words
     n=$("$churn" -p $args -n "$calls" | sed -n 's/^threads=.*cpu_ns_per_call=//p')
     rm -f "$tmp/t.mtr"
@@ -106,7 +129,7 @@ print("| %s | %.1f | %s | %s |\t%f\t%f" % (name, st.median(r[0] for r in rows), 
 PY
     tail -n 1 "$tmp/table" | cut -f1
 done
-python3 - "$tmp/table" "$rounds" <<'PY'
+python3 - "$tmp/table" "$rounds" "$inproc" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 worst = max(rows, key=lambda r: float(r[1]))
@@ -114,4 +137,6 @@ worst_s = max(rows, key=lambda r: float(r[2]))
 name = lambda r: r[0].split("|")[1].strip()
 print("\nworst: +%.1f ns per call (%s); with 16-frame stacks +%.1f (%s); medians of %s paired rounds"
       % (float(worst[1]), name(worst), float(worst_s[2]), name(worst_s), sys.argv[2]))
+if sys.argv[3] != "0":
+    print("(cache and large in-process: churn -A %s, native = the paused phases)" % sys.argv[3])
 PY

@@ -72,7 +72,7 @@ typedef struct mt_options {
     unsigned follow_fork; /* MTRACE_FOLLOW_FORK: trace forked children into their own files */
     uint64_t max_bytes;   /* MTRACE_MAX_SIZE (MiB): stop tracing past this file size */
     unsigned quiet;       /* MTRACE_QUIET: no diagnostics on stderr */
-    unsigned clock_every; /* MTRACE_CLOCK_EVERY: calls per clock read with one thread; 0: the default, 8 */
+    unsigned clock_every; /* MTRACE_CLOCK_EVERY: calls per clock read with one thread (0: as 8) */
     int secure;           /* secure-execution mode (setuid): no tracing */
 } mt_options_t;
 

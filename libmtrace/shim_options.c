@@ -30,7 +30,7 @@ static const opt_desc_t opt_table[] = {
     OPT("MTRACE_FOLLOW_FORK", OPT_UINT, follow_fork, "1", 0, 1000000000u),
     OPT("MTRACE_MAX_SIZE", OPT_MIB, max_bytes, "65536", 1, UINT64_MAX >> 20),
     OPT("MTRACE_QUIET", OPT_UINT, quiet, "0", 0, 1000000000u),
-    OPT("MTRACE_CLOCK_EVERY", OPT_UINT, clock_every, "0", 0, 1024),
+    OPT("MTRACE_CLOCK_EVERY", OPT_UINT, clock_every, "8", 0, 1024),
 };
 
 /* A decimal number up to max, without locale or errno side effects (the shim may run before the
