@@ -1076,6 +1076,45 @@ START_TEST(shared_reads_spread)
 }
 END_TEST
 
+/* Damage met while decoding a run ahead: the records before it come first, with their stored times,
+ * then the error, as without spreading. */
+START_TEST(shared_reads_damage)
+{
+    char *path = path_in(g_dir, "every8_damaged.mtr");
+    write_shared_reads(path, 1);
+    mt_trace_t *t = open_trace(path);
+    const size_t i1 = mt_trace_thread(t, 0)->thread == 1 ? 0 : 1;
+    mt_thread_cursor_t tc;
+    ck_assert_int_eq(mt_thread_cursor_init(&tc, t, i1), 0);
+    tc.c.spread_reads = 0;
+    mt_record_t r;
+    mt_error_t err = { "" };
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(mt_thread_cursor_next(&tc, &r, &err), 1);
+    const uint64_t at = r.offset; /* the third call's first byte (the run's third of four) */
+    mt_thread_cursor_fini(&tc);
+    mt_trace_close(t);
+    const int fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    const uint8_t bad = 0x3f; /* no opcode */
+    ck_assert_int_eq(pwrite(fd, &bad, 1, (off_t)at), 1);
+    close(fd);
+
+    t = open_trace(path);
+    ck_assert_int_eq(mt_thread_cursor_init(&tc, t, i1), 0);
+    ck_assert(tc.c.spread_reads);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(mt_thread_cursor_next(&tc, &r, &err), 1);
+        ck_assert_uint_eq(r.time, 100);
+    }
+    ck_assert_int_lt(mt_thread_cursor_next(&tc, &r, &err), 0);
+    ck_assert_msg(strstr(err.msg, "expected a record opcode") != NULL, "%s", err.msg);
+    mt_thread_cursor_fini(&tc);
+    mt_trace_close(t);
+    free(path);
+}
+END_TEST
+
 /* Strings fill the header chunk up to its end (keeping room for the end tag) and no further. */
 START_TEST(header_strings_fill_the_chunk)
 {
@@ -2425,6 +2464,7 @@ static Suite *format_suite(void)
     tc = tcase(s, "header_strings");
     tcase_add_test(tc, header_strings);
     tcase_add_test(tc, shared_reads_spread);
+    tcase_add_test(tc, shared_reads_damage);
     tcase_add_test(tc, header_strings_fill_the_chunk);
 
     tc = tcase(s, "cut_files");

@@ -369,6 +369,38 @@ fail:
     return -1;
 }
 
+/* A sum of every field and payload byte of a record, its stack's and module's decoded too: the
+ * fuzzer's reads of all that a decoder gave, which must stay in bounds. */
+static uint64_t record_sum(const mt_record_t *r)
+{
+    uint64_t sink = r->op + r->time + r->ptr + r->result + r->size + r->usable + r->stack + r->len;
+    for (uint32_t k = 0; k < r->nargs; k++)
+        sink += (uint64_t)r->arg[k];
+    if (r->op == MT_EV_STACK) {
+        mt_stack_def_t s;
+        if (mt_decode_stack(r, &s) == 0) {
+            if (s.nframes > MT_MAX_FRAMES)
+                fz_fail("stack with %u frames", s.nframes);
+            for (uint32_t k = 0; k < s.nframes; k++)
+                sink += s.frames[k];
+        }
+    } else if (r->op == MT_EV_MODULE) {
+        mt_module_def_t m;
+        if (mt_decode_module(r, &m) == 0) {
+            if (m.nseg > MT_MAX_SEGMENTS || m.build_id_len > sizeof m.build_id)
+                fz_fail("module with %u segments, %u-byte build id", m.nseg, m.build_id_len);
+            for (uint32_t k = 0; k < m.name_len; k++)
+                sink += (uint8_t)m.name[k];
+            for (uint32_t k = 0; k < m.build_id_len; k++)
+                sink += m.build_id[k];
+        }
+    } else {
+        for (uint32_t k = 0; k < r->len; k++)
+            sink += r->data[k];
+    }
+    return sink;
+}
+
 long long fz_walk_trace(const char *path)
 {
     mt_trace_t *t;
@@ -428,31 +460,7 @@ long long fz_walk_trace(const char *path)
         int rc;
         while ((rc = mt_cursor_next(&c, &r, &err)) > 0) {
             by_chunk += kept[i];
-            sink += r.op + r.time + r.ptr + r.result + r.size + r.usable + r.stack + r.len;
-            for (uint32_t k = 0; k < r.nargs; k++)
-                sink += (uint64_t)r.arg[k];
-            if (r.op == MT_EV_STACK) {
-                mt_stack_def_t s;
-                if (mt_decode_stack(&r, &s) == 0) {
-                    if (s.nframes > MT_MAX_FRAMES)
-                        fz_fail("stack with %u frames", s.nframes);
-                    for (uint32_t k = 0; k < s.nframes; k++)
-                        sink += s.frames[k];
-                }
-            } else if (r.op == MT_EV_MODULE) {
-                mt_module_def_t m;
-                if (mt_decode_module(&r, &m) == 0) {
-                    if (m.nseg > MT_MAX_SEGMENTS || m.build_id_len > sizeof m.build_id)
-                        fz_fail("module with %u segments, %u-byte build id", m.nseg, m.build_id_len);
-                    for (uint32_t k = 0; k < m.name_len; k++)
-                        sink += (uint8_t)m.name[k];
-                    for (uint32_t k = 0; k < m.build_id_len; k++)
-                        sink += m.build_id[k];
-                }
-            } else {
-                for (uint32_t k = 0; k < r.len; k++)
-                    sink += r.data[k];
-            }
+            sink += record_sum(&r);
             mt_trace_note_rss(t, &r);
         }
         if (rc < 0)
