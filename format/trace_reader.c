@@ -990,18 +990,21 @@ static __attribute__((noinline)) int cursor_next_spread(mt_cursor_t *c, mt_recor
     }
     if (k->i < k->n) {
         *r = k->rec[k->i++];
-        return 1;
-    }
-    if (k->end_rc <= 0) { /* the end or the damage found while decoding ahead */
+        /* The record that ended a run, when it is a call with more to read after it, starts the
+         * next run: its time is a read's, as stored. */
+        if (k->i < k->n || k->end_rc <= 0 || r->op >= MT_FIRST_EVENT)
+            return 1;
+    } else if (k->end_rc <= 0) { /* the end or the damage found while decoding ahead */
         const int rc = k->end_rc;
         if (rc < 0)
             *err = k->err;
         k->end_rc = 1;
         return rc;
+    } else {
+        const int rc = cursor_next_stored(c, r, err);
+        if (rc <= 0 || r->op >= MT_FIRST_EVENT)
+            return rc;
     }
-    const int rc = cursor_next_stored(c, r, err);
-    if (rc <= 0 || r->op >= MT_FIRST_EVENT)
-        return rc;
     /* a call: are the next ones of the same time? */
     k->rec[0] = *r;
     unsigned n = 1;

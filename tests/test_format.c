@@ -1076,6 +1076,31 @@ START_TEST(shared_reads_spread)
 }
 END_TEST
 
+/* Runs one after another: the call that ends a run starts the next, and each is spread. */
+START_TEST(shared_reads_runs_in_a_row)
+{
+    char *path = path_in(g_dir, "every8_rows.mtr");
+    mt_writer_t *w = open_writer(path, NULL);
+    static const char clock[] = "source=tsc reads=every-4-calls-while-one-thread tsc_ns=20.0 monotonic_ns=30.0";
+    ck_assert_int_eq(mt_writer_header_string(w, MT_STR_CLOCK, clock, strlen(clock)), 0);
+    static const uint64_t times[] = { 100, 100, 100, 100, 180, 180, 180, 180, 260 };
+    for (unsigned i = 0; i < 9; i++) {
+        const mt_record_t r = {
+            .op = MT_OP_MALLOC, .time = times[i], .size = 8, .result = 0x1000 + 0x20 * i, .usable = 24
+        };
+        ck_assert_int_eq(mt_writer_call(w, 1, 11, &r), 0);
+    }
+    close_writer(w, 1);
+    mt_trace_t *t = open_trace(path);
+    uint64_t got[16];
+    ck_assert_uint_eq(thread_times(t, 0, 1, got, 16), 9);
+    for (unsigned i = 0; i < 9; i++)
+        ck_assert_msg(got[i] == 100 + 20 * i, "record %u at %" PRIu64 ", expected %u", i, got[i], 100 + 20 * i);
+    mt_trace_close(t);
+    free(path);
+}
+END_TEST
+
 /* Damage met while decoding a run ahead: the records before it come first, with their stored times,
  * then the error, as without spreading. */
 START_TEST(shared_reads_damage)
@@ -2465,6 +2490,7 @@ static Suite *format_suite(void)
     tcase_add_test(tc, header_strings);
     tcase_add_test(tc, shared_reads_spread);
     tcase_add_test(tc, shared_reads_damage);
+    tcase_add_test(tc, shared_reads_runs_in_a_row);
     tcase_add_test(tc, header_strings_fill_the_chunk);
 
     tc = tcase(s, "cut_files");
