@@ -13,6 +13,7 @@
 #include "mtrace/report.h"
 #include "mtrace/spread.h"
 #include "mtrace/file_io.h"
+#include "xml_escape.h"
 
 typedef struct column {
     const char *title; /* text table header */
@@ -224,13 +225,13 @@ static void put_html(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
         fprintf(f, "<th>%s</th>", columns[c].title);
     row_name(r[rows[0].first], name, sizeof name);
     fprintf(f, "<th class=\"l\">verdict against ");
-    mt_html_escape(f, name);
+    mt_xml_escape(f, name, MT_XML_ALL);
     fprintf(f, "</th></tr>\n");
     for (int i = 0; i < nrows; i++) {
         const row_t *w = &rows[i];
         row_name(r[w->first], name, sizeof name);
         fprintf(f, "<tr><td class=\"l\">");
-        mt_html_escape(f, name);
+        mt_xml_escape(f, name, MT_XML_ALL);
         fprintf(f, "</td><td>%d</td>", w->n);
         for (size_t c = 0; c < NCOL; c++) {
             char cell[48];

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "mtrace/flamegraph.h"
+#include "xml_escape.h"
 
 #define NO_STACK "[no stack]"
 #define UNKNOWN_FRAME "[unknown]"
@@ -212,87 +213,6 @@ static void tree_free(tree_t *t)
 
 /* ---- SVG --------------------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte starts none. */
-static int utf8_len(const unsigned char *s)
-{
-    const unsigned c = s[0];
-    int n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, min = 0x10000;
-    else
-        return 0;
-    unsigned cp = c & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-        return 0;
-    return n;
-}
-
-/* Writes at most `max_chars` characters of s, XML-escaped; returns the number of characters in s
- * (counting an invalid byte as one). max_chars (size_t)-1: all. */
-static size_t put_xml(FILE *f, const char *str, size_t max_chars)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t chars = 0;
-    while (*s) {
-        int n = utf8_len(s);
-        if (chars < max_chars) {
-            if (n == 0) {
-                putc('?', f);
-            } else if (n == 1) {
-                switch (*s) {
-                case '&':
-                    fputs("&amp;", f);
-                    break;
-                case '<':
-                    fputs("&lt;", f);
-                    break;
-                case '>':
-                    fputs("&gt;", f);
-                    break;
-                case '"':
-                    fputs("&quot;", f);
-                    break;
-                case '\'':
-                    fputs("&apos;", f);
-                    break;
-                default:
-                    /* XML 1.0 allows tab, newline and carriage return of the control characters */
-                    putc(*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r' ? '?' : *s, f);
-                }
-            } else {
-                fwrite(s, 1, (size_t)n, f);
-            }
-        }
-        s += n ? n : 1;
-        chars++;
-    }
-    return chars;
-}
-
-static size_t utf8_chars(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t chars = 0;
-    while (*s) {
-        const int n = utf8_len(s);
-        s += n ? n : 1;
-        chars++;
-    }
-    return chars;
-}
-
 /* Warm palette (flamegraph.pl's "hot"): red 205-255, green 0-230, blue 0-55, from a hash of the name. */
 static void frame_colour(const char *name, unsigned *r, unsigned *g, unsigned *b)
 {
@@ -389,7 +309,7 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
     fputs(script, f);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n", IMAGE_WIDTH, height);
     fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\">", IMAGE_WIDTH / 2);
-    put_xml(f, title, (size_t)-1);
+    mt_xml_escape(f, title, MT_XML_ALL);
     fputs("</text>\n", f);
     fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
     if (total == 0) {
@@ -403,9 +323,9 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
         unsigned r, g, b;
         frame_colour(p->name, &r, &g, &b);
         fputs("<g class=\"frame\"><title>", f);
-        put_xml(f, p->name, (size_t)-1);
+        mt_xml_escape(f, p->name, MT_XML_ALL);
         fprintf(f, " (%llu ", (unsigned long long)p->weight);
-        put_xml(f, unit, (size_t)-1);
+        mt_xml_escape(f, unit, MT_XML_ALL);
         fprintf(f, ", %.2f%%)</title>", 100.0 * (double)p->weight / (double)total);
         fprintf(f,
                 "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%u,%u,%u)\" rx=\"2\" ry=\"2\"/>",
@@ -414,10 +334,10 @@ int mt_flamegraph_svg(FILE *f, const char *title, const char *unit, const mt_fol
         const size_t fit = room > 0 ? (size_t)room : 0;
         if (fit >= 3) {
             fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">", p->x + 3, y + 10.5);
-            if (utf8_chars(p->name) <= fit) {
-                put_xml(f, p->name, (size_t)-1);
+            if (mt_xml_chars(p->name) <= fit) {
+                mt_xml_escape(f, p->name, MT_XML_ALL);
             } else {
-                put_xml(f, p->name, fit - 2);
+                mt_xml_escape(f, p->name, fit - 2);
                 fputs("..", f);
             }
             fputs("</text>", f);

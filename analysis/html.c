@@ -17,32 +17,11 @@
 #include "mtrace/report.h"
 #include "mtrace/file_io.h"
 #include "mtrace/tmp_cleanup.h"
-
-void mt_html_escape(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
+#include "xml_escape.h"
 
 static void esc(FILE *f, const char *s)
 {
-    mt_html_escape(f, s);
+    mt_xml_escape(f, s, MT_XML_ALL);
 }
 
 /* Writes an SVG line with every element id, and every reference to one (url(#X), href="#X"),

@@ -8,6 +8,7 @@
 #include "mtrace/json_writer.h"
 #include "mtrace/report_diff.h"
 #include "mtrace/file_io.h"
+#include "xml_escape.h"
 
 typedef struct row {
     const mt_caller_node_t *a, *b; /* NULL where the function is absent */
@@ -259,9 +260,9 @@ int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *
           "td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}.l{text-align:left}"
           "code{background:#f4f4f4}</style></head><body>\n<h1>mtrace diff</h1>\n<p><code>",
           f);
-    mt_html_escape(f, a->path);
+    mt_xml_escape(f, a->path, MT_XML_ALL);
     fputs("</code> &rarr; <code>", f);
-    mt_html_escape(f, b->path);
+    mt_xml_escape(f, b->path, MT_XML_ALL);
     fputs("</code></p>\n<table><tr><th></th><th>before</th><th>after</th><th>change</th></tr>\n", f);
     html_total(f, "allocations", a->allocations, b->allocations, 0);
     html_total(f, "peak live", a->peak_live_bytes, b->peak_live_bytes, 1);
@@ -278,10 +279,10 @@ int mt_report_diff_html(const mt_report_t *a, const mt_report_t *b, const char *
         fprintf(f, "<tr><td>%+" PRId64 "</td><td>%s</td><td>%s</td><td>%s</td><td class=\"l\"><code>", r->d_calls,
                 signed_bytes(by, sizeof by, r->d_bytes), signed_bytes(pk, sizeof pk, r->d_peak),
                 signed_bytes(lk, sizeof lk, r->d_leaked));
-        mt_html_escape(f, node->sym->function);
+        mt_xml_escape(f, node->sym->function, MT_XML_ALL);
         mt_frame_where(node->sym, where, sizeof where);
         fputs("</code></td><td class=\"l\">", f);
-        mt_html_escape(f, where);
+        mt_xml_escape(f, where, MT_XML_ALL);
         fputs(!r->a ? " (new)" : !r->b ? " (gone)" : "", f);
         fputs("</td></tr>\n", f);
     }

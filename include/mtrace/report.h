@@ -174,8 +174,6 @@ void mt_report_total_free(mt_report_total_t *t);
  * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
                    const char *flame_svg);
-/* Writes s with HTML's special characters as entities. */
-void mt_html_escape(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

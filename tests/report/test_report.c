@@ -19,6 +19,7 @@
  *  - a packed trace reports what the raw one does; a trace that did not finish; an output that
  *    cannot be written is an error
  *  - the JSON output (parsed with mtrace's JSON reader), the CSV output and the text's key lines
+ *  - the HTML page's command line escaped as the flame graph's names are
  * Regressions of bugs these tests found (fixed):
  * callsite_split_with_flame, folded_unwritable, huge_values, failed_calls_request_nothing (see each
  * test).
@@ -1753,6 +1754,32 @@ START_TEST(leaks_by_stack_growing_or_at_exit)
 }
 END_TEST
 
+/* The page shows the command line escaped by the flame graph's rule: the five characters XML and HTML
+ * give a meaning (the apostrophe too: it would end a single-quoted attribute) as entities, a byte
+ * that is not UTF-8 as '?'. (The plots inlined below keep gnuplot's own title text: not checked.) */
+START_TEST(html_page_escapes_command)
+{
+    static const char cmdline[] = "prog\0<b>&\"q'\0bad\xff"
+                                  "byte";
+    static const char want[] = "prog &lt;b&gt;&amp;&quot;q&apos; bad?byte";
+    char *path = path_in(g_dir, "escape.mtr");
+    write_peak_trace(path, cmdline, sizeof cmdline - 1);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    char *text = html_page(&rep, "escape.html");
+    char *title, *row;
+    ck_assert_int_ge(asprintf(&title, "<title>mtrace: %s</title>", want), 0);
+    ck_assert_int_ge(asprintf(&row, "<tr><td>command</td><td><code>%s</code></td></tr>", want), 0);
+    ck_assert_msg(strstr(text, title), "no '%s' in the page: %.1000s", title, text);
+    ck_assert_msg(strstr(text, row), "no '%s' in the page: %.1000s", row, text);
+    free(title);
+    free(row);
+    free(text);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
 static char *write_file(const char *name, const char *text, size_t len)
 {
     char *path = path_in(g_dir, name);
@@ -1876,6 +1903,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, temporaries_heaptrack_rule);
     tcase_add_test(tc, realloc_growth_and_shrink);
     tcase_add_test(tc, leaks_by_stack_growing_or_at_exit);
+    tcase_add_test(tc, html_page_escapes_command);
     tcase_add_test(tc, leaks_suppressed_by_pattern);
     tcase_add_test(tc, suppressions_unusable);
     suite_add_tcase(s, tc);
