@@ -156,6 +156,49 @@ static int parse_container(parser_t *ps, mt_jval_t *v, int depth, int object)
     }
 }
 
+/* true, false or null at ps->p, read into v: 1; or 0 when none of them is there. */
+static int parse_literal(parser_t *ps, mt_jval_t *v)
+{
+    static const struct {
+        const char *word;
+        mt_jtype_t type;
+        double num;
+    } words[] = {
+        { "true", MT_JBOOL, 1 },
+        { "false", MT_JBOOL, 0 },
+        { "null", MT_JNULL, 0 },
+    };
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
+        const size_t len = strlen(words[k].word);
+        if ((size_t)(ps->end - ps->p) >= len && !memcmp(ps->p, words[k].word, len)) {
+            v->type = words[k].type;
+            v->num = words[k].num;
+            ps->p += len;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A number: the run of characters from "+-0123456789.eE" at ps->p (63 at the most), which strtod
+ * must take whole. */
+static int parse_number(parser_t *ps, mt_jval_t *v)
+{
+    char buf[64];
+    size_t n = 0;
+    while (ps->p + n < ps->end && n + 1 < sizeof buf && strchr("+-0123456789.eE", ps->p[n]))
+        buf[n] = ps->p[n], n++;
+    buf[n] = 0;
+    char *endp;
+    v->num = strtod(buf, &endp);
+    if (!n || *endp)
+        return perr(ps, "a value");
+    v->type = MT_JNUM;
+    ps->p += n;
+    return 0;
+}
+
+/* Any value, by its first character; `depth` containers hold it. */
 static int parse_value(parser_t *ps, mt_jval_t *v, int depth)
 {
     if (depth > MAX_DEPTH)
@@ -176,36 +219,9 @@ static int parse_value(parser_t *ps, mt_jval_t *v, int depth)
         v->type = MT_JSTR;
         return parse_string(ps, &v->str);
     }
-    static const struct {
-        const char *word;
-        mt_jtype_t type;
-        double num;
-    } words[] = {
-        { "true", MT_JBOOL, 1 },
-        { "false", MT_JBOOL, 0 },
-        { "null", MT_JNULL, 0 },
-    };
-    for (size_t k = 0; k < 3; k++) {
-        const size_t len = strlen(words[k].word);
-        if ((size_t)(ps->end - ps->p) >= len && !memcmp(ps->p, words[k].word, len)) {
-            v->type = words[k].type;
-            v->num = words[k].num;
-            ps->p += len;
-            return 0;
-        }
-    }
-    char buf[64];
-    size_t n = 0;
-    while (ps->p + n < ps->end && n + 1 < sizeof buf && strchr("+-0123456789.eE", ps->p[n]))
-        buf[n] = ps->p[n], n++;
-    buf[n] = 0;
-    char *endp;
-    v->num = strtod(buf, &endp);
-    if (!n || *endp)
-        return perr(ps, "a value");
-    v->type = MT_JNUM;
-    ps->p += n;
-    return 0;
+    if (parse_literal(ps, v))
+        return 0;
+    return parse_number(ps, v);
 }
 
 static void free_inner(mt_jval_t *v)
