@@ -278,14 +278,16 @@ static void gen_records(rng_t *g, rec_list_t *l, size_t n, uint64_t *time)
 
 /* ---- every op and event ------------------------------------------------------------------------ */
 
-/* One of each call, the edge cases of each (NULL results, realloc(NULL, n), realloc(p, 0), errors,
- * negative mallopt values, extreme sizes), each flag, and every event kind. Values look like what
- * the shim records for glibc on x86-64. */
-static void build_every_op(rec_list_t *l)
-{
-    uint64_t t = 1000;
-    mt_record_t r;
+/* build_every_op's parts: each takes the time of the record before its first and returns the time
+ * of its last, so that the times run on from one part to the next as they did in one function (the
+ * round-trip tests compare the records, times included). PUSH() appends r as it stands. */
 #define PUSH() rec_list_push(l, &r)
+
+/* malloc, calloc, realloc and reallocarray: a block, a failure, realloc(NULL, n), in place, moved
+ * and realloc(p, 0). */
+static uint64_t push_plain_allocations(rec_list_t *l, uint64_t t)
+{
+    mt_record_t r;
     r = exp_call(MT_OP_MALLOC, t += 10);
     r.size = 100;
     r.result = 0x555555559ac0;
@@ -350,6 +352,13 @@ static void build_every_op(rec_list_t *l)
     r.size = 16;
     r.flags = MT_FLAG_NULL;
     PUSH();
+    return t;
+}
+
+/* memalign, posix_memalign (its failures with their error), aligned_alloc, valloc, pvalloc. */
+static uint64_t push_aligned_allocations(rec_list_t *l, uint64_t t)
+{
+    mt_record_t r;
     r = exp_call(MT_OP_MEMALIGN, t += 5);
     r.align = 32;
     r.size = 100;
@@ -398,6 +407,13 @@ static void build_every_op(rec_list_t *l)
     r.result = 0x55555555d000;
     r.usable = 4096;
     PUSH();
+    return t;
+}
+
+/* malloc_usable_size, mallopt, malloc_trim and free, with the edge values of their arguments. */
+static uint64_t push_other_calls(rec_list_t *l, uint64_t t)
+{
+    mt_record_t r;
     r = exp_call(MT_OP_USABLE_SIZE, t += 1);
     r.ptr = 0x555555559ac0;
     r.size = 104;
@@ -436,6 +452,13 @@ static void build_every_op(rec_list_t *l)
     r = exp_call(MT_OP_FREE, t += 1);
     r.ptr = 0;
     PUSH(); /* free(NULL) */
+    return t;
+}
+
+/* Each flag alone and together, stack ids, a clock that steps back, a signed slack. */
+static uint64_t push_flagged_calls(rec_list_t *l, uint64_t t)
+{
+    mt_record_t r;
     /* glibc's path flags, stack ids, both in one extension byte */
     r = exp_call(MT_OP_MALLOC, t += 1);
     r.size = 1 << 20;
@@ -483,9 +506,14 @@ static void build_every_op(rec_list_t *l)
     r = exp_call(MT_OP_FREE, t += 1);
     r.ptr = UINT64_MAX;
     PUSH();
+    return t;
+}
 #undef PUSH
 
-    /* every event, with the payloads the shim writes */
+/* Every event, with the payloads the shim writes. */
+static void push_every_event(rec_list_t *l, uint64_t t)
+{
+    mt_record_t r;
     static const uint8_t stack_payload[] = { 0x07, 0x00, 0x10, 0x20, 0x00, 0xff, 0x00 };
     static const uint8_t module_payload[] = { 0x00, 0x10, 0x40, 0x00, '/', 'l', 'i', 'b', 0x00 };
     const uint64_t creator[] = { 0 }, lost[] = { 7 }, created[] = { 2 }, pid[] = { 4242 },
@@ -522,6 +550,19 @@ static void build_every_op(rec_list_t *l)
     rec_list_push(l, &r);
     r = exp_event_varints(MT_EV_THREAD_EXIT, t += 1, 1, lost);
     rec_list_push(l, &r);
+}
+
+/* One of each call, the edge cases of each (NULL results, realloc(NULL, n), realloc(p, 0), errors,
+ * negative mallopt values, extreme sizes), each flag, and every event kind. Values look like what
+ * the shim records for glibc on x86-64. */
+static void build_every_op(rec_list_t *l)
+{
+    uint64_t t = 1000;
+    t = push_plain_allocations(l, t);
+    t = push_aligned_allocations(l, t);
+    t = push_other_calls(l, t);
+    t = push_flagged_calls(l, t);
+    push_every_event(l, t);
 }
 
 START_TEST(every_op_round_trips)
