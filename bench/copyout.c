@@ -1,5 +1,5 @@
 /* What the recorder's copy-out costs on this machine: a full 64 KiB home chunk goes to the trace
- * file with pwrite, then the chunk is zeroed (libmtrace/shim_file.c, move_out). Times N such
+ * file with pwrite, then the chunk is zeroed (libmtrace/shim_chunks.c, move_out). Times N such
  * writes, CPU per write, in three ways: to new offsets (what the recorder does: the page cache
  * takes new pages), to one offset over and over (the same copy into pages already cached), and to
  * new offsets of a file preallocated with fallocate.

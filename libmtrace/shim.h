@@ -149,7 +149,7 @@ typedef struct mt_global {
     atomic_int grow_lock;
     /* Home chunks of threads that have ended, each as its chunk index << 32 | its tid (0: a free
      * entry), until the kernel thread is gone and its pages can leave the RSS for good
-     * (shim_file.c, release_ended()). Written once per thread exit and per release. */
+     * (shim_chunks.c, mt_release_ended()). Written once per thread exit and per release. */
     _Alignas(128) _Atomic uint64_t ended[MT_ENDED_MAX];
     _Atomic uint32_t nended;
     /* Cold. */
@@ -274,17 +274,30 @@ size_t mt_clock_choose(char *buf, size_t cap);
 /* shim_file.c */
 int mt_file_open(void);
 void mt_file_finish(void);
-void mt_sample_rss_at_exit(void);
 void mt_file_after_fork_child(void);
+void mt_file_note_exec(const char *path);
+void mt_stop_tracing(int err, const char *why);
+void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether mt_g.fd is still the trace file (the program may have closed it and reused the number):
+ * 0, else -EBADF when it cannot be had again by its path. */
+int mt_file_fd_ours(void);
+/* Maps more of the file, if need be, so that chunk idx exists: 0 or a negative errno. */
+int mt_file_map_chunk(uint64_t idx);
+
+/* shim_chunks.c */
 uint8_t *mt_thread_reserve(mt_thread_t *t, uint64_t now);
 void mt_thread_exit(mt_thread_t *t);
 void mt_emit_event(mt_thread_t *t, unsigned op, const uint8_t *payload, size_t len);
 void mt_emit_event_at(mt_thread_t *t, unsigned op, uint64_t now, const uint8_t *payload, size_t len);
-void mt_file_note_exec(const char *path);
+/* An event in the chunk's tail reserve: it lands even when no new chunk can be had. */
+void mt_emit_final(mt_thread_t *t, unsigned op, const uint8_t *payload, size_t len);
 uint32_t mt_next_thread_no(void);
-void mt_stop_tracing(int err, const char *why);
+/* Drops the home chunks of ended threads that are gone (see shim_chunks.c). */
+void mt_release_ended(void);
+
+/* shim_rss.c */
 void mt_sample_rss(mt_thread_t *t, uint64_t now);
-void mt_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mt_sample_rss_at_exit(void);
 
 /* Recorded time is the clock shifted right by this much (the header's time_shift). Under the TSC, 4
  * ticks (1 to 2 ns at 2 to 4 GHz): a call's time delta then fits one byte where calls come less than
