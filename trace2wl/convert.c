@@ -958,8 +958,6 @@ HOT int apply_realloc(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, 
     block_t *b = NULL;
     if (r->ptr) {
         b = mt_ptr_map_find(&c->live, r->ptr);
-        if (!b && (r->arg[3] & ~(int64_t)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_EXIT)
-            return 0; /* freed unseen by the recorder's set: nothing waits for it */
         if (!b && c->hard_blocked && !force)
             return hold(c, i, BLOCKED_UNKNOWN, r->ptr, out);
         if (!b)
