@@ -180,13 +180,13 @@ static int parse_literal(parser_t *ps, mt_jval_t *v)
     return 0;
 }
 
-/* A number: the run of characters from "+-0123456789.eE" at ps->p (63 at the most), which strtod
- * must take whole. */
+/* A number: the run of characters from "+-0123456789.eE" at ps->p (63 at the most; never a NUL,
+ * which strchr would find as its set's terminator), which strtod must take whole. */
 static int parse_number(parser_t *ps, mt_jval_t *v)
 {
     char buf[64];
     size_t n = 0;
-    while (ps->p + n < ps->end && n + 1 < sizeof buf && strchr("+-0123456789.eE", ps->p[n]))
+    while (ps->p + n < ps->end && n + 1 < sizeof buf && ps->p[n] && strchr("+-0123456789.eE", ps->p[n]))
         buf[n] = ps->p[n], n++;
     buf[n] = 0;
     char *endp;

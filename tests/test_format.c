@@ -1683,6 +1683,24 @@ START_TEST(fifo_and_directory_refused)
 }
 END_TEST
 
+/* A NUL byte is not part of a JSON number: "[1<NUL>]" is refused at the NUL, where the number's
+ * scan once took it (strchr finds the terminator of its set) and strtod stopped before it. */
+START_TEST(json_number_stops_at_nul)
+{
+    char *p = path_in(g_dir, "nul.json");
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite("[1\0]", 1, 4, f), 4);
+    ck_assert_int_eq(fclose(f), 0);
+    mt_error_t err = { "" };
+    mt_jval_t *j = NULL;
+    ck_assert_int_eq(mt_json_load(p, &j, &err), -EINVAL);
+    ck_assert_msg(strstr(err.msg, "offset 2:"), "%s", err.msg);
+    ck_assert_ptr_null(j);
+    free(p);
+}
+END_TEST
+
 START_TEST(bad_headers)
 {
     char *p = path_in(g_dir, "empty.mtr");
@@ -2549,6 +2567,7 @@ static Suite *format_suite(void)
     tc = tcase(s, "bad_input");
     tcase_add_test(tc, bad_headers);
     tcase_add_test(tc, fifo_and_directory_refused);
+    tcase_add_test(tc, json_number_stops_at_nul);
     tcase_add_test(tc, bad_chunk_headers);
     tcase_add_test(tc, zero_and_partial_chunk_headers);
 
