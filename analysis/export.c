@@ -777,6 +777,13 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
         snprintf(stopped, sizeof stopped, "%s", err->msg);
         rc = 0;
     }
+    /* A file cut short after it was written reads as a prefix without damage: its records are
+     * exported, and it stops there as damage does (exit 1, where in the traces table). */
+    mt_error_t cut;
+    if (rc == 0 && !damaged && mt_trace_check_whole(x.trace, &cut) < 0) {
+        damaged = 1;
+        snprintf(stopped, sizeof stopped, "%s", cut.msg);
+    }
     size_t len = 0;
     const char *exe = rc == 0 ? mt_trace_string(x.trace, MT_STR_EXE, 0, &len) : NULL;
     char exe_path[4096] = "";

@@ -6,11 +6,14 @@
 # - A sealed chunk with damaged records: exit 1, one line naming the file and an offset inside the
 #   damage; the tables are written, whole, and the records table holds every record before the
 #   damage: its file is a non-empty prefix of the good trace's (the same rows, byte for byte).
+# - A trace cut short after it was written (inside its first chunk of records): its records are
+#   exported, and it stops there as damage does: exit 1, one line naming the file and offset,
+#   mtrace_traces says where.
 # - An output directory that cannot be made, a regular file in its place (its first table cannot be
 #   opened: once a double free), and files of an earlier export without --force: no file written, no
 #   temporary left.
 # - -j 1, 2 and 3 (the caller alone; one worker decoding and merging; two more): the same tables, byte
-#   for byte, and the same message, for the good trace and both damaged ones.
+#   for byte, and the same message, for the good trace and the damaged and cut ones.
 set -u
 mtrace=$1
 mktrace=$2
@@ -76,6 +79,15 @@ one_line err "export first.mtr" first.mtr "offset 65568" "the 0 call records bef
 grep -qF "first.mtr: offset 65568" first/mtrace_traces.rowbinary ||
     fail "export first.mtr: mtrace_traces does not say where the export stopped"
 
+cut_at=$((65536 + 4096))
+head -c $cut_at g.mtr >short.mtr
+t 60 "$mtrace" export short.mtr -o short >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "export short.mtr: exit $rc, expected 1"
+one_line err "export short.mtr" short.mtr "offset $cut_at" truncated "call records before it"
+grep -qF "short.mtr: offset $cut_at" short/mtrace_traces.rowbinary ||
+    fail "export short.mtr: mtrace_traces does not say where the export stopped"
+
 # a directory that cannot be made; an earlier export's files
 t 60 "$mtrace" export g.mtr -o /proc/self/mtrace-export >out 2>err
 rc=$?
@@ -106,7 +118,7 @@ one_line err "export past the file size limit" "full/mtrace_records.rowbinary"
 no_file "export past the file size limit" full
 
 # -j N: the same tables and the same stop, whatever the number of threads reading
-for x in g chunk first; do
+for x in g chunk first short; do
     for j in 1 2 3; do
         t 60 "$mtrace" export -j $j $x.mtr -o "j$j.$x" >out 2>"err.$j.$x"
         echo $? >"rc.$j.$x"
