@@ -580,10 +580,7 @@ int cmd_dump(int argc, char **argv)
         mt_thread_cursor_fini(&tc);
     }
     mt_trace_close(t);
-    if (fflush(stdout) != 0 && errno != EPIPE) {
-        fprintf(stderr, "mtrace: writing the dump: %s\n", strerror(errno));
-        return 1;
-    }
+    /* a write that failed is said by main (mt_stdout_finish) */
     if (rc < 0)
         return mt_fail(&err);
     if (!whole) {

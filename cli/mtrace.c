@@ -348,6 +348,17 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
             rc = mt_fail(&err);
             break;
         }
+        const char *asked = o->folded          ? "--folded"
+                            : o->callsites_csv ? "--callsites-csv"
+                            : o->flamegraph    ? "--flamegraph"
+                                               : NULL;
+        if (asked && !r.has_stacks) { /* as one trace's report */
+            mt_report_free(&r);
+            fflush(stdout);
+            fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
+            rc = 1;
+            break;
+        }
         if (fmt == MT_TABLE_JSON && i)
             printf(",");
         else if (fmt != MT_TABLE_JSON && i)
@@ -481,9 +492,18 @@ static int report_one(const char *path, const char *const *results, int nresults
     mt_report_t r;
     mt_error_t err;
     int rc = 0;
+    /* The stacks' outputs that the user named: a trace without stacks has none to give, and a
+     * report without them must not pass for the whole that was asked. */
+    const char *asked = o->folded                       ? "--folded"
+                        : o->callsites_csv              ? "--callsites-csv"
+                        : flame_fd < 0 && o->flamegraph ? "--flamegraph"
+                                                        : NULL;
     if (mt_report_build(&r, path, o, &err) < 0)
         rc = mt_fail(&err);
-    else if (a->html)
+    else if (asked && !r.has_stacks) {
+        fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
+        rc = 1;
+    } else if (a->html)
         rc = mt_report_html(&r, a->html, results, nresults, r.has_stacks ? o->flamegraph : NULL) == 0 ? 0 : 1;
     else
         mt_report_print(&r, stdout, a->fmt, a->top);
@@ -522,9 +542,13 @@ static int cmd_report(int argc, char **argv)
         mt_trace_list_free(&traces);
         return rc;
     }
+    /* One trace: named once or more, or alone in a directory named. None: the first operand is
+     * read as the trace, for its error. */
+    char one[PATH_MAX];
+    snprintf(one, sizeof one, "%s", traces.n ? traces.v[0] : argv[first]);
+    if (!traces.n)
+        optind = first + 1;
     mt_trace_list_free(&traces);
-    optind = first;
-    const char *path = argv[optind++];
     /* Replay results go on the HTML page only. */
     const int nresults = argc - optind;
     if (nresults && (!a.html || nresults > 64)) {
@@ -532,7 +556,7 @@ static int cmd_report(int argc, char **argv)
                 a.html ? "at most 64 replay results" : "replay results go with --html only");
         return mt_help_usage_error("report");
     }
-    return report_one(path, (const char *const *)argv + optind, nresults, &a);
+    return report_one(one, (const char *const *)argv + optind, nresults, &a);
 }
 
 /* ---- mtrace diff -------------------------------------------------------------------------------- */
@@ -724,7 +748,7 @@ int main(int argc, char **argv)
     mt_cleanup_on_signals();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[optind], commands[i].name))
-            return commands[i].run(argc - optind, argv + optind);
+            return mt_stdout_finish("mtrace", commands[i].run(argc - optind, argv + optind));
     fprintf(stderr, "mtrace: unknown command '%s'\n", argv[optind]);
     return mt_help_usage_error("mtrace");
 }

@@ -124,9 +124,26 @@ static int out_fail(mt_out_t *o, mt_error_t *err, int e, const char *what)
     return -e;
 }
 
+int mt_out_special(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err)
 {
     *o = (mt_out_t){ .path = path };
+    if (mt_out_special(path)) {
+        const int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+            const int e = errno;
+            if (fd >= 0)
+                close(fd);
+            return out_fail(o, err, e, "");
+        }
+        o->in_place = 1;
+        return 0;
+    }
     if (snprintf(o->tmp, sizeof o->tmp, "%s.partial.XXXXXX", path) >= (int)sizeof o->tmp) {
         o->tmp[0] = 0;
         return out_fail(o, err, ENAMETOOLONG, "");
@@ -174,6 +191,8 @@ int mt_out_commit(mt_out_t *o, mt_error_t *err)
         e = errno;
     if (e)
         return out_fail(o, err, e, "");
+    if (o->in_place)
+        return 0;
     if (rename(o->tmp, o->path) < 0)
         return out_fail(o, err, errno, " (renaming into place)");
     mt_cleanup_del(o->tmp);
@@ -280,4 +299,17 @@ void mt_put_csv_field(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+int mt_stdout_finish(const char *prog, int status)
+{
+    errno = 0;
+    /* fflush sets errno when it fails now; an earlier failed write left only the error flag */
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    const int e = errno;
+    if (e == EPIPE) /* the reader closed the pipe on purpose (`| head`, SIGPIPE ignored) */
+        return status;
+    fprintf(stderr, "%s: cannot write the standard output%s%s\n", prog, e ? ": " : "", e ? strerror(e) : "");
+    return status ? status : 1;
 }

@@ -233,6 +233,11 @@ int mt_trace_pack_jobs(const char *in, const char *out, int level, unsigned flag
         err = &unused;
     if (mt_same_file(in, out))
         return mt_errorf(err, -EINVAL, out, 0, "is the trace to pack; choose another output");
+    if (mt_out_special(out)) { /* renamed over, /dev/null would become a regular file */
+        snprintf(err->msg, sizeof err->msg,
+                 "%s: not a regular file; a packed trace is written whole, then renamed into place: name a file", out);
+        return -EINVAL;
+    }
     mt_trace_t *t = NULL;
     int rc = mt_trace_open(&t, in, err);
     if (rc < 0)

@@ -1010,7 +1010,7 @@ static int write_outputs(const sim_t *s, const sim_opts_t *o, const sim_results_
     return 0;
 }
 
-int main(int argc, char **argv)
+static int sim_main(int argc, char **argv)
 {
     sim_t s = { 0 };
     sim_opts_t o = { 0 };
@@ -1027,4 +1027,9 @@ int main(int argc, char **argv)
     if (write_outputs(&s, &o, &res) < 0)
         return 1;
     return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
+}
+
+int main(int argc, char **argv)
+{
+    return mt_stdout_finish("mtrace-sim", sim_main(argc, argv));
 }

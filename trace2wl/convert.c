@@ -1501,6 +1501,11 @@ int mt_convert(const char *trace_path, const char *wl_path, const mt_convert_opt
         snprintf(err->msg, sizeof err->msg, "%s: is the trace to convert; choose another output", wl_path);
         return -EINVAL;
     }
+    if (mt_out_special(wl_path)) { /* renamed over, /dev/null would become a regular file */
+        snprintf(err->msg, sizeof err->msg,
+                 "%s: not a regular file; a workload is written whole, then renamed into place: name a file", wl_path);
+        return -EINVAL;
+    }
     if (!opts->force && access(wl_path, F_OK) == 0) {
         snprintf(err->msg, sizeof err->msg, "%s: exists; pass --force to replace it", wl_path);
         return -EEXIST;

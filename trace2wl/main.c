@@ -5,8 +5,9 @@
 #include <unistd.h>
 
 #include "convert_cli.h"
+#include "mtrace/file_io.h"
 
 int main(int argc, char **argv)
 {
-    return mt_convert_main("trace2wl", argc, argv);
+    return mt_stdout_finish("trace2wl", mt_convert_main("trace2wl", argc, argv));
 }

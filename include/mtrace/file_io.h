@@ -39,6 +39,12 @@ int mt_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* All len bytes written at off (or at the file position when off is UINT64_MAX). */
 int mt_write_full(int fd, const void *buf, size_t len, uint64_t off);
 
+/* The end of a tool's run: flushes the standard output and returns status, or, where what the tool
+ * printed did not all reach it (a full disk, an I/O error), says so on stderr as "PROG: cannot write
+ * the standard output: REASON" and returns status or 1: a report cut short must not exit 0. A pipe
+ * whose reader stopped reading (EPIPE, where SIGPIPE is ignored) is not an error: the reader chose. */
+int mt_stdout_finish(const char *prog, int status);
+
 /* ---- outputs: complete or absent ----
  * An output is written under a fresh name beside its target (PATH.partial.XXXXXX, made with
  * O_CREAT|O_EXCL by mkostemp: never a name planted beforehand, a symlink included) and renamed over
@@ -48,11 +54,19 @@ typedef struct mt_out {
     FILE *f;          /* write here between mt_out_open and mt_out_commit / mt_out_abort */
     const char *path; /* the target, as given */
     char tmp[4096];   /* the temporary; "" when there is none */
+    int in_place;     /* the target is a device, a FIFO or a socket: written as it is (mt_out_special) */
 } mt_out_t;
 
+/* Whether path names (after links) a file that exists and is neither a regular file nor a directory:
+ * /dev/null, /dev/stdout, a terminal, a named pipe. Such a target cannot be replaced whole: a rename
+ * over it would put a regular file where the device or the link was. mt_out_open writes into it as
+ * it is; outputs that must be seekable (a workload, a packed trace) refuse it. */
+int mt_out_special(const char *path);
+
 /* Creates the temporary with the mode a new file gets (0666 & ~umask; an existing regular target's
- * permissions are kept, as fopen "w" would). 0, or a negative errno with "PATH: cannot write: why"
- * in err (if any); nothing is left behind then. */
+ * permissions are kept, as fopen "w" would); a special target (mt_out_special) is opened to be
+ * written in place instead, and its commit only flushes and closes it. 0, or a negative errno with
+ * "PATH: cannot write: why" in err (if any); nothing is left behind then. */
 int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err);
 /* Flushes, syncs and closes the temporary and renames it over the target. 0, or a negative errno
  * with the message in err; on failure the temporary is removed and the target is untouched. */

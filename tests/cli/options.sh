@@ -9,7 +9,13 @@
 # - an unknown option, a missing value, a missing or extra operand: one line naming it, then the
 #   usage lines, nothing on stdout, exit 2;
 # - options after the operands are read (getopt_long permutes), --opt=value works;
-# - replay --timing bogus is replay's usage error, not the simulator's.
+# - replay --timing bogus is replay's usage error, not the simulator's;
+# - a standard output that cannot take the output (/dev/full): one line saying so, exit 1; a pipe
+#   closed by its reader (SIGPIPE ignored) is not an error;
+# - an output naming a link to /dev/null or a FIFO is written in place, never replaced; convert and
+#   pack, whose outputs are renamed into place, refuse it;
+# - --folded, --flamegraph, --callsites-csv of a trace without stacks: exit 1, no file;
+# - one trace named twice, or alone in a directory: that trace's report.
 #   usage: options.sh MTRACE TRACE2WL MTRACE_SIM REPORT_MKTRACE VERSION
 set -u
 mtrace=$1
@@ -159,6 +165,69 @@ python3 -m json.tool "$work/info.json" >/dev/null 2>&1 || fail "info TRACE --jso
 "$t2w" "$t" --output="$work/b.wl" -q 2>"$work/err" || fail "trace2wl --output=WL: $(cat "$work/err")"
 cmp -s "$work/a.wl" "$work/b.wl" || fail "convert and trace2wl (-o before, --output= after) gave different workloads"
 "$mtrace" dump -- "$work/a.wl" >/dev/null 2>"$work/err" || fail "dump -- WL: $(cat "$work/err")"
+
+# ---- a standard output that cannot take what is printed (a full disk): one line, exit 1 ----
+# full NAME CMD...: CMD's stdout is /dev/full; it must say so once, naming the standard output.
+full() {
+    local name=$1
+    shift
+    "$@" >/dev/full 2>"$work/err"
+    local rc=$?
+    [ $rc = 1 ] || fail "$name >/dev/full: exit $rc, expected 1"
+    grep -q "cannot write the standard output" "$work/err" ||
+        fail "$name >/dev/full: no word of the failed write: $(cat "$work/err")"
+}
+full "info" "$mtrace" info "$t"
+full "info --json" "$mtrace" info --json "$t"
+full "report" "$mtrace" report "$t"
+full "report --json" "$mtrace" report --json "$t"
+full "report --csv" "$mtrace" report --csv "$t"
+full "dump" "$mtrace" dump "$t"
+full "dump WL" "$mtrace" dump "$work/a.wl"
+full "convert" "$mtrace" convert "$t" -o "$work/c.wl"
+full "trace2wl" "$t2w" "$t" -o "$work/d.wl"
+full "mtrace-sim" "$sim" "$work/a.wl"
+# a pipe whose reader stops early is not an error: the reader chose (SIGPIPE ignored: EPIPE)
+(trap '' PIPE; "$mtrace" dump "$t" 2>"$work/err" | head -c 1 >/dev/null; exit "${PIPESTATUS[0]}")
+rc=$?
+[ $rc = 0 ] || fail "dump | head -c 1, SIGPIPE ignored: exit $rc: $(cat "$work/err")"
+
+# ---- outputs that name a device, a link to one or a FIFO: written in place, never replaced ----
+ln -s /dev/null "$work/null"
+"$sim" "$work/a.wl" --quiet --json "$work/null" >/dev/null 2>"$work/err" || fail "mtrace-sim --json LINK-TO-/dev/null: $(cat "$work/err")"
+[ -L "$work/null" ] && [ "$(readlink "$work/null")" = /dev/null ] || fail "mtrace-sim --json replaced the link to /dev/null"
+ls "$work" | grep -q partial && fail "mtrace-sim --json LINK-TO-/dev/null left a temporary: $(ls "$work")"
+mkfifo "$work/fifo"
+cat "$work/fifo" >"$work/fifo.out" &
+reader=$!
+"$sim" "$work/a.wl" --quiet --json "$work/fifo" >/dev/null 2>"$work/err" || fail "mtrace-sim --json FIFO: $(cat "$work/err")"
+wait $reader
+[ -p "$work/fifo" ] || fail "mtrace-sim --json FIFO: the FIFO was replaced"
+python3 -m json.tool "$work/fifo.out" >/dev/null 2>&1 || fail "mtrace-sim --json FIFO: no JSON came through it"
+for cmd in "convert $t -o $work/null --force" "pack $t -o $work/null --force"; do
+    # shellcheck disable=SC2086
+    "$mtrace" $cmd >/dev/null 2>"$work/err"
+    rc=$?
+    [ $rc = 1 ] || fail "$cmd: exit $rc, expected 1"
+    grep -q "not a regular file" "$work/err" || fail "$cmd: $(cat "$work/err")"
+    [ -L "$work/null" ] || fail "$cmd replaced the link to /dev/null"
+done
+# ---- a trace without stacks has nothing for the stacks' outputs: exit 1, no file ----
+for opt in --folded --flamegraph --callsites-csv; do
+    "$mtrace" report "$t" $opt "$work/nostacks.out" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ $rc = 1 ] || fail "report TRACE-WITHOUT-STACKS $opt: exit $rc, expected 1"
+    grep -q -- "no stacks for $opt" "$work/err" || fail "report TRACE-WITHOUT-STACKS $opt: $(cat "$work/err")"
+    [ -e "$work/nostacks.out" ] && fail "report TRACE-WITHOUT-STACKS $opt: wrote $work/nostacks.out"
+done
+# ---- one trace named twice, or alone in a directory: its report ----
+mkdir "$work/one"
+cp "$t" "$work/one/only.mtr"
+"$mtrace" report --json "$t" >"$work/r1.json" 2>"$work/err" || fail "report TRACE: $(cat "$work/err")"
+"$mtrace" report --json "$t" "$t" >"$work/r2.json" 2>"$work/err" || fail "report TRACE TRACE: $(cat "$work/err")"
+cmp -s "$work/r1.json" "$work/r2.json" || fail "report TRACE TRACE: not TRACE's report"
+"$mtrace" report --json "$work/one" >"$work/r3.json" 2>"$work/err" || fail "report DIR-OF-ONE-TRACE: $(cat "$work/err")"
+sed "s|$work/one/only.mtr|$t|g" "$work/r3.json" | cmp -s - "$work/r1.json" || fail "report DIR-OF-ONE-TRACE: not its trace's report"
 
 if [ $failures -gt 0 ]; then
     echo "$failures failure(s)"
