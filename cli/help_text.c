@@ -29,8 +29,9 @@
 
 /* The status of info and dump on a trace cut short. */
 #define EXIT_CUT                                                                                                       \
-    "  3  the trace was cut short after it was written (chunks its header counts are missing): what is\n"              \
-    "     there is shown, and a line on stderr says it is not the whole\n"
+    "  3  the trace was cut short after it was written (chunks its header counts are missing), or a\n"                 \
+    "     process is still recording into it: what is there is shown, and a line on stderr says it is\n"               \
+    "     not the whole\n"
 
 /* The verdict rule, as replay, compare and sweep apply it (analysis/spread.c). */
 #define VERDICTS                                                                                                       \
@@ -58,7 +59,8 @@ static const char help_mtrace[] =
     "  0  success\n"
     "  1  an input could not be read, or an output not written\n"
     "  2  usage error (an unknown command or option, a bad value)\n"
-    "  3  done, but not whole: a trace cut short (info, dump), replayed calls that failed (replay)\n"
+    "  3  done, but not whole: a trace cut short or still being written (info, dump), replayed calls\n"
+    "     that failed (replay)\n"
     "Every command states its own in its --help; record passes the traced program's status through.\n"
     "\n"
     "Example:\n"
@@ -130,8 +132,10 @@ static const char help_info[] =
     "  size        bytes of trace per call\n"
     "  time span   seconds from the first record to the last\n"
     "  state       complete; ended at an exec, and the trace the program went on in (the same name\n"
-    "              with .PID or .PID.N appended; JSON continued_in); or not finished (the process\n"
-    "              was killed or crashed);\n"
+    "              with .PID or .PID.N appended; JSON continued_in); not finished (the process\n"
+    "              was killed or crashed); being written (a process is still recording into it:\n"
+    "              exit 3; JSON being_written); truncated file (cut short after it was written:\n"
+    "              exit 3);\n"
     "              \"truncated\" and why when the recorder had to stop writing\n"
     "  lost calls  calls the recorder could not write (shown when there were any)\n"
     "  bypassed    the program's malloc was another object's, found before libmtrace.so (LD_PRELOAD\n"

@@ -253,6 +253,7 @@ typedef struct info_facts {
     uint64_t size;
     double rate, span;
     int truncated, complete, ended_at_exec, whole;
+    int writing;       /* not whole because a process is still recording into it */
     const char *bound; /* the object whose malloc went past the recorder, if any */
     size_t bound_len;
     const char *next; /* ended at an exec: the trace the program went on in, if found */
@@ -282,7 +283,8 @@ static void info_json(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
     mt_json_kv_double(&j, "ticks_per_sec", x->rate);
     mt_json_kv_double(&j, "span_s", x->span);
     mt_json_kv_bool(&j, "complete", x->complete && x->whole);
-    mt_json_kv_bool(&j, "file_truncated", !x->whole);
+    mt_json_kv_bool(&j, "file_truncated", !x->whole && !x->writing);
+    mt_json_kv_bool(&j, "being_written", x->writing);
     mt_json_kv_bool(&j, "ended_at_exec", x->ended_at_exec);
     if (x->next)
         mt_json_kv_cstr(&j, "continued_in", x->next);
@@ -335,7 +337,8 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
         printf("size          %.2f bytes per call\n", (double)x->size / (double)s->calls);
     printf("time span     %.6f s\n", x->span);
     printf("state         %s%s%s%s\n",
-           !x->whole     ? "truncated file (cut short after it was written: the counts are of the records present)"
+           x->writing    ? "being written (a process is still recording into it: the counts are of the records so far)"
+           : !x->whole   ? "truncated file (cut short after it was written: the counts are of the records present)"
            : x->complete ? "complete"
            : x->ended_at_exec
                ? (x->next ? "ended at an exec: the program went on in "
@@ -411,9 +414,10 @@ int cmd_info(int argc, char **argv)
     const int complete = (h->flags & MT_HDR_COMPLETE) != 0;
     const int ended_at_exec = mt_trace_ended_at_exec(h, s.last_op);
     const uint64_t size = mt_trace_file_size(t);
-    /* A file cut short after it was written: its records are a prefix; say so and exit 3. */
+    /* A file cut short after it was written, or one a process is still recording into: its records
+     * are a prefix; say so and exit 3. */
     mt_error_t cut;
-    const int whole = mt_trace_check_whole(t, &cut) == 0;
+    const int whole_rc = mt_trace_check_whole(t, &cut), whole = whole_rc == 0;
     /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
     size_t bound_len = 0;
     const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
@@ -427,6 +431,7 @@ int cmd_info(int argc, char **argv)
                                  .complete = complete,
                                  .ended_at_exec = ended_at_exec,
                                  .whole = whole,
+                                 .writing = whole_rc == -EBUSY,
                                  .bound = bound,
                                  .bound_len = bound_len,
                                  .next = has_next ? next : NULL };

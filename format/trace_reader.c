@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -356,6 +357,17 @@ int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
         return mt_errorf(err, -ENODATA, t->path, t->size,
                          "truncated: the file ends at byte %llu, inside a chunk (a trace is whole %u-byte chunks)",
                          (unsigned long long)t->size, MT_CHUNK_SIZE);
+    /* A process recording into the file holds a lock on it until it finishes, execs or dies
+     * (libmtrace/shim_file.c, lock_trace): its records so far are a prefix of what is to come. */
+    if (!(h->flags & MT_HDR_COMPLETE)) {
+        if (flock(t->fd, LOCK_SH | LOCK_NB) == 0)
+            flock(t->fd, LOCK_UN);
+        else if (errno == EWOULDBLOCK)
+            return mt_errorf(err, -EBUSY, t->path, t->size,
+                             "still being written: process %u is recording into it (its records so far end here); "
+                             "read it once the process has ended",
+                             h->pid);
+    }
     return 0;
 }
 /* The header of the trace at `path`, read alone (no index of its chunks). 0, or -1. */

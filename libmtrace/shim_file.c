@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -123,6 +124,17 @@ static int create_file(char *path, size_t cap)
     return -1;
 }
 
+/* The lock that tells readers the file is still being written: held on the file's open description
+ * from its creation until the process finishes (the kernel drops it at exit, at exec through
+ * O_CLOEXEC, at a kill), taken again when the program closed our descriptor and we reopen the file.
+ * Never waited for: a reader testing it at that moment only makes this attempt fail. A forked child
+ * closes its copy of the descriptor, which leaves the parent's lock as it is (format/trace_reader.c,
+ * mt_trace_check_whole, tests it). */
+static void lock_trace(int fd)
+{
+    (void)flock(fd, LOCK_EX | LOCK_NB);
+}
+
 static int same_file(int fd)
 {
     struct stat st;
@@ -145,6 +157,7 @@ int mt_file_fd_ours(void)
         return -EBADF;
     }
     mt_g.fd = fd; /* the old number is the program's now: never closed here */
+    lock_trace(fd);
     return 0;
 }
 
@@ -344,6 +357,7 @@ int mt_file_open(void)
     }
     mt_g.file_dev = st.st_dev;
     mt_g.file_ino = st.st_ino;
+    lock_trace(mt_g.fd);
     uint64_t reserve = RESERVE_BYTES;
     if (reserve > mt_g.opt.max_bytes)
         reserve = (mt_g.opt.max_bytes + MT_CHUNK_SIZE - 1) / MT_CHUNK_SIZE * MT_CHUNK_SIZE;

@@ -79,10 +79,11 @@ uint64_t mt_trace_file_size(const mt_trace_t *t);
 const char *mt_trace_string(const mt_trace_t *t, unsigned tag, unsigned n, size_t *len);
 
 /* 0 when the file holds all that its header counts; else -ENODATA with a message saying it is
- * truncated: a copy cut short, a disk that filled after the fact. The records present still read
- * (a prefix of the whole), but a result made from them is a half-result. A raw trace finished by its
- * process is chunks_used chunks long, one whose process was killed a whole number of chunks; a
- * packed trace holds packed_frames frames. A killed process's trace is unfinished, not truncated. */
+ * truncated: a copy cut short, a disk that filled after the fact; or -EBUSY when a process is still
+ * recording into it (it holds the file's lock). The records present still read (a prefix of the
+ * whole), but a result made from them is a half-result. A raw trace finished by its process is
+ * chunks_used chunks long, one whose process was killed a whole number of chunks; a packed trace
+ * holds packed_frames frames. A killed process's trace is unfinished, not truncated. */
 int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err);
 
 /* The trace file in which the same process went on after an exec ended this trace (`h` is its
