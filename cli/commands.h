@@ -5,6 +5,6 @@
 
 int cmd_record(int argc, char **argv); /* record_cmd.c */
 int cmd_info(int argc, char **argv);   /* info_cmd.c */
-int cmd_dump(int argc, char **argv);   /* info_cmd.c */
+int cmd_dump(int argc, char **argv);   /* dump_cmd.c */
 
 #endif

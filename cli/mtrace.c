@@ -1,5 +1,6 @@
 /* mtrace: the front end. One command per pipeline step, each a function in the table at the end;
- * record (record_cmd.c), info and dump (info_cmd.c) live in files of their own (commands.h). */
+ * record (record_cmd.c), info (info_cmd.c) and dump (dump_cmd.c) live in files of their own
+ * (commands.h). */
 #define _GNU_SOURCE
 #include <assert.h>
 #include <dirent.h>
