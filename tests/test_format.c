@@ -2424,7 +2424,7 @@ END_TEST
 #define WL_STREAMS 64u
 
 /* Whether this process has a file open that was removed and whose name ended in ".held": the
- * workload writer's file of finished streams' frames (see workload_codec.c). */
+ * workload writer's file of finished streams' frames (see workload_writer.c). */
 static int held_file_open(void)
 {
     DIR *d = opendir("/proc/self/fd");

@@ -72,10 +72,10 @@ void mt_wl_writer_abort(mt_wl_writer_t *w);
 
 /* ---- writer internals: the inline put ----
  * The converter writes an op for nearly every trace record, and encoding them cost about 15 % of
- * its time (bench/RESULTS.md, "Converter"), partly in a call into workload_codec.c per op that the
+ * its time (bench/RESULTS.md, "Converter"), partly in a call into workload_writer.c per op that the
  * compiler cannot inline across translation units. So the per-op path lives here: it appends the
  * op to the thread's frame buffer and calls out only when the frame is full. The structures below
- * are the writer's own; nothing but workload_codec.c and these functions may touch them. */
+ * are the writer's own; nothing but workload_writer.c and these functions may touch them. */
 
 /* A thread's stream while it is written. */
 typedef struct mt_wl_writer_stream {
