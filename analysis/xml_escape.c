@@ -1,30 +1,18 @@
 /* Text escaped for XML and HTML: the one rule analysis/xml_escape.h describes. */
 #include "xml_escape.h"
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when the byte starts none. U+FFFE and
- * U+FFFF are refused too: XML 1.0 does not allow them. */
-static int utf8_len(const unsigned char *s)
+#include <string.h>
+
+#include "mtrace/file_io.h"
+
+/* The length of the character at s (within len bytes) that mt_xml_escape writes as it is (1 for
+ * ASCII, 2 to 4 for UTF-8), or 0 for a byte it makes '?'. */
+static size_t xml_char_len(const char *s, size_t len)
 {
-    const unsigned c = s[0];
-    int n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, min = 0x10000;
-    else
-        return 0;
-    unsigned cp = c & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+    const size_t n = mt_utf8_len(s, len); /* the one UTF-8 rule (mtrace/file_io.h) */
+    /* XML's own rule on top of it: U+FFFE (EF BF BE) and U+FFFF (EF BF BF) are well-formed UTF-8,
+     * but XML 1.0 allows neither in a document */
+    if (n == 3 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbf && (unsigned char)s[2] >= 0xbe)
         return 0;
     return n;
 }
@@ -56,17 +44,18 @@ static void put_ascii(FILE *f, unsigned char c)
 
 size_t mt_xml_escape(FILE *f, const char *str, size_t max_chars)
 {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    const char *s = str ? str : "";
+    const char *const end = s + strlen(s);
     size_t chars = 0;
-    while (*s) {
-        const int n = utf8_len(s);
+    while (s < end) {
+        const size_t n = xml_char_len(s, (size_t)(end - s));
         if (chars < max_chars) {
             if (n == 0)
                 putc('?', f);
             else if (n == 1)
-                put_ascii(f, *s);
+                put_ascii(f, (unsigned char)*s);
             else
-                fwrite(s, 1, (size_t)n, f);
+                fwrite(s, 1, n, f);
         }
         s += n ? n : 1;
         chars++;
@@ -76,10 +65,11 @@ size_t mt_xml_escape(FILE *f, const char *str, size_t max_chars)
 
 size_t mt_xml_chars(const char *str)
 {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    const char *s = str ? str : "";
+    const char *const end = s + strlen(s);
     size_t chars = 0;
-    while (*s) {
-        const int n = utf8_len(s);
+    while (s < end) {
+        const size_t n = xml_char_len(s, (size_t)(end - s));
         s += n ? n : 1;
         chars++;
     }

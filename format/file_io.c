@@ -215,13 +215,16 @@ void mt_out_abort(mt_out_t *o)
 
 /* ---- text from files, for a terminal ---------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 sequence at s (2 to 4 bytes: no overlong form, no surrogate,
- * nothing past U+10FFFF), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t len)
+size_t mt_utf8_len(const char *str, size_t len)
 {
+    const unsigned char *s = (const unsigned char *)str;
+    if (len == 0)
+        return 0;
     const unsigned char c = s[0];
     size_t k;
     uint32_t cp;
+    if (c < 0x80)
+        return 1;
     if (c >= 0xc2 && c <= 0xdf)
         k = 2, cp = c & 0x1fu;
     else if (c >= 0xe0 && c <= 0xef)
@@ -229,7 +232,7 @@ static size_t utf8_len(const unsigned char *s, size_t len)
     else if (c >= 0xf0 && c <= 0xf4)
         k = 4, cp = c & 0x07u;
     else
-        return 0;
+        return 0; /* a continuation byte, C0/C1 (always overlong), F5-FF (past U+10FFFF) */
     if (k > len)
         return 0;
     for (size_t i = 1; i < k; i++) {
@@ -252,7 +255,7 @@ size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len)
         /* printable ASCII and well-formed UTF-8 pass; C0 and C1 controls (U+0080-U+009F, which some
          * terminals obey), DEL, the backslash and bytes that are not UTF-8 are shown as \xNN */
         const int c1 = c == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] < 0xa0;
-        const size_t k = c1 ? 0 : c < 0x80 ? (c >= ' ' && c != 0x7f && c != '\\') : utf8_len(u + i, len - i);
+        const size_t k = c1 ? 0 : c < 0x80 ? (c >= ' ' && c != 0x7f && c != '\\') : mt_utf8_len(s + i, len - i);
         const size_t esc = k ? 0 : c1 ? 2 : 1; /* bytes shown as \xNN */
         if (n + (k ? k : 4 * esc) >= cap)
             break;

@@ -2220,6 +2220,65 @@ START_TEST(escape_text)
 }
 END_TEST
 
+/* The one UTF-8 rule (mt_utf8_len): the length of the well-formed sequence at s, or 0. */
+START_TEST(utf8_len)
+{
+    static const struct {
+        const char *s;
+        size_t len, want;
+        const char *what;
+    } cases[] = {
+        /* ASCII, controls and NUL included: one byte each (the callers decide what a control is) */
+        { "a", 1, 1, "ASCII" },
+        { "\x1b", 1, 1, "ESC" },
+        { "", 1, 1, "NUL" },
+        { "\x7f", 1, 1, "DEL" },
+        { "a", 0, 0, "no byte" },
+        /* the shortest and the longest of each length; what follows is not counted */
+        { "\xc2\x80", 2, 2, "U+0080" },
+        { "\xdf\xbf", 2, 2, "U+07FF" },
+        { "\xc3\xa9xyz", 5, 2, "U+00E9 then ASCII" },
+        { "\xe0\xa0\x80", 3, 3, "U+0800" },
+        { "\xed\x9f\xbf", 3, 3, "U+D7FF, below the surrogates" },
+        { "\xee\x80\x80", 3, 3, "U+E000, above them" },
+        { "\xef\xbf\xbf", 3, 3, "U+FFFF (XML's rule refuses it)" },
+        { "\xf0\x90\x80\x80", 4, 4, "U+10000" },
+        { "\xf0\x9f\x98\x80", 4, 4, "U+1F600" },
+        { "\xf4\x8f\xbf\xbf", 4, 4, "U+10FFFF" },
+        /* overlong forms */
+        { "\xc0\xaf", 2, 0, "overlong '/' in 2" },
+        { "\xc1\xbf", 2, 0, "overlong U+007F" },
+        { "\xe0\x80\xaf", 3, 0, "overlong '/' in 3" },
+        { "\xe0\x9f\xbf", 3, 0, "overlong U+07FF" },
+        { "\xf0\x80\x80\xaf", 4, 0, "overlong '/' in 4" },
+        { "\xf0\x8f\xbf\xbf", 4, 0, "overlong U+FFFF" },
+        /* surrogates */
+        { "\xed\xa0\x80", 3, 0, "U+D800" },
+        { "\xed\xbf\xbf", 3, 0, "U+DFFF" },
+        /* past U+10FFFF */
+        { "\xf4\x90\x80\x80", 4, 0, "U+110000" },
+        { "\xf5\x80\x80\x80", 4, 0, "F5 lead" },
+        { "\xfe", 1, 0, "FE" },
+        { "\xff", 1, 0, "FF" },
+        /* cut short: by a byte that does not continue it, or by len */
+        { "\x80", 1, 0, "a lone continuation byte" },
+        { "\xc3", 1, 0, "2 of 1" },
+        { "\xc3x", 2, 0, "2, ASCII next" },
+        { "\xe6\x97", 2, 0, "3 of 2" },
+        { "\xe6\x97\xa5", 2, 0, "3, len 2" },
+        { "\xf0\x9f\x98", 3, 0, "4 of 3" },
+        { "\xf0\x9f\x98\x80", 3, 0, "4, len 3" },
+        { "\xf0\x9f\x98"
+          "a",
+          4, 0, "4, ASCII last" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const size_t got = mt_utf8_len(cases[i].s, cases[i].len);
+        ck_assert_msg(got == cases[i].want, "mt_utf8_len of %s: %zu, expected %zu", cases[i].what, got, cases[i].want);
+    }
+}
+END_TEST
+
 /* ---- modeled frames ------------------------------------------------------------------------- */
 
 /* The kind of each frame of a packed trace in file order, 'M' ("MTCM") or 'Z' ("MTCZ"), and the
@@ -2580,6 +2639,7 @@ static Suite *format_suite(void)
 
     tc = tcase(s, "escape_text");
     tcase_add_test(tc, escape_text);
+    tcase_add_test(tc, utf8_len);
 
     tc = tcase(s, "cut_header_strings");
     tcase_add_test(tc, cut_header_strings);

@@ -80,6 +80,13 @@ void mt_out_abort(mt_out_t *o);
  * bytes that are not well-formed UTF-8 (a lone 0x9b is CSI to some terminals) are shown as \xNN: a
  * hostile file must not send escape sequences to the analyst's terminal, and \xNN stays
  * unambiguous. Well-formed UTF-8 text passes as it is. */
+/* The length of the well-formed UTF-8 sequence at s, within its len bytes: 1 for an ASCII byte (a
+ * control or NUL included: what to do with those is the caller's rule), 2 to 4 for a multibyte
+ * character, 0 when the bytes start none: a continuation byte, an overlong form, a surrogate
+ * (U+D800-U+DFFF), a code point past U+10FFFF, or a sequence cut short by len (or len 0). The one
+ * UTF-8 rule of mtrace: the terminal escaping below and the XML escaping of the pictures and pages
+ * (analysis/xml_escape.c, which refuses U+FFFE and U+FFFF on top of it) both use it. */
+size_t mt_utf8_len(const char *s, size_t len);
 /* Escapes up to len bytes of s into buf (always terminated). Returns how many bytes of s fit. */
 size_t mt_escape_text(char *buf, size_t cap, const char *s, size_t len);
 /* The whole of s (len bytes) escaped, to f. */
