@@ -253,17 +253,6 @@ const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width
     return mt_gp_text(buf, cap, shortened);
 }
 
-const char *mt_gp_file(char *buf, size_t cap, const char *path)
-{
-    /* as mt_gp_put_file: a relative name gets "./", which no special name of gnuplot's starts with */
-    if (path[0] != '/') {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "./%s", path);
-        return mt_gp_text(buf, cap, tmp);
-    }
-    return mt_gp_text(buf, cap, path);
-}
-
 const char *mt_gnuplot_terminal(const char *out)
 {
     if (out_format(out) == 's')
