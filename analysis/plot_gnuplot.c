@@ -16,6 +16,7 @@
 #include "mtrace/tmp_cleanup.h"
 #include "mtrace/plot.h"
 #include "plot_internal.h"
+#include "xml_escape.h"
 
 /* The picture formats gnuplot is set up for (mt_gnuplot_terminal): 's' SVG, 'p' PNG, 0 neither. */
 static int out_format(const char *out)
@@ -218,20 +219,50 @@ fail_data:
 }
 
 /* Text from files (a trace's command line, a result's allocator name or series path) goes into a
- * gnuplot script between single quotes: a quote or a newline there would end the string or the
- * command and let the file run gnuplot commands (system, or a '<' pipe as a file name). */
+ * gnuplot script between single quotes, where '' is a quote and nothing else is special, or into a
+ * data file between double quotes, where gnuplot reads backslash escapes (\\ a backslash, \377 a
+ * byte) and a quote cannot be escaped: a quote or a newline would end the string or the command
+ * and let the file run gnuplot commands (system, or a '<' pipe as a file name). Controls become
+ * spaces. gnuplot copies the text into its SVG, which is XML: a byte that starts no character XML
+ * allows (malformed UTF-8, U+FFFE, U+FFFF: mt_xml_char_len, the one rule of the SVG and HTML that
+ * mtrace writes) becomes '?', else no XML reader opens the picture. A cut at cap splits no
+ * character. */
+static const char *gp_quote(char *buf, size_t cap, const char *s, char quote)
+{
+    const size_t len = s ? strlen(s) : 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        const size_t k = mt_xml_char_len(s + i, len - i);
+        const unsigned char c = (unsigned char)s[i];
+        /* '' in single quotes, \\ in double quotes */
+        const int twice = k == 1 && c == (quote == '\'' ? '\'' : '\\');
+        const size_t out = k > 1 ? k : twice ? 2 : 1;
+        if (n + out >= cap)
+            break;
+        if (k > 1)
+            memcpy(buf + n, s + i, k);
+        else if (twice)
+            buf[n] = buf[n + 1] = (char)c;
+        else if (k == 0)
+            buf[n] = '?';
+        else
+            buf[n] = c < ' ' || c == 0x7f || c == (unsigned char)quote ? ' ' : (char)c;
+        n += out;
+        i += k ? k : 1;
+    }
+    if (cap)
+        buf[n] = 0;
+    return buf;
+}
+
 const char *mt_gp_text(char *buf, size_t cap, const char *s)
 {
-    size_t n = 0;
-    for (; s && *s && n + 3 < cap; s++) {
-        const unsigned char c = (unsigned char)*s;
-        if (c == '\'')
-            buf[n++] = '\'', buf[n++] = '\''; /* '' is a quote inside a single-quoted string */
-        else
-            buf[n++] = c < ' ' || c == 0x7f ? ' ' : (char)c;
-    }
-    buf[n] = 0;
-    return buf;
+    return gp_quote(buf, cap, s, '\'');
+}
+
+const char *mt_gp_data_text(char *buf, size_t cap, const char *s)
+{
+    return gp_quote(buf, cap, s, '"');
 }
 
 const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width)
@@ -247,8 +278,14 @@ const char *mt_gp_title(char *buf, size_t cap, const char *command, size_t width
     if (len <= width || width < 16 || width >= sizeof shortened) {
         snprintf(shortened, sizeof shortened, "%s", p ? p : "");
     } else {
-        const size_t tail = width / 3, head = width - tail - 5;
-        snprintf(shortened, sizeof shortened, "%.*s ... %s", (int)head, p, p + len - tail);
+        size_t head = width - width / 3 - 5;
+        const char *tail = p + len - width / 3;
+        /* no UTF-8 character cut in two: the head ends before one, the tail starts after it */
+        for (int i = 0; i < 3 && head && ((unsigned char)p[head] & 0xc0) == 0x80; i++)
+            head--;
+        for (int i = 0; i < 3 && ((unsigned char)*tail & 0xc0) == 0x80; i++)
+            tail++;
+        snprintf(shortened, sizeof shortened, "%.*s ... %s", (int)head, p, tail);
     }
     return mt_gp_text(buf, cap, shortened);
 }

@@ -24,6 +24,11 @@ int mt_gp_check_output(const char *out);
  * run that fails leaves neither. data may be NULL. On failure data is aborted. */
 int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data);
 
+/* Text for a data file's double-quoted column (a bar's name), as mt_gp_text quotes a script's
+ * strings: one column whatever it holds (a quote becomes a space, a backslash is doubled, since
+ * gnuplot reads escapes there), and what XML refuses made '?'. Returns buf. */
+const char *mt_gp_data_text(char *buf, size_t cap, const char *s);
+
 /* A command line as a plot's title, quoted as mt_gp_text does: the program by its file name and, when
  * the line is longer than `width` characters, its middle elided (" ... ") so the title fits the
  * picture and keeps both the program and the last arguments. */

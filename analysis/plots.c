@@ -78,15 +78,6 @@ static int script_draw(script_t *s, int ok, const char *out, mt_out_t *data)
     return rc;
 }
 
-/* A name for a gnuplot data file's quoted column: no quotes, no line breaks. */
-static void data_name(char *buf, size_t cap, const char *s)
-{
-    size_t n = 0;
-    for (; *s && n + 1 < cap; s++)
-        buf[n++] = (*s == '"' || (unsigned char)*s < ' ') ? ' ' : *s;
-    buf[n] = 0;
-}
-
 const char *mt_result_series(const char *result_path, const char *series, char *buf, size_t cap)
 {
     if (!series) {
@@ -285,7 +276,7 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
             return -1;
         }
         char name[256];
-        data_name(name, sizeof name, mt_json_str_at(j, "allocator", "?"));
+        mt_gp_data_text(name, sizeof name, mt_json_str_at(j, "allocator", "?"));
         fprintf(f, "%d \"%s\" %.3f %.3f %.3f\n", i, name, mt_json_num(j, "wall_us", 0) / 1e3,
                 mt_replay_peak_kb(j) / 1024, mt_json_num(j, "ideal_pages_kb", 0) / 1024);
         mt_json_free(j);
@@ -295,7 +286,9 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
         mt_out_abort(&data);
         return -1;
     }
-    fprintf(s.f, "set style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\n"
+    /* the names under the bars as they are: no enhanced text, where _ and ^ would set an index or
+     * an exponent and \377 would write a byte that is not UTF-8 */
+    fprintf(s.f, "set style fill solid 0.7\nset boxwidth 0.6\nset grid ytics\nset xtics noenhanced\n"
                  "set multiplot layout 1,2 title 'allocator comparison'\n"
                  "set ylabel 'wall time (ms)'\nset yrange [0:*]\nplot ");
     const int ok = mt_gp_put_file(s.f, data.tmp) == 0;

@@ -5,9 +5,7 @@
 
 #include "mtrace/file_io.h"
 
-/* The length of the character at s (within len bytes) that mt_xml_escape writes as it is (1 for
- * ASCII, 2 to 4 for UTF-8), or 0 for a byte it makes '?'. */
-static size_t xml_char_len(const char *s, size_t len)
+size_t mt_xml_char_len(const char *s, size_t len)
 {
     const size_t n = mt_utf8_len(s, len); /* the one UTF-8 rule (mtrace/file_io.h) */
     /* XML's own rule on top of it: U+FFFE (EF BF BE) and U+FFFF (EF BF BF) are well-formed UTF-8,
@@ -48,7 +46,7 @@ size_t mt_xml_escape(FILE *f, const char *str, size_t max_chars)
     const char *const end = s + strlen(s);
     size_t chars = 0;
     while (s < end) {
-        const size_t n = xml_char_len(s, (size_t)(end - s));
+        const size_t n = mt_xml_char_len(s, (size_t)(end - s));
         if (chars < max_chars) {
             if (n == 0)
                 putc('?', f);
@@ -69,7 +67,7 @@ size_t mt_xml_chars(const char *str)
     const char *const end = s + strlen(s);
     size_t chars = 0;
     while (s < end) {
-        const size_t n = xml_char_len(s, (size_t)(end - s));
+        const size_t n = mt_xml_char_len(s, (size_t)(end - s));
         s += n ? n : 1;
         chars++;
     }

@@ -18,6 +18,12 @@
  * the number of characters in s, an invalid byte counting as one. */
 size_t mt_xml_escape(FILE *f, const char *s, size_t max_chars);
 
+/* The length of the character at s (within len bytes) as mt_xml_escape reads it: mt_utf8_len's
+ * (mtrace/file_io.h: 1 for ASCII, 2 to 4 for well-formed UTF-8), but 0, as for a malformed byte,
+ * for U+FFFE and U+FFFF, which XML 1.0 forbids. A control counts 1: which ones XML allows is the
+ * writer's rule. The gnuplot plots, whose SVG is XML too, take their titles' characters by it. */
+size_t mt_xml_char_len(const char *s, size_t len);
+
 /* The number of characters mt_xml_escape counts in s (NULL: 0), to decide whether it fits. */
 size_t mt_xml_chars(const char *s);
 

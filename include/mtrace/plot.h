@@ -23,7 +23,9 @@ int mt_gp_check_output(const char *out);
 const char *mt_result_series(const char *result_path, const char *series, char *buf, size_t cap);
 
 /* Quoting for gnuplot's single-quoted strings: text that comes from files can neither end the
- * string nor add a command. Return buf. (File names: analysis/plot_internal.h, mt_gp_put_file.) */
+ * string nor add a command. Controls become spaces and each byte that starts no character XML
+ * allows '?' (an SVG picture must stay XML). Return buf. (File names: analysis/plot_internal.h,
+ * mt_gp_put_file.) */
 const char *mt_gp_text(char *buf, size_t cap, const char *s);
 
 /* The terminal line for an output file by its extension: .svg gives SVG, .png PNG (mt_gp_check_output

@@ -1,9 +1,10 @@
-/* report_mktrace OUT [RSS_EVERY [CALLS [THREADS]]]: writes a trace record by record (mt_writer), for
- * the shell tests that need a trace in every build, sanitized ones included (recording needs the
- * LD_PRELOAD shim, which cannot run there). THREADS threads (default 2), CALLS calls (default 8000)
- * of sizes from 0 to 64 KiB, a live set that grows and then shrinks, an RSS sample every RSS_EVERY
- * calls (default 250; CALLS or more: one, at the first call), the command line "report_mktrace demo".
- * The chunks are sealed, the header complete. Exit 0, or 1 with a message. */
+/* report_mktrace OUT [RSS_EVERY [CALLS [THREADS [PROG [ARG...]]]]]: writes a trace record by record
+ * (mt_writer), for the shell tests that need a trace in every build, sanitized ones included
+ * (recording needs the LD_PRELOAD shim, which cannot run there). THREADS threads (default 2), CALLS
+ * calls (default 8000) of sizes from 0 to 64 KiB, a live set that grows and then shrinks, an RSS
+ * sample every RSS_EVERY calls (default 250; CALLS or more: one, at the first call), the command
+ * line PROG ARG... (default "report_mktrace demo") as the bytes given, invalid UTF-8 included. The
+ * chunks are sealed, the header complete. Exit 0, or 1 with a message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,8 @@ static int put(mt_writer_t *w, uint32_t thread, const mt_record_t *r)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 5) {
-        fprintf(stderr, "usage: report_mktrace OUT [RSS_EVERY [CALLS [THREADS]]]\n");
+    if (argc < 2) {
+        fprintf(stderr, "usage: report_mktrace OUT [RSS_EVERY [CALLS [THREADS [PROG [ARG...]]]]]\n");
         return 2;
     }
     const unsigned rss_every = argc >= 3 ? (unsigned)strtoul(argv[2], NULL, 10) : 250;
@@ -35,14 +36,31 @@ int main(int argc, char **argv)
         fprintf(stderr, "report_mktrace: RSS_EVERY and CALLS must be 1 or more, THREADS 1 to 1000\n");
         return 2;
     }
+    /* the command line as /proc/self/cmdline holds one: the arguments separated by NUL */
+    static const char demo[] = "report_mktrace\0demo";
+    char cmdline[4096];
+    memcpy(cmdline, demo, sizeof demo);
+    size_t cmdline_len = sizeof demo - 1;
+    if (argc > 5) {
+        cmdline_len = 0;
+        for (int a = 5; a < argc; a++) {
+            const size_t len = strlen(argv[a]) + 1;
+            if (cmdline_len + len > sizeof cmdline) {
+                fprintf(stderr, "report_mktrace: the command line is over %zu bytes\n", sizeof cmdline);
+                return 2;
+            }
+            memcpy(cmdline + cmdline_len, argv[a], len);
+            cmdline_len += len;
+        }
+        cmdline_len--; /* no NUL after the last */
+    }
     mt_writer_t *w;
     mt_error_t err;
     if (mt_writer_open(&w, argv[1], NULL, &err) < 0) {
         fprintf(stderr, "report_mktrace: %s\n", err.msg);
         return 1;
     }
-    static const char cmdline[] = "report_mktrace\0demo";
-    mt_writer_header_string(w, MT_STR_CMDLINE, cmdline, sizeof cmdline - 1);
+    mt_writer_header_string(w, MT_STR_CMDLINE, cmdline, cmdline_len);
     uint64_t slot[SLOTS] = { 0 }, size[SLOTS] = { 0 };
     uint64_t t = 1000000, live = 0, next = 0x7f0000100000ull;
     unsigned x = 12345;

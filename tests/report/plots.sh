@@ -27,6 +27,13 @@
 # workload's ops done (the RSS series' sixth column), the RSS axis from zero; report --html's page
 # with unique element ids (each gnuplot picture names its parts alike) and the replays as a table;
 # a trace with one RSS sample drawn from its records' times (plot refused it).
+# odd-text (regression: a command line or an allocator name that was not UTF-8 went into gnuplot's
+# SVG as it was, which no XML reader then opened; a backslash in a name under the compare bars was
+# an escape to gnuplot, \377 a byte that is not UTF-8 either): a trace whose command holds \xff\xfe,
+# a surrogate, U+FFFF, a cut character, controls, quotes and backslashes, and replay results whose
+# allocator names hold such bytes, draw every kind of plot as SVG that parses as XML (and as PNG),
+# each text there with '?' for what XML refuses and the rest as given; report --html's page is
+# UTF-8 and every picture in it parses.
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -187,6 +194,68 @@ json.dump(d, open(sys.argv[2], "w"))
 PYEOF
     t 60 "$mtrace" plot -o "it's.png" quote.json 2>err || fail "plot quote.json: $(cat err)"
     png_ok "it's.png" || fail "it's.png is not a PNG"
+    finish
+    ;;
+odd-text)
+    # the command line: the program by a name that is not UTF-8, then odd arguments
+    t 60 "$mktrace" odd.mtr 250 8000 2 "/usr/bin/$(printf 'pr\377\376g')" "it's" 'say "hi"' 'back\slash\377' \
+        "$(printf 'ctl\001\033\177')" "$(printf 'sur\355\240\200 nonchar\357\277\277 cut\346\227')" ||
+        fail "report_mktrace odd.mtr"
+    for k in live sizes; do
+        t 60 "$mtrace" plot --kind $k -o "odd-$k.svg" odd.mtr 2>err || fail "plot --kind $k odd.mtr: $(cat err)"
+        t 60 "$mtrace" plot --kind $k -o "odd-$k.png" odd.mtr 2>err || fail "plot --kind $k -o PNG odd.mtr: $(cat err)"
+        png_ok "odd-$k.png" || fail "odd-$k.png is not a PNG"
+    done
+    # results named by allocators that are not UTF-8, or whose names gnuplot would read as escapes
+    cd res || exit 1
+    odd_result() {
+        "$PY" - r1.json "$1" "$2" <<'PYEOF' || fail "make $1"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+name = os.fsencode(sys.argv[3])  # the bytes as given, invalid UTF-8 included
+quoted = b"".join(b"\\u%04x" % c if c < 0x20 else b"\\" + bytes([c]) if c in b'"\\' else bytes([c]) for c in name)
+d["allocator"] = "@NAME@"
+open(sys.argv[2], "wb").write(json.dumps(d).encode().replace(b'"@NAME@"', b'"' + quoted + b'"'))
+PYEOF
+    }
+    odd_result odd1.json "$(printf 'je_m\377\376 "q" it'"'"'s \001 \357\277\276 \360\237\230\200')"
+    odd_result odd2.json 'b\377_x'
+    for k in rss compare; do
+        t 60 "$mtrace" plot --kind $k -o "odd-$k.svg" odd1.json odd2.json 2>err ||
+            fail "plot --kind $k with odd allocator names: $(cat err)"
+        t 60 "$mtrace" plot --kind $k -o "odd-$k.png" odd1.json odd2.json 2>err ||
+            fail "plot --kind $k -o PNG with odd allocator names: $(cat err)"
+        png_ok "odd-$k.png" || fail "odd-$k.png is not a PNG"
+    done
+    t 120 "$mtrace" report --html odd.html ../odd.mtr odd1.json odd2.json 2>err || fail "report --html: $(cat err)"
+    "$PY" - ../odd-live.svg ../odd-sizes.svg odd-rss.svg odd-compare.svg odd.html <<'PYEOF' || fail "odd text"
+import re, sys, xml.dom.minidom
+def texts(node):
+    if node.nodeType == node.TEXT_NODE:
+        yield node.data
+    for c in node.childNodes:
+        yield from texts(c)
+want = {
+    "odd-live.svg": ["pr??g it's say \"hi\" back\\slash\\377 ctl    sur??? nonchar??? cut??"],
+    "odd-sizes.svg": ["allocation sizes: pr??g it's"],
+    "odd-rss.svg": ["je_m?? \"q\" it's   ??? \U0001F600 RSS", "b\\377_x RSS", "b\\377_x ideal"],
+    "odd-compare.svg": ["je_m??  q  it's   ??? \U0001F600", "b\\377_x"],
+}
+for path in sys.argv[1:5]:
+    try:
+        doc = xml.dom.minidom.parse(path)
+    except Exception as e:
+        sys.exit("%s: not XML: %s" % (path, e))
+    assert doc.documentElement.tagName == "svg", path
+    shown = "\n".join(texts(doc))
+    for w in want[path.split("/")[-1]]:
+        assert w in shown, "%s: %r not shown in %r" % (path, w, shown[-600:])
+page = open(sys.argv[5], "rb").read().decode("utf-8")  # fails on a byte that is not UTF-8
+pictures = re.findall(r"<svg.*?</svg>", page, re.S)
+assert len(pictures) >= 4, "%d pictures in the page" % len(pictures)
+for p in pictures:
+    xml.dom.minidom.parseString(p.encode())
+PYEOF
     finish
     ;;
 axes)
