@@ -319,6 +319,21 @@ static int out_of_memory(void)
     return 1;
 }
 
+/* Whether the user named an output of the stacks (--folded, --callsites-csv, and --flamegraph when
+ * flame_is_users) for a trace recorded without them: then says so (the file is never written, and a
+ * report without it must not pass for the whole that was asked) and returns 1. */
+static int no_stacks_for(const mt_report_opts_t *o, int flame_is_users, const mt_report_t *r)
+{
+    const char *asked = o->folded                         ? "--folded"
+                        : o->callsites_csv                ? "--callsites-csv"
+                        : flame_is_users && o->flamegraph ? "--flamegraph"
+                                                          : NULL;
+    if (!asked || r->has_stacks)
+        return 0;
+    fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", r->path, asked);
+    return 1;
+}
+
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
  * trace that cannot be read stops it: exit 1, and no total that would pass for all of them.
  * --callsites-csv writes the callsites merged across the traces (one trace's file would pass for
@@ -349,14 +364,9 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
             rc = mt_fail(&err);
             break;
         }
-        const char *asked = o->folded          ? "--folded"
-                            : o->callsites_csv ? "--callsites-csv"
-                            : o->flamegraph    ? "--flamegraph"
-                                               : NULL;
-        if (asked && !r.has_stacks) { /* as one trace's report */
+        if (no_stacks_for(o, 1, &r)) { /* as one trace's report */
             mt_report_free(&r);
             fflush(stdout);
-            fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
             rc = 1;
             break;
         }
@@ -493,18 +503,11 @@ static int report_one(const char *path, const char *const *results, int nresults
     mt_report_t r;
     mt_error_t err;
     int rc = 0;
-    /* The stacks' outputs that the user named: a trace without stacks has none to give, and a
-     * report without them must not pass for the whole that was asked. */
-    const char *asked = o->folded                       ? "--folded"
-                        : o->callsites_csv              ? "--callsites-csv"
-                        : flame_fd < 0 && o->flamegraph ? "--flamegraph"
-                                                        : NULL;
     if (mt_report_build(&r, path, o, &err) < 0)
         rc = mt_fail(&err);
-    else if (asked && !r.has_stacks) {
-        fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
+    else if (no_stacks_for(o, flame_fd < 0, &r))
         rc = 1;
-    } else if (a->html)
+    else if (a->html)
         rc = mt_report_html(&r, a->html, results, nresults, r.has_stacks ? o->flamegraph : NULL) == 0 ? 0 : 1;
     else
         mt_report_print(&r, stdout, a->fmt, a->top);
