@@ -51,8 +51,9 @@
 #   git            Debian's git packing mtrace's own history up to commit GITREV (4056 objects, fixed),
 #                  `git pack-objects --revs --all --no-reuse-delta --window=50 --threads=4`: 4 delta
 #                  threads, each with its own glibc arena, and zlib's 64 KiB buffers made and freed
-#                  by the thousand, of which the fresh ones are written in part and the others are
-#                  estimated; its peak moves by several MB from run to run with the threads' timing
+#                  by the thousand, written in part, nearly all of reused heap memory (their pages
+#                  printed, or estimated from those printed); its peak moves by several MB from run
+#                  to run with the threads' timing
 #   gnuplot        Debian's gnuplot rendering a 3-D surface into a 2000x1500 PNG (cairo): three 12 MB
 #                  image buffers, each calloc'd (a fresh mapping) and filled over a second or more
 #                  while the one before is still live or just freed (page counts at RSS samples)

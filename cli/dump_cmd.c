@@ -195,6 +195,9 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
     default:
         for (uint32_t i = 0; i < r->nargs; i++)
             printf(" %" PRId64, r->arg[i]);
+        mt_pages_prints_t pr;
+        if (mt_pages_prints(r, &pr)) /* after `when`: pages printed, changed, zero */
+            printf(" %" PRIu64 " %" PRIu64 " %" PRIu64, pr.sampled, pr.changed, pr.zero);
         if (r->op >= MT_FIRST_EVENT && !r->nargs && r->len)
             printf(" (%u bytes)", r->len);
     }

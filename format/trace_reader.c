@@ -1053,6 +1053,21 @@ static inline __attribute__((always_inline)) int cursor_next(mt_cursor_t *c, mt_
     return cursor_next_stored(c, r, err);
 }
 
+int mt_pages_prints(const mt_record_t *r, mt_pages_prints_t *out)
+{
+    if (r->op != MT_EV_PAGES || !r->data)
+        return 0;
+    const uint8_t *q = r->data, *end = r->data + r->len;
+    uint64_t v[7];
+    for (unsigned k = 0; k < 7; k++)
+        if (mt_get_uvarint(&q, end, &v[k]) < 0)
+            return 0;
+    if (!v[4] || v[5] > v[4] || v[6] > v[4] - v[5])
+        return 0;
+    *out = (mt_pages_prints_t){ .sampled = v[4], .changed = v[5], .zero = v[6] };
+    return 1;
+}
+
 int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
 {
     return cursor_next(c, r, err);

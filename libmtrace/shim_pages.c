@@ -9,8 +9,8 @@
  * taken when the block is made and again before it is freed or reallocated. A block whose
  * whole pages were none of them resident when it was made (a fresh mapping: every mmapped chunk,
  * and heap memory never used before) shows at its end exactly the pages the program touched; a
- * block made of memory that earlier blocks had touched shows bounds only, which trace2wl narrows
- * with what the exact blocks say.
+ * block made of memory that earlier blocks had touched shows bounds only, and its pages are printed
+ * at its making and end to tell those written (see "prints of reused blocks" below).
  *
  * Counting has a budget per thread (may_count). Only blocks of MT_PAGES_MIN usable bytes or more, and only under
  * glibc's allocator, whose chunk header gives the usable size in the load that free() makes anyway: for smaller blocks
@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -183,11 +184,28 @@ static int may_count(mt_thread_t *t, uint64_t now)
  * bytes, and counted at exit (MT_PAGES_AT_EXIT). An open-addressing table in memory of its own
  * (the shim allocates nothing), linear probing with deletion by back-shift, under a spin lock
  * taken once per large block made or ended: those calls make a system call already (mincore, or
- * glibc's mmap). It grows by doubling up to LIVE_MAX entries (16 MiB, for at least 64 GiB of
+ * glibc's mmap). It grows by doubling up to LIVE_MAX entries (48 MiB, for at least 64 GiB of
  * live large blocks); past that, blocks made are not kept, and keep the estimate. */
+/* ---- prints of reused blocks ------------------------------------------------------------------
+ * A large block made of memory that earlier blocks touched (glibc's heap after a warm-up) shows every
+ * page resident when it is made and when it ends, whatever the program wrote: its counts bound its
+ * pages written, no more. The share that fresh blocks show stands for other blocks: git's 64 KiB
+ * buffers, reused heap blocks on glibc's defaults, were given the 47.8 % of the fresh ones (mostly
+ * 128 KiB and up), while counted exactly (recorded with a 64 KiB mmap threshold) the long-lived
+ * ones, which make the peak, hold 0-1 page in 73 % of cases (bench/RESULTS.md). So such a block's
+ * pages are printed when it is made and again when it ends: for up to PRINT_PAGES of its whole
+ * pages, spread evenly over it, a byte hashed from four words of the page, at 0, 1/4, 1/2 and 3/4
+ * of it (a fill from the start of the page, or of any quarter of it, changes one). A page whose
+ * byte changed was written. The recorder only reads: the program's memory is never written, and
+ * only pages that mincore() has just called resident (every whole page of the block) are read, so
+ * no page is mapped by reading it. A page written with the words it held (zeros over zeros), or
+ * whose byte comes out the same (1 in 256), is missed. */
+#define PRINT_PAGES 32u
+
 typedef struct live_block {
     uintptr_t p;     /* 0: a free entry */
-    uint64_t usable; /* bit 0 (usable sizes are multiples of 8): LIVE_FRESH */
+    uint64_t usable; /* bits 0 and 1 (usable sizes are multiples of 8): LIVE_FRESH, LIVE_PRINTED */
+    uint8_t print[PRINT_PAGES];
 } live_block_t;
 
 /* The block was made of fresh memory (a chunk glibc mapped for it, or under an eighth of its pages
@@ -200,6 +218,9 @@ typedef struct live_block {
  * where pages touched had predicted git's peak better: 0.90-0.96 of the traced run against
  * 0.98-1.00 (bench/RESULTS.md, "Pages read, not written"). */
 #define LIVE_FRESH 1u
+/* Its pages were printed when it was made (every whole page resident then). */
+#define LIVE_PRINTED 2u
+#define LIVE_FLAGS (LIVE_FRESH | LIVE_PRINTED)
 
 #define LIVE_FIRST 1024u
 #define LIVE_MAX (1u << 20)
@@ -255,12 +276,12 @@ static uint64_t live_home(uintptr_t p, uint64_t cap)
     return (uint64_t)((p >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
 }
 
-static void live_put_in(live_block_t *tab, uint64_t cap, uintptr_t p, uint64_t usable)
+static void live_put_in(live_block_t *tab, uint64_t cap, const live_block_t *e)
 {
-    uint64_t i = live_home(p, cap);
-    while (tab[i].p && tab[i].p != p)
+    uint64_t i = live_home(e->p, cap);
+    while (tab[i].p && tab[i].p != e->p)
         i = (i + 1) & (cap - 1);
-    tab[i] = (live_block_t){ p, usable };
+    tab[i] = *e;
 }
 
 /* Doubles the table (the first: LIVE_FIRST entries); 0, or -1 when it cannot. Lock held. */
@@ -274,7 +295,7 @@ static int live_grow(void)
         return -1;
     for (uint64_t i = 0; i < live_cap; i++)
         if (live_tab[i].p)
-            live_put_in(tab, cap, live_tab[i].p, live_tab[i].usable);
+            live_put_in(tab, cap, &live_tab[i]);
     if (live_tab)
         munmap(live_tab, live_cap * sizeof *live_tab);
     live_tab = tab;
@@ -282,39 +303,31 @@ static int live_grow(void)
     return 0;
 }
 
-static void live_add(uintptr_t p, uint64_t usable, int fresh, int watch)
+/* Keeps block p: `print` its pages' print (PRINT_PAGES bytes), or NULL. */
+static void live_add(uintptr_t p, uint64_t usable, int fresh, int watch, const uint8_t *print)
 {
+    live_block_t e = { .p = p, .usable = usable | (fresh ? LIVE_FRESH : 0) | (print ? LIVE_PRINTED : 0) };
+    if (print)
+        memcpy(e.print, print, sizeof e.print);
     mt_spin_take(&live_lock);
     if (watch)
         watch_add(p, usable);
     if (2 * (live_n + 1) <= live_cap || live_grow() == 0) {
-        const uint64_t before = live_n;
         uint64_t i = live_home(p, live_cap);
         while (live_tab[i].p && live_tab[i].p != p)
             i = (i + 1) & (live_cap - 1);
-        live_n = before + !live_tab[i].p;
-        live_tab[i] = (live_block_t){ p, usable | (fresh ? LIVE_FRESH : 0) };
+        live_n += !live_tab[i].p;
+        live_tab[i] = e;
     }
     mt_spin_give(&live_lock);
 }
 
-/* Whether live block p was made of fresh memory (LIVE_FRESH); 0 when it is not in the set. */
-static int live_fresh(uintptr_t p)
+/* Takes live block p out of the set (and of the watched ones), its entry into *out: 1, or 0 when it
+ * was not in the set (*out then says nothing: no flag). */
+static int live_take(uintptr_t p, live_block_t *out)
 {
-    int fresh = 0;
-    mt_spin_take(&live_lock);
-    if (live_n) {
-        uint64_t i = live_home(p, live_cap);
-        while (live_tab[i].p && live_tab[i].p != p)
-            i = (i + 1) & (live_cap - 1);
-        fresh = live_tab[i].p == p && (live_tab[i].usable & LIVE_FRESH);
-    }
-    mt_spin_give(&live_lock);
-    return fresh;
-}
-
-static void live_del(uintptr_t p)
-{
+    int found = 0;
+    out->usable = 0;
     mt_spin_take(&live_lock);
     if (watched_n)
         watch_del(p);
@@ -324,6 +337,8 @@ static void live_del(uintptr_t p)
         while (live_tab[i].p && live_tab[i].p != p)
             i = (i + 1) & mask;
         if (live_tab[i].p) {
+            *out = live_tab[i];
+            found = 1;
             /* back-shift: an entry after the hole moves into it unless its home lies between */
             for (uint64_t j = (i + 1) & mask; live_tab[j].p; j = (j + 1) & mask) {
                 const uint64_t h = live_home(live_tab[j].p, live_cap);
@@ -337,6 +352,64 @@ static void live_del(uintptr_t p)
         }
     }
     mt_spin_give(&live_lock);
+    return found;
+}
+
+/* The print of the `whole` pages at lo, all resident: PRINT_PAGES bytes or fewer into out. Returns
+ * how many. */
+static unsigned print_pages(uintptr_t lo, uint64_t whole, uint8_t *out)
+{
+    const unsigned n = whole < PRINT_PAGES ? (unsigned)whole : PRINT_PAGES;
+    const uintptr_t pg = mt_g.page_size, quarter = pg / 4;
+    for (unsigned k = 0; k < n; k++) {
+        const uintptr_t a = lo + (uintptr_t)((uint64_t)k * whole / n) * pg;
+        uint64_t h = 0;
+        for (unsigned q = 0; q < 4; q++) {
+            uint64_t w;
+            memcpy(&w, (const void *)(a + q * quarter), sizeof w);
+            h = (h + w) * 0x9e3779b97f4a7c15ull; /* odd: a change of any one word changes h */
+        }
+        /* 0 stands for four zero words alone */
+        out[k] = h ? ((uint8_t)(h >> 56) ? (uint8_t)(h >> 56) : 1) : 0;
+    }
+    return n;
+}
+
+/* What a block's prints at its making and end say (see "prints of reused blocks" above). */
+typedef struct prints {
+    uint64_t sampled; /* pages compared; 0: none */
+    uint64_t changed; /* of which printed differently: written */
+    uint64_t zero;    /* of which four zero words at both ends: written with zeros, or not written */
+} prints_t;
+
+/* The pages printed in `was` when the block of `whole` pages at lo was made, all resident now,
+ * compared with their prints now. */
+static prints_t pages_changed(uintptr_t lo, uint64_t whole, const uint8_t *was)
+{
+    uint8_t now[PRINT_PAGES];
+    prints_t c = { .sampled = print_pages(lo, whole, now) };
+    for (unsigned k = 0; k < c.sampled; k++) {
+        c.changed += now[k] != was[k];
+        c.zero += !now[k] && !was[k];
+    }
+    return c;
+}
+
+/* The payload of a PAGES event: address, whole pages, resident, when, and for a block printed at
+ * its making and all resident at its end, what the prints say. Returns its end. */
+static uint8_t *pages_payload(uint8_t *q, uintptr_t p, uint64_t whole, uint64_t resident, unsigned when,
+                              const prints_t *c)
+{
+    q = mt_put_uvarint(q, (uint64_t)p);
+    q = mt_put_uvarint(q, whole);
+    q = mt_put_uvarint(q, resident);
+    q = mt_put_uvarint(q, when);
+    if (c && c->sampled) {
+        q = mt_put_uvarint(q, c->sampled);
+        q = mt_put_uvarint(q, c->changed);
+        q = mt_put_uvarint(q, c->zero);
+    }
+    return q;
 }
 
 /* Counts the large blocks live now, each an MT_EV_PAGES event AT_EXIT in this thread's stream: at the
@@ -355,21 +428,20 @@ void mt_pages_at_exit(void)
     for (uint64_t k = 0; k < live_cap; k++) {
         if (!live_tab[k].p)
             continue;
+        const live_block_t *e = &live_tab[k];
         uint64_t lo;
-        const uint64_t usable = live_tab[k].usable & ~(uint64_t)LIVE_FRESH;
-        const uint64_t whole = mt_whole_pages(live_tab[k].p, usable, mt_g.page_size, &lo);
+        const uint64_t whole = mt_whole_pages(e->p, e->usable & ~(uint64_t)LIVE_FLAGS, mt_g.page_size, &lo);
         /* a block freed unseen may be unmapped: mincore fails, and nothing is said of it */
-        const uint64_t resident = whole
-                                      ? mt_resident_pages((uintptr_t)lo, whole, 0,
-                                                          whole >= WATCH_MIN_PAGES && (live_tab[k].usable & LIVE_FRESH))
-                                      : 0;
+        const uint64_t resident =
+            whole ? mt_resident_pages((uintptr_t)lo, whole, 0, whole >= WATCH_MIN_PAGES && (e->usable & LIVE_FRESH))
+                  : 0;
         if (resident == UINT64_MAX)
             continue;
-        uint8_t payload[40], *q = payload;
-        q = mt_put_uvarint(q, live_tab[k].p);
-        q = mt_put_uvarint(q, whole);
-        q = mt_put_uvarint(q, resident);
-        q = mt_put_uvarint(q, MT_PAGES_AT_EXIT);
+        prints_t c = { 0 };
+        if ((e->usable & LIVE_PRINTED) && resident == whole)
+            c = pages_changed((uintptr_t)lo, whole, e->print);
+        uint8_t payload[80];
+        const uint8_t *q = pages_payload(payload, e->p, whole, resident, MT_PAGES_AT_EXIT, &c);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -396,11 +468,8 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
         if (resident == UINT64_MAX || resident == w->last)
             continue;
         w->last = resident;
-        uint8_t payload[40], *q = payload;
-        q = mt_put_uvarint(q, w->p);
-        q = mt_put_uvarint(q, whole);
-        q = mt_put_uvarint(q, resident);
-        q = mt_put_uvarint(q, MT_PAGES_AT_SAMPLE);
+        uint8_t payload[80];
+        const uint8_t *q = pages_payload(payload, w->p, whole, resident, MT_PAGES_AT_SAMPLE, NULL);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
     t->watch_spent += mt_now() - t0;
@@ -429,15 +498,24 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint64_t lo;
+    prints_t c = { 0 };
     const uint64_t whole = mt_whole_pages((uintptr_t)p, usable, mt_g.page_size, &lo);
     uint64_t resident = 0;
     const int at_alloc = (when & ~(unsigned)MT_PAGES_UNCOUNTED) == MT_PAGES_AT_ALLOC;
+    live_block_t e = { 0 };
+    const int kept = !at_alloc && live_take((uintptr_t)p, &e);
+    uint8_t print[PRINT_PAGES];
+    int printed = 0;
     if (!fresh && whole) {
         if (may_count(t, now)) {
             const uint64_t t0 = mt_now();
             /* at its making no page of a block can be the zero page yet but those read before it */
-            resident = mt_resident_pages((uintptr_t)lo, whole, 0,
-                                         !at_alloc && whole >= WATCH_MIN_PAGES && live_fresh((uintptr_t)p));
+            resident =
+                mt_resident_pages((uintptr_t)lo, whole, 0, kept && whole >= WATCH_MIN_PAGES && (e.usable & LIVE_FRESH));
+            if (resident == whole && at_alloc)
+                printed = print_pages((uintptr_t)lo, whole, print) > 0;
+            else if (resident == whole && (e.usable & LIVE_PRINTED))
+                c = pages_changed((uintptr_t)lo, whole, e.print);
             t->pages_spent += mt_now() - t0;
             t->pages_counted++;
         } else {
@@ -450,18 +528,14 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
         mt_spin_give(&live_lock);
     }
     if (resident != UINT64_MAX) {
-        uint8_t payload[40], *q = payload;
-        q = mt_put_uvarint(q, (uint64_t)(uintptr_t)p);
-        q = mt_put_uvarint(q, whole);
-        q = mt_put_uvarint(q, resident);
-        q = mt_put_uvarint(q, when);
+        uint8_t payload[80];
+        const uint8_t *q = pages_payload(payload, (uintptr_t)p, whole, resident, when, &c);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
     if (at_alloc) {
         const int made_fresh = fresh || (!(when & MT_PAGES_UNCOUNTED) && resident * 8 < whole);
-        live_add((uintptr_t)p, usable, made_fresh, whole >= WATCH_MIN_PAGES && made_fresh);
-    } else
-        live_del((uintptr_t)p);
+        live_add((uintptr_t)p, usable, made_fresh, whole >= WATCH_MIN_PAGES && made_fresh, printed ? print : NULL);
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->busy = 0;
 }

@@ -2567,6 +2567,40 @@ static void write_random_workload(const char *path, int end, int *spilled)
     ck_assert(!held_file_open());
 }
 
+/* A PAGES event's print fields: read where all seven varints are there and agree, and nowhere else
+ * (four fields, one cut short, more changed or zero than compared, none compared, another event). */
+static int prints_of(unsigned op, const uint64_t *v, unsigned n, mt_pages_prints_t *out)
+{
+    uint8_t buf[80], *q = buf;
+    for (unsigned k = 0; k < n; k++)
+        q = mt_put_uvarint(q, v[k]);
+    const mt_record_t r = { .op = op, .data = buf, .len = (uint32_t)(q - buf) };
+    return mt_pages_prints(&r, out);
+}
+
+START_TEST(pages_prints_fields)
+{
+    mt_pages_prints_t pr = { 0 };
+    const uint64_t whole[] = { 0x7ffff7a00010ull, 16, 16, MT_PAGES_AT_END, 16, 3, 5 };
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, whole, 7, &pr), 1);
+    ck_assert_uint_eq(pr.sampled, 16);
+    ck_assert_uint_eq(pr.changed, 3);
+    ck_assert_uint_eq(pr.zero, 5);
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, whole, 4, &pr), 0); /* a block without prints */
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, whole, 6, &pr), 0); /* cut short */
+    ck_assert_int_eq(prints_of(MT_EV_VM, whole, 7, &pr), 0);
+    const uint64_t more_changed[] = { 1, 16, 16, MT_PAGES_AT_END, 4, 5, 0 };
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, more_changed, 7, &pr), 0);
+    const uint64_t more_zero[] = { 1, 16, 16, MT_PAGES_AT_END, 4, 2, 3 };
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, more_zero, 7, &pr), 0);
+    const uint64_t none[] = { 1, 16, 16, MT_PAGES_AT_END, 0, 0, 0 };
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, none, 7, &pr), 0);
+    const uint64_t all_zero[] = { 1, 16, 16, MT_PAGES_AT_EXIT, 4, 0, 4 };
+    ck_assert_int_eq(prints_of(MT_EV_PAGES, all_zero, 7, &pr), 1);
+    ck_assert_uint_eq(pr.zero, 4);
+}
+END_TEST
+
 /* A stream ended as soon as its ops are written gives back its buffer, yet the file is the bytes
  * of the same streams left open until close: the ended streams' last frames, held in memory and
  * past 1 MiB in a removed file beside the output, go where close puts every stream's last frame. */
@@ -2640,6 +2674,9 @@ static Suite *format_suite(void)
     tc = tcase(s, "escape_text");
     tcase_add_test(tc, escape_text);
     tcase_add_test(tc, utf8_len);
+
+    tc = tcase(s, "pages_prints");
+    tcase_add_test(tc, pages_prints_fields);
 
     tc = tcase(s, "cut_header_strings");
     tcase_add_test(tc, cut_header_strings);

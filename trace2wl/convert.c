@@ -1136,7 +1136,10 @@ static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, uint6
     int rc;
     if (b && counted && (rc = pages_counted(c, i, b, p, resident, 0, ns)) < 0)
         return rc;
-    mt_touch_ending(&c->touch, p, resident);
+    mt_pages_prints_t pr = { 0 };
+    if (counted)
+        mt_pages_prints(r, &pr);
+    mt_touch_ending(&c->touch, p, resident, &pr);
     if (!counted)
         mt_touch_uncounted(&c->touch, p, MT_TOUCH_ENDED_UNCOUNTED);
     return 0;
@@ -1454,6 +1457,7 @@ static int conv_close_output(conv_t *c, const char *wl_path, const mt_wl_header_
     fin.large_blocks = st->large_blocks = c->touch.blocks;
     fin.large_exact = st->large_exact = c->touch.exact;
     fin.large_estimated = st->large_estimated = c->touch.estimated;
+    st->large_printed = c->touch.printed;
     fin.large_pages = st->large_pages = c->touch.pages;
     fin.large_touched = st->large_touched = c->touch.written;
     fin.program_maps = st->program_maps = c->vmap.made;

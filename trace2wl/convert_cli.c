@@ -38,8 +38,9 @@ const char mt_convert_help[] =
     "  unknown frees        frees of blocks allocated before tracing: dropped, with the first one's\n"
     "                       byte offset in the trace\n"
     "  double frees         frees of blocks already freed: dropped, with the first one's offset\n"
-    "  large blocks         blocks of fresh memory, and the share of their pages the program wrote\n"
-    "                       (the replay writes those)\n"
+    "  large blocks         blocks of 64 KiB or more: of fresh memory (pages written counted), decided\n"
+    "                       by their pages' prints (reused memory), or estimated from those; the share\n"
+    "                       of their pages the program wrote (the replay writes those)\n"
     "  program mappings     the program's own mmaps, the most MiB mapped at once and the share of\n"
     "                       their pages written\n"
     "Progress goes to stderr, and only when it is a terminal. A trace that ended at an exec gives the\n"
@@ -122,9 +123,9 @@ int mt_convert_main(const char *prog, int argc, char **argv)
             printf("  forced              %" PRIu64 " (records whose dependency never came)\n", st.forced);
         if (st.large_blocks)
             printf("  large blocks        %" PRIu64 " (%" PRIu64 " of fresh memory, %" PRIu64
-                   " estimated): %.1f %% of their pages written, %" PRIu64 " written in part, %" PRIu64
-                   " written as the RSS samples rose\n",
-                   st.large_blocks, st.large_exact, st.large_estimated,
+                   " by their prints, %" PRIu64 " estimated): %.1f %% of their pages written, %" PRIu64
+                   " written in part, %" PRIu64 " written as the RSS samples rose\n",
+                   st.large_blocks, st.large_exact, st.large_printed, st.large_estimated - st.large_printed,
                    st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0,
                    st.touch_entries - st.later_entries - st.large_later, st.large_later);
         if (st.program_maps)

@@ -8,10 +8,13 @@
  *     ended - made and ended. Glibc's heap keeps freed pages, so after a warm-up nearly every heap
  *     block shows every page resident whatever the program wrote: taking `ended` would have a
  *     replay on another allocator, or with another mmap threshold, write pages the program never
- *     wrote. Such a block is taken to be written like the fresh blocks seen so far (the share of
- *     their pages written), within its bounds;
- *   - still live at the end, or ended without evidence: like the fresh blocks, within 0 .. pages.
- * With no fresh block seen yet, the upper bound is taken: the replay writes what may have been
+ *     wrote. Where the recorder printed its pages at its making and end (every page resident both
+ *     times), the share of them whose print changed, of those that can tell (not zero both times),
+ *     within its bounds;
+ *   - otherwise (not counted, past the recorder's budget; still live at the end without a count):
+ *     like the blocks seen so far whose pages written are known, of the same making (fresh or
+ *     reused; estimate), within its bounds.
+ * With no such block seen yet, the upper bound is taken: the replay writes what may have been
  * written, as it did before evidence existed.
  * Only blocks written in part get an entry: the replay writes every page of the others. */
 #include <errno.h>
@@ -35,17 +38,34 @@ void mt_touch_fini(mt_touch_t *t)
     *t = (mt_touch_t){ 0 };
 }
 
-/* `pages` times the written share of the fresh blocks, rounded, within lo .. hi. The mean, not a
- * share drawn per block from the fresh ones: drawn, the shares of the few large blocks that make a
- * peak swing it above the mean (prog_partial with mmap_threshold=4096: 22.4-22.7 MB predicted
- * against 21.2 from the mean and 19.4 native), while on git pack-objects, whose heap keeps the pages
- * of any block that lay there, both stay within its runs' spread (bench/RESULTS.md, "Unseen
- * programs"). */
-static uint64_t estimate(const mt_touch_t *t, uint64_t pages, uint64_t lo, uint64_t hi)
+/* Counted into the pool of blocks whose pages written are known (MT_TOUCH_FRESH, MT_TOUCH_PRINTED). */
+static void pool_add(mt_touch_t *t, int pool, uint64_t pages, uint64_t written)
 {
-    uint64_t v = hi;
-    if (t->exact_pages)
-        v = (uint64_t)((long double)pages * t->exact_written / t->exact_pages + 0.5L);
+    t->pool_pages[pool] += pages;
+    t->pool_written[pool] += written;
+}
+
+/* The pages written of a block of `pages` whole pages whose counts say no more than lo .. hi, made
+ * of memory `made` (MADE_*): its pages times the written share of the blocks whose pages written
+ * are known and were made alike, rounded, within lo .. hi. A block of reused memory takes the share
+ * of those decided by their prints, one of fresh memory that of the fresh ones (git's 64 KiB zlib
+ * buffers, reused heap blocks, were given the 47.8 % of the fresh ones, mostly 128 KiB and up, and
+ * the replay with a 64 KiB mmap threshold held 55 MB against 45-48 native; bench/RESULTS.md), one
+ * whose making was not counted that of both. The mean, not a share drawn per block: drawn, the
+ * shares of the few large blocks that make a peak swing it above the mean (prog_partial with
+ * mmap_threshold=4096: 22.4-22.7 MB predicted against 21.2 from the mean and 19.4 native); nor a
+ * mean by lifetime class, which on git put 0.2-3 MB more on each prediction, further from the
+ * native peaks (bench/RESULTS.md). With no block known, the upper bound. */
+enum { MADE_UNKNOWN, MADE_FRESH, MADE_REUSED };
+
+static uint64_t estimate(const mt_touch_t *t, int made, uint64_t pages, uint64_t lo, uint64_t hi)
+{
+    uint64_t n = t->pool_pages[MT_TOUCH_FRESH] + t->pool_pages[MT_TOUCH_PRINTED],
+             w = t->pool_written[MT_TOUCH_FRESH] + t->pool_written[MT_TOUCH_PRINTED];
+    const int pool = made == MADE_REUSED ? MT_TOUCH_PRINTED : MT_TOUCH_FRESH;
+    if (made != MADE_UNKNOWN && t->pool_pages[pool])
+        n = t->pool_pages[pool], w = t->pool_written[pool];
+    const uint64_t v = n ? (uint64_t)((long double)pages * w / n + 0.5L) : hi;
     return v < lo ? lo : v > hi ? hi : v;
 }
 
@@ -116,8 +136,7 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
         if (written < held)
             written = held;
         t->exact++;
-        t->exact_pages += b->pages;
-        t->exact_written += written;
+        pool_add(t, MT_TOUCH_FRESH, b->pages, written);
         if (b->later && (later = decide_later(t, b, &t->later[b->later - 1], written)) < 0)
             return -ENOMEM;
     } else {
@@ -136,7 +155,16 @@ static int decide(mt_touch_t *t, const mt_touch_block_t *b)
                 lo = held;
             if (hi < lo)
                 hi = lo;
-            written = estimate(t, b->pages, lo, hi);
+            if (b->sampled > b->zero && made_known && ended_known) {
+                /* its own pages' prints: the share of those that could tell which changed */
+                written = (uint64_t)((long double)b->pages * b->changed / (b->sampled - b->zero) + 0.5L);
+                written = written < lo ? lo : written > hi ? hi : written;
+                t->printed++;
+                pool_add(t, MT_TOUCH_PRINTED, b->pages, written);
+            } else {
+                const int made = !made_known ? MADE_UNKNOWN : b->made ? MADE_REUSED : MADE_FRESH;
+                written = estimate(t, made, b->pages, lo, hi);
+            }
         }
         t->estimated++;
     }
@@ -245,13 +273,18 @@ int mt_touch_sampled(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, ui
     return 0;
 }
 
-void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident)
+void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident, const mt_pages_prints_t *pr)
 {
     t->seen = 1;
     mt_ptr_entry_t *e = mt_ptr_map_find(&t->map, p);
     if (e) {
-        t->blk[e->value].ended = resident;
-        t->blk[e->value].uncounted &= ~MT_TOUCH_ENDED_UNCOUNTED; /* a new count, until said otherwise */
+        mt_touch_block_t *b = &t->blk[e->value];
+        b->ended = resident;
+        b->uncounted &= ~MT_TOUCH_ENDED_UNCOUNTED;    /* a new count, until said otherwise */
+        const int prints = pr->sampled <= UINT32_MAX; /* mt_pages_prints checked the rest */
+        b->sampled = prints ? (uint32_t)pr->sampled : 0;
+        b->changed = prints ? (uint32_t)pr->changed : 0;
+        b->zero = prints ? (uint32_t)pr->zero : 0;
     }
 }
 

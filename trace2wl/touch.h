@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "mtrace/ptr_map.h"
+#include "mtrace/trace_reader.h"
 #include "mtrace/workload_format.h"
 
 typedef struct mt_touch_block {
@@ -19,6 +20,9 @@ typedef struct mt_touch_block {
     uint32_t thread;
     uint32_t next_free; /* free list of the array, index + 1 */
     uint32_t later;     /* index + 1 of its mt_touch_later_t; 0: none */
+    uint32_t sampled;   /* pages printed at its making and end (mt_touch_ending); 0: none */
+    uint32_t changed;   /* of which printed differently: written */
+    uint32_t zero;      /* of which zero both times: written as the others were, it is taken */
     int uncounted;      /* MT_TOUCH_*_UNCOUNTED: evidence not counted (estimated, never exact) */
 } mt_touch_block_t;
 
@@ -38,6 +42,8 @@ typedef struct mt_touch_later {
     uint64_t resident[MT_TOUCH_LATER_POINTS];
 } mt_touch_later_t;
 
+enum { MT_TOUCH_FRESH = 0, MT_TOUCH_PRINTED = 1 };
+
 typedef struct mt_touch {
     mt_ptr_map_t map; /* address of a live large block -> index into blk */
     mt_touch_block_t *blk;
@@ -45,7 +51,10 @@ typedef struct mt_touch {
     uint32_t free_head; /* index + 1 of the first unused entry of blk; 0: none */
     mt_wl_touch_entry_t *out;
     uint64_t nout, cap_out;
-    uint64_t exact_pages, exact_written;               /* over the blocks made of fresh memory */
+    uint64_t printed; /* blocks decided by their prints */
+    /* whole pages and pages written of the blocks made of fresh memory (MT_TOUCH_FRESH) and of
+     * those decided by their prints (MT_TOUCH_PRINTED) */
+    uint64_t pool_pages[2], pool_written[2];
     mt_touch_later_t *later;                           /* [MT_TOUCH_LATER_MAX]; NULL: none yet */
     uint32_t nlater;                                   /* cells in use */
     uint64_t written_later, later_entries;             /* blocks the replay writes over their life; entries */
@@ -65,8 +74,9 @@ int mt_touch_watched(const mt_touch_t *t, uint64_t p, uint64_t resident);
 /* The count: `resident` pages of p by thread `thread`'s op `op`, during its life (`sample`) or at
  * its end. 0 (past MT_TOUCH_LATER_POINTS counts, every other one is dropped). */
 int mt_touch_sampled(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, uint64_t resident, int sample);
-/* Evidence before the call that ends (or tries to end) the block at p. */
-void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident);
+/* Evidence before the call that ends (or tries to end) the block at p: `resident` pages, and what
+ * the prints of its pages say (pr->sampled 0: nothing). */
+void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident, const mt_pages_prints_t *pr);
 /* Evidence that `resident` more of its pages were resident in a part of block p that ends now (a
  * mapping unmapped piece by piece): added up. */
 void mt_touch_ending_add(mt_touch_t *t, uint64_t p, uint64_t resident);

@@ -37,6 +37,7 @@ typedef struct mt_convert_stats {
      * written are known) or estimated, their whole pages and those written; the touch table's
      * entries (blocks written in part, and the later writes of blocks written over their life) */
     uint64_t large_blocks, large_exact, large_estimated, large_pages, large_touched;
+    uint64_t large_printed; /* of the estimated, decided by their pages' prints */
     uint64_t touch_entries, large_later, later_entries;
     /* the program's own mappings: made, the most mapped at once (bytes), their whole pages and
      * those written */

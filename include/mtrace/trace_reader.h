@@ -199,6 +199,16 @@ typedef struct mt_module_def {
 } mt_module_def_t;
 
 int mt_decode_stack(const mt_record_t *r, mt_stack_def_t *s);
+
+/* A PAGES event's print fields (doc/trace-format.md, "Page evidence"): of the block's pages printed
+ * when it was made and again now, how many, how many printed differently (written) and how many were
+ * four zero words both times (written with zeros, or not written). */
+typedef struct mt_pages_prints {
+    uint64_t sampled, changed, zero;
+} mt_pages_prints_t;
+/* 1 when the event has them, 0 when not (also when they make no sense: none compared, more changed
+ * or zero than compared). */
+int mt_pages_prints(const mt_record_t *r, mt_pages_prints_t *out);
 int mt_decode_module(const mt_record_t *r, mt_module_def_t *m);
 
 /* Compresses a trace into a packed trace (one frame per chunk); never leaves a partial output.

@@ -17,7 +17,7 @@ grep -q "^sum 0$" "$work/out" || fail "the traced program: $(cat "$work/out")"
 traced=$(sed -n 's/^peak_anon_kb //p' "$work/out")
 "$mtrace" dump "$work/p.mtr" >"$work/dump" || fail "dump failed"
 # the block's count at its end: "pages ADDR WHOLE RESIDENT 1"
-read -r whole resident < <(awk '$3 == "pages" && $4 > 65536 && $5 >= 8000 && $NF == 1 {print $5, $6}' "$work/dump")
+read -r whole resident < <(awk '$3 == "pages" && $4 > 65536 && $5 >= 8000 && $7 == 1 {print $5, $6}' "$work/dump")
 [ -n "${whole:-}" ] || fail "no count at the end of the 32 MiB block: $(grep pages "$work/dump" | head)"
 echo "the block: $whole whole pages, $resident counted at its end; the traced program's anonymous RSS $traced KiB"
 # Some kernels give a private anonymous page read before any write a page of its own, not the

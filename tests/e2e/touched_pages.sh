@@ -53,7 +53,7 @@ knative=$(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096 "$prog" -n 0 -l 64 -k 
 [ -n "$knative" ] || fail "the program (-k) printed no peak"
 "$mtrace" record -o "$work/k.mtr" -- "$prog" -n 0 -l 64 -k >/dev/null 2>&1 || fail "record (-k) failed"
 "$mtrace" dump "$work/k.mtr" >"$work/k.dump" || fail "dump (-k) failed"
-at_exit=$(awk '$3 == "pages" && $NF == 4' "$work/k.dump" | wc -l)
+at_exit=$(awk '$3 == "pages" && $7 == 4' "$work/k.dump" | wc -l)
 [ "$at_exit" -ge 64 ] || fail "$at_exit PAGES events at exit for 64 large blocks live at exit"
 "$mtrace" convert "$work/k.mtr" -o "$work/k.wl" >"$work/kconvert.out" 2>&1 || fail "convert (-k) failed: $(cat "$work/kconvert.out")"
 "$mtrace" replay "$work/k.wl" --allocator glibc --mallopt mmap_threshold=4096 --json "$work/k.json" >"$work/k.out" 2>&1 ||
