@@ -17,10 +17,18 @@ else
         -o -type f \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||' | sort)
 fi
 [ ${#files[@]} -gt 0 ] || { echo "check-format.sh: no C file found to check" >&2; exit 2; }
-bad=()
-for f in "${files[@]}"; do
-    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
+# One clang-format per 64 files, on every CPU (one per file took 28 s of CI for 248 files): it names
+# each file it would change in an "error: code should be clang-formatted" line.
+log=$(printf '%s\0' "${files[@]}" |
+    xargs -0 -n 64 -P "$(nproc 2>/dev/null || echo 2)" clang-format --dry-run --Werror 2>&1 >/dev/null)
+status=$?
+mapfile -t bad < <(printf '%s\n' "$log" | sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' | sort -u)
+if [ $status -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then # it failed, and not on formatting
+    printf '%s\n' "$log" | tail -n 20
+    echo "check-format.sh: clang-format failed" >&2
+    [ -n "$results" ] && echo "FAIL format (clang-format failed)" >>"$results"
+    exit 1
+fi
 if [ ${#bad[@]} -eq 0 ]; then
     echo "check-format.sh: every C file is formatted (${#files[@]} files)"
     [ -n "$results" ] && echo "ok format" >>"$results"
