@@ -6,13 +6,13 @@
 # Builds what is missing. Each fuzz target and each TSan test counts as one test. Ends with one line
 # "N passed, N failed" and exits non-zero on any failure.
 #
-#   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 15; 0 skips fuzzing)
+#   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 10; 0 skips fuzzing)
 #   MTRACE_TSAN=0        skips the ThreadSanitizer tests
 #   MTRACE_SCAN=0        skips the static analysis
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_secs=${MTRACE_FUZZ_SECONDS:-15}
+fuzz_secs=${MTRACE_FUZZ_SECONDS:-10}
 
 run_suite() {
     local dir=$1
