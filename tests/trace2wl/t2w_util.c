@@ -120,7 +120,7 @@ void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label)
 /* An event whose payload is n uvarints, as libmtrace writes PAGES (4) and VM (4 or 5). */
 static void event_n(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_t *v, int n)
 {
-    uint8_t payload[60], *q = payload;
+    uint8_t payload[80], *q = payload;
     for (int k = 0; k < n; k++)
         q = mt_put_uvarint(q, v[k]);
     const int rc = mt_writer_event(b->w, th, b->tid[th], op, t, payload, (size_t)(q - payload));
@@ -131,6 +131,12 @@ static void event_n(tb_t *b, uint32_t th, uint64_t t, unsigned op, const uint64_
 void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when)
 {
     event_n(b, th, t, MT_EV_PAGES, (const uint64_t[4]){ ptr, pages, resident, when }, 4);
+}
+
+void tb_pages_printed(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, unsigned when, uint64_t sampled,
+                      uint64_t changed, uint64_t zero)
+{
+    event_n(b, th, t, MT_EV_PAGES, (const uint64_t[7]){ ptr, pages, pages, when, sampled, changed, zero }, 7);
 }
 
 void tb_vm(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident)

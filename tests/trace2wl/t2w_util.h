@@ -39,6 +39,10 @@ void tb_exit(tb_t *b, uint32_t th, uint64_t t);
 void tb_mark(tb_t *b, uint32_t th, uint64_t t, const char *label);
 /* MT_EV_PAGES: a large block's whole pages and how many are resident, when (MT_PAGES_AT_*). */
 void tb_pages(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, uint64_t resident, unsigned when);
+/* MT_EV_PAGES at a block's end, all its pages resident, with its prints: pages compared, changed,
+ * zero both times. */
+void tb_pages_printed(tb_t *b, uint32_t th, uint64_t t, uint64_t ptr, uint64_t pages, unsigned when, uint64_t sampled,
+                      uint64_t changed, uint64_t zero);
 /* MT_EV_VM: the program mapped (MT_VM_MAP) or unmapped (MT_VM_UNMAP) [addr, addr + len). */
 void tb_vm(tb_t *b, uint32_t th, uint64_t t, unsigned kind, uint64_t addr, uint64_t len, uint64_t resident);
 /* The same with the fifth field: the advice of MT_VM_ADVISE, or MT_VM_VIA_* of a map or unmap. */

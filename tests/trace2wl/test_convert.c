@@ -267,6 +267,65 @@ START_TEST(page_evidence_becomes_touch_table)
 }
 END_TEST
 
+/* A warm block whose pages were printed at its making and end is written as its prints say: the
+ * share changed of the pages that can tell (not zero both times). One whose prints cannot tell, or
+ * that has none, takes the share of the printed blocks, not that of the fresh ones. */
+START_TEST(printed_blocks_decide_their_pages)
+{
+    char *tr = path_in(g_dir, "printed.mtr"), *wl = path_in(g_dir, "printed.wl");
+    tb_t b;
+    tb_open(&b, tr);
+    const uint64_t MiB = 1 << 20, a = 0x7f0000000010, d = 0x7f0000400010;
+    tb_start(&b, 1, 10, 0);
+    uint64_t t = 20;
+    /* ops 2, 4, 6 at a (warm); 8 at d (fresh); 10 at a (warm, no prints) */
+    const uint64_t prints[3][3] = { { 32, 4, 0 }, { 32, 2, 24 }, { 32, 0, 32 } };
+    for (int k = 0; k < 3; k++, t += 20) {
+        tb_malloc(&b, 1, t, MiB, a);
+        tb_pages(&b, 1, t, a, 256, 256, MT_PAGES_AT_ALLOC);
+        tb_pages_printed(&b, 1, t + 10, a, 256, MT_PAGES_AT_END, prints[k][0], prints[k][1], prints[k][2]);
+        tb_free(&b, 1, t + 10, a);
+    }
+    tb_malloc(&b, 1, t, MiB, d);
+    tb_pages(&b, 1, t, d, 256, 0, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, t + 10, d, 256, 64, MT_PAGES_AT_END); /* a quarter */
+    tb_free(&b, 1, t + 10, d);
+    t += 20;
+    tb_malloc(&b, 1, t, MiB, a);
+    tb_pages(&b, 1, t, a, 256, 256, MT_PAGES_AT_ALLOC);
+    tb_pages(&b, 1, t + 10, a, 256, 256, MT_PAGES_AT_END);
+    tb_free(&b, 1, t + 10, a);
+    tb_close(&b);
+    mt_convert_stats_t st;
+    convert_ok(tr, wl, &st);
+    ck_assert_uint_eq(st.large_blocks, 5);
+    ck_assert_uint_eq(st.large_exact, 1);
+    ck_assert_uint_eq(st.large_printed, 2);
+    ck_assert_uint_eq(st.large_estimated, 4);
+    ck_assert_uint_eq(st.large_touched, 32 + 64 + 48 + 64 + 48);
+    mt_wl_t *w;
+    mt_error_t err;
+    ck_assert_msg(mt_wl_open(&w, wl, &err) == 0, "%s", err.msg);
+    ck_assert_uint_eq(mt_wl_header(w)->touch_entries, 5);
+    mt_wl_touch_entry_t tab[5];
+    ck_assert_msg(mt_wl_read_touch(w, tab, &err) == 0, "%s", err.msg);
+    const mt_wl_touch_entry_t want[5] = {
+        { .op = 2, .frac = 8192 },   /* 4 of 32 changed: 32 of 256 */
+        { .op = 4, .frac = 16384 },  /* 2 of the 8 that can tell: 64 */
+        { .op = 6, .frac = 12288 },  /* none can tell: the printed ones' 96 of 512, 48 */
+        { .op = 8, .frac = 16384 },  /* fresh: 64 */
+        { .op = 10, .frac = 12288 }, /* no prints: the printed ones' share, not the fresh one's */
+    };
+    for (int k = 0; k < 5; k++) {
+        ck_assert_uint_eq(tab[k].op, want[k].op);
+        ck_assert_uint_eq(tab[k].frac, want[k].frac);
+    }
+    mt_wl_close(w);
+    free(tr);
+    free(wl);
+}
+END_TEST
+
 /* A large block of fresh memory counted again as the program ran (MT_PAGES_AT_SAMPLE) is written by
  * the replay in those steps: none of it at its making, then each count that rose after the op it
  * follows in the counting thread, the last at its end. A count in another thread (thread 2) puts a
@@ -1235,6 +1294,7 @@ static Suite *convert_suite(void)
     suite_add_tcase(s, tcase("single_thread_calls", single_thread_calls));
     suite_add_tcase(s, tcase("single_thread_slots_peak", single_thread_slots_peak));
     suite_add_tcase(s, tcase("page_evidence_becomes_touch_table", page_evidence_becomes_touch_table));
+    suite_add_tcase(s, tcase("printed_blocks_decide_their_pages", printed_blocks_decide_their_pages));
     suite_add_tcase(s, tcase("counted_blocks_written_later", counted_blocks_written_later));
     suite_add_tcase(s, tcase("version5_touch_table_reads", version5_touch_table_reads));
     suite_add_tcase(s, tcase("own_mappings_become_mmap_ops", own_mappings_become_mmap_ops));
