@@ -38,33 +38,55 @@ void mt_touch_fini(mt_touch_t *t)
     *t = (mt_touch_t){ 0 };
 }
 
+/* A block's size class: floor(log2(whole pages)). */
+static unsigned size_class(uint64_t pages)
+{
+    return 63u - (unsigned)__builtin_clzll(pages | 1);
+}
+
 /* Counted into the pool of blocks whose pages written are known (MT_TOUCH_FRESH, MT_TOUCH_PRINTED). */
 static void pool_add(mt_touch_t *t, int pool, uint64_t pages, uint64_t written)
 {
+    const unsigned k = size_class(pages);
     t->pool_pages[pool] += pages;
     t->pool_written[pool] += written;
+    t->class_pages[pool][k] += pages;
+    t->class_written[pool][k] += written;
 }
 
 /* The pages written of a block of `pages` whole pages whose counts say no more than lo .. hi, made
  * of memory `made` (MADE_*): its pages times the written share of the blocks whose pages written
- * are known and were made alike, rounded, within lo .. hi. A block of reused memory takes the share
- * of those decided by their prints, one of fresh memory that of the fresh ones (git's 64 KiB zlib
- * buffers, reused heap blocks, were given the 47.8 % of the fresh ones, mostly 128 KiB and up, and
- * the replay with a 64 KiB mmap threshold held 55 MB against 45-48 native; bench/RESULTS.md), one
- * whose making was not counted that of both. The mean, not a share drawn per block: drawn, the
- * shares of the few large blocks that make a peak swing it above the mean (prog_partial with
- * mmap_threshold=4096: 22.4-22.7 MB predicted against 21.2 from the mean and 19.4 native); nor a
- * mean by lifetime class, which on git put 0.2-3 MB more on each prediction, further from the
- * native peaks (bench/RESULTS.md). With no block known, the upper bound. */
-enum { MADE_UNKNOWN, MADE_FRESH, MADE_REUSED };
+ * are known and were made alike, of its size class once CLASS_MIN_BLOCKS blocks' worth of pages of
+ * that class are known (else of all sizes), rounded, within lo .. hi. A block of reused memory takes
+ * the share of those decided by their prints, one of fresh memory that of the fresh ones (git's
+ * 64 KiB zlib buffers, reused heap blocks, were given the 47.8 % of the fresh ones, mostly 128 KiB
+ * and up, and the replay with a 64 KiB mmap threshold held 55 MB against 45-48 native;
+ * bench/RESULTS.md), one whose making was not counted that of both. By size class: git recorded
+ * with every block counted, its prints dropped from 60 % of them, predicted 3-5 MB below what all
+ * the prints said with the share of all sizes, within 0.9 MB of it by class (its 64 KiB zlib
+ * buffers and its 80-128 KiB delta buffers are written very differently). The mean, not a share
+ * drawn per block: drawn, the shares of the few large blocks that make a peak swing it above the
+ * mean (prog_partial with mmap_threshold=4096: 22.4-22.7 MB predicted against 21.2 from the mean
+ * and 19.4 native); nor a mean by lifetime class, which on git put 0.2-3 MB more on each
+ * prediction, further from the native peaks (bench/RESULTS.md). With no block known, the upper
+ * bound. */
+enum { MADE_UNKNOWN, MADE_FRESH, MADE_REUSED, CLASS_MIN_BLOCKS = 4 };
 
 static uint64_t estimate(const mt_touch_t *t, int made, uint64_t pages, uint64_t lo, uint64_t hi)
 {
-    uint64_t n = t->pool_pages[MT_TOUCH_FRESH] + t->pool_pages[MT_TOUCH_PRINTED],
-             w = t->pool_written[MT_TOUCH_FRESH] + t->pool_written[MT_TOUCH_PRINTED];
-    const int pool = made == MADE_REUSED ? MT_TOUCH_PRINTED : MT_TOUCH_FRESH;
-    if (made != MADE_UNKNOWN && t->pool_pages[pool])
-        n = t->pool_pages[pool], w = t->pool_written[pool];
+    const unsigned k = size_class(pages);
+    const int first = made == MADE_REUSED ? MT_TOUCH_PRINTED : MT_TOUCH_FRESH,
+              last = made == MADE_FRESH ? MT_TOUCH_FRESH : MT_TOUCH_PRINTED;
+    uint64_t n = 0, w = 0, cn = 0, cw = 0;
+    for (int pool = first; pool <= last; pool++) {
+        n += t->pool_pages[pool], w += t->pool_written[pool];
+        cn += t->class_pages[pool][k], cw += t->class_written[pool][k];
+    }
+    if (cn >= CLASS_MIN_BLOCKS * pages)
+        n = cn, w = cw;
+    else if (!n) /* none made alike: all */
+        for (int pool = MT_TOUCH_FRESH; pool <= MT_TOUCH_PRINTED; pool++)
+            n += t->pool_pages[pool], w += t->pool_written[pool];
     const uint64_t v = n ? (uint64_t)((long double)pages * w / n + 0.5L) : hi;
     return v < lo ? lo : v > hi ? hi : v;
 }

@@ -55,6 +55,8 @@ typedef struct mt_touch {
     /* whole pages and pages written of the blocks made of fresh memory (MT_TOUCH_FRESH) and of
      * those decided by their prints (MT_TOUCH_PRINTED) */
     uint64_t pool_pages[2], pool_written[2];
+    /* the same by size class: blocks of 2^k to 2^(k+1) - 1 whole pages in [k] */
+    uint64_t class_pages[2][64], class_written[2][64];
     mt_touch_later_t *later;                           /* [MT_TOUCH_LATER_MAX]; NULL: none yet */
     uint32_t nlater;                                   /* cells in use */
     uint64_t written_later, later_entries;             /* blocks the replay writes over their life; entries */
