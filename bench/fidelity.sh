@@ -21,10 +21,18 @@
 # (allocator_us + block_writes_us: the page faults of fresh memory are the allocator's doing), which
 # leaves the replay's own cost per op out: on a program that spends little time in malloc that cost,
 # the same for every allocator, decides the order of the replay's whole CPU time.
+# Each program is also recorded once with each glibc setting, converted, and replayed once with it:
+# the program's peak of live requested bytes under the setting against on the defaults says whether
+# the program itself allocates otherwise under the setting (git's delta threads share out their
+# work by how fast each runs: with a 64 KiB mmap threshold each buffer costs a mapping, and its peak
+# of live bytes falls by a fifth), which no replay of one recording can know; a setting missed by
+# more than 5 points whose own recording, replayed, is within them, and whose live peak moved by
+# more than 5 %, is marked "the program changes".
 #
 # usage: bench/fidelity.sh [BUILD_DIR]      (default build; relative to the repository root)
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
+#   SETTING_RECORDINGS=0  skips recording each program again with each glibc setting (see above)
 #   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd git gnuplot
 #              memcached
 #              (default: all; node and ruby only where Debian's nodejs and ruby are installed, git
@@ -70,6 +78,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${1:-build}
 REPS=${REPS:-3}
+SETTING_RECORDINGS=${SETTING_RECORDINGS:-1}
 GITREV=863b674f556f78a636ac7d6156206a536bf141bc
 PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) gnuplot memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
@@ -102,6 +111,8 @@ RAW=bench/out/fidelity.tsv # program run kind rep peak_kb cpu_s anon_kb alloc_s 
 printf 'program\trun\tkind\trep\tpeak_kb\tcpu_s\tanon_kb\talloc_s\tpredicted_kb\n' >"$RAW"
 INFO=$TMP/info.tsv # program command threads calls large-blocks line
 : >"$INFO"
+SETREC=$TMP/setrec.tsv # program run live-peak-bytes: the program recorded on the defaults and with each setting
+: >"$SETREC"
 CLIENTS=$TMP/clients.tsv # program run client's-line: what a server's client printed, each run
 : >"$CLIENTS"
 
@@ -255,10 +266,11 @@ native() {
         '{printf "%s\t%s\tnative\t%s\t%s\t%.2f\t%s\t-\t%s\n", p, r, n, $1, $2 + $3, a, $1}' >>"$RAW"
 }
 
-# replayed PROG WL RUN REP: one replay of WL on the run's allocator or glibc setting; appends the
-# replay's peak RSS (KiB) and its CPU time (cpu_us: user+sys of the whole replay) to RAW.
+# replayed PROG WL RUN REP [KIND]: one replay of WL on the run's allocator or glibc setting; appends
+# the replay's peak RSS (KiB) and its CPU time (cpu_us: user+sys of the whole replay) to RAW as KIND
+# (default replay; replay-own: of the program recorded with the run's setting).
 replayed() {
-    local prog=$1 wl=$2 run=$3 rep=$4 args=()
+    local prog=$1 wl=$2 run=$3 rep=$4 kind=${5:-replay} args=()
     case $run in
     glibc\ *) args=(--allocator glibc --mallopt "${run#glibc }") ;;
     *) args=(--allocator "$run") ;;
@@ -267,10 +279,31 @@ replayed() {
         echo "fidelity.sh: replay of $prog ($run) failed:" >&2; cat "$TMP/err" >&2; exit 1
     fi
     "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1]))
-print("%s\t%s\treplay\t%s\t%d\t%.4f\t%d\t%.4f\t%d" % (*sys.argv[2:5], d["max_rss_kb"], d["cpu_us"] / 1e6,
+print("%s\t%s\t%s\t%s\t%d\t%.4f\t%d\t%.4f\t%d" % (*sys.argv[2:6], d["max_rss_kb"], d["cpu_us"] / 1e6,
       d["max_anon_rss_kb"], (d["allocator_us"] + d["block_writes_us"]) / 1e6,
       d.get("predicted_peak_rss_kb") or d["max_rss_kb"]))' \
-        "$TMP/r.json" "$prog" "$run" "$rep" >>"$RAW"
+        "$TMP/r.json" "$prog" "$run" "$kind" "$rep" >>"$RAW"
+}
+
+# recorded PROG TRACE WL WHAT [NAME=VALUE...]: records the program (CMD, ENVV and the settings given)
+# into TRACE and converts it into WL, the converter's summary into conv.out; the settings reach the
+# program through mtrace's environment, so that no env process is traced before it.
+recorded() {
+    local prog=$1 trace=$2 wl=$3 what=$4
+    shift 4
+    env "${ENVV[@]}" "$@" "$CLI" record -o "$trace" -- "${CMD[@]}" >/dev/null 2>"$TMP/err" &
+    rpid=$! cpid=''
+    client_start "$rpid"
+    if ! wait "$rpid"; then
+        echo "fidelity.sh: recording $prog ($what) failed:" >&2; cat "$TMP/err" >&2; exit 1
+    fi
+    client_wait "$prog" "$what"
+    "$CLI" convert "$trace" -o "$wl" >"$TMP/conv.out" 2>&1
+}
+
+# live_peak WL: the most bytes the program had requested and not freed at once, by the workload.
+live_peak() {
+    "$CLI" info --json "$1" | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak_live_bytes"])'
 }
 
 RUNS=()
@@ -280,16 +313,8 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for prog in $PROGRAMS; do
     prog_cmd "$prog"
     wl=$TMP/$prog.wl
-    # recorded once, on glibc's defaults; the program's settings (ENVV) reach it through mtrace's
-    # environment, so that no env process is traced before it
-    env "${ENVV[@]}" "$CLI" record -o "$TMP/$prog.mtr" -- "${CMD[@]}" >/dev/null 2>"$TMP/err" &
-    rpid=$! cpid=''
-    client_start "$rpid"
-    if ! wait "$rpid"; then
-        echo "fidelity.sh: recording $prog failed:" >&2; cat "$TMP/err" >&2; exit 1
-    fi
-    client_wait "$prog" recorded
-    "$CLI" convert "$TMP/$prog.mtr" -o "$wl" >"$TMP/conv.out" 2>&1
+    # recorded once, on glibc's defaults
+    recorded "$prog" "$TMP/$prog.mtr" "$wl" recorded
     "$PY" - "$prog" "$(printf '%s ' "${ENVV[@]}" "${CMD[@]}" | sed "s|$TMP/||g; s|$ROOT/||g; s| $||")" \
         "$("$CLI" info --json "$wl")" "$(sed -n 's/^  large blocks *//p' "$TMP/conv.out")" >>"$INFO" <<'PY'
 import json, sys
@@ -306,14 +331,29 @@ PY
             replayed "$prog" "$wl" "$run" "$rep"
         done
     done
+    if [ "$SETTING_RECORDINGS" != 0 ]; then
+        # each glibc setting recorded once more, with the setting, converted and replayed once with it:
+        # whether the program itself allocates otherwise under the setting (threads that share out
+        # their work by how fast each runs, as git's delta search does), which no replay of the
+        # recording on the defaults can know, and what the replay predicts from the program's own
+        # calls under the setting
+        printf '%s\tdefaults\t%s\n' "$prog" "$(live_peak "$wl")" >>"$SETREC"
+        for s in $SETTINGS; do
+            echo "  $prog recorded with $s" >&2
+            recorded "$prog" "$TMP/$prog.s.mtr" "$TMP/$prog.s.wl" "recorded with $s" "GLIBC_TUNABLES=glibc.malloc.$s"
+            printf '%s\tglibc %s\t%s\n' "$prog" "$s" "$(live_peak "$TMP/$prog.s.wl")" >>"$SETREC"
+            replayed "$prog" "$TMP/$prog.s.wl" "glibc $s" 1 replay-own
+            rm -f "$TMP/$prog.s.mtr" "$TMP/$prog.s.wl"
+        done
+    fi
     rm -f "$TMP/$prog.mtr" "$wl"
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
-"$PY" - "$RAW" "$INFO" "$CLIENTS" "$REPS" "$LOAD0" "$LOAD1" "$(git rev-parse --short HEAD)" "$(nproc)" \
+"$PY" - "$RAW" "$INFO" "$CLIENTS" "$SETREC" "$REPS" "$LOAD0" "$LOAD1" "$(git rev-parse --short HEAD)" "$(nproc)" \
     "$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)" "$ALLOCATORS" "$SETTINGS" <<'PY' | tee bench/out/fidelity.md
 import collections, datetime, itertools, statistics, sys
-raw, info, clients, reps, load0, load1, commit, ncpu, cpu, allocators, settings = sys.argv[1:]
+raw, info, clients, setrec, reps, load0, load1, commit, ncpu, cpu, allocators, settings = sys.argv[1:]
 allocators, settings = allocators.split(), settings.split()
 runs = allocators + ["glibc " + s for s in settings]
 # (program, run, kind) -> [(peak_kb, cpu_s, anon_kb, alloc_s, predicted_kb)]; a native run's
@@ -324,6 +364,12 @@ with open(raw) as f:
     for line in f:
         p, r, k, _, kb, s, anon, alloc, pred = line.rstrip("\n").split("\t")
         vals[(p, r, k)].append((int(kb), float(s), int(anon), float(alloc) if alloc != "-" else float(s), int(pred)))
+# (program, run) -> the peak of live requested bytes, recorded on the defaults (run "defaults") or
+# with the run's setting
+live = {}
+for line in open(setrec):
+    p, r, b = line.rstrip("\n").split("\t")
+    live[(p, r)] = int(b)
 med = lambda p, r, k, i: statistics.median(v[i] for v in vals[(p, r, k)])
 spread = lambda p, r, k, i: (min(v[i] for v in vals[(p, r, k)]), max(v[i] for v in vals[(p, r, k)]))
 
@@ -407,6 +453,13 @@ for line in open(info):
     far = []
     n0, r0 = med(p, "glibc", "native", 4), med(p, "glibc", "replay", 4)
     d_lo, d_hi = spread(p, "glibc", "native", 4)
+    own = {}  # setting -> (live change %, its own recording's replayed change %, its peak, rule)
+    for s in settings:
+        r, d = "glibc " + s, (p, "defaults")
+        if (p, r) in live and d in live and vals[(p, r, "replay-own")]:
+            pr = med(p, r, "replay-own", 4)
+            own[s] = (100 * (live[(p, r)] - live[d]) / live[d], 100 * (pr - r0) / r0, pr,
+                      within(pr, med(p, r, "native", 0)))
     for s in settings:
         a = 100 * (med(p, "glibc " + s, "native", 4) - n0) / n0
         b = 100 * (med(p, "glibc " + s, "replay", 4) - r0) / r0
@@ -415,10 +468,25 @@ for line in open(info):
         mark = ""
         if abs(a - b) > 5:
             noise = c_lo - 5 <= b <= c_hi + 5
-            far.append(s + (" (within native noise)" if noise else ""))
-            mark = " **!**" + (" within native noise" if noise else "")
+            changes = s in own and abs(own[s][0]) > 5 and abs(a - own[s][1]) <= 5
+            why = " (within native noise)" if noise else " (the program changes)" if changes else ""
+            far.append(s + why)
+            mark = " **!**" + why.replace("(", "").replace(")", "")
         print(f"| {s} | {a:+.1f} % | {c_lo:+.1f} .. {c_hi:+.1f} % | {b:+.1f} % | {abs(a - b):.1f}{mark} |")
     print()
+    if own:
+        print("Recorded with each setting (once), converted and replayed once with it: the program's peak of "
+              "live requested bytes against its recording on the defaults, and the peak predicted from that "
+              "recording.\n")
+        print("| setting | live peak, defaults | live peak, with the setting | change | predicted from it "
+              "| predicted/native | peak rule | replayed change from it | difference (points) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+        for s, (lc, oc, pr, ok) in own.items():
+            a = 100 * (med(p, "glibc " + s, "native", 4) - n0) / n0
+            print(f"| {s} | {live[(p, 'defaults')]} | {live[(p, 'glibc ' + s)]} | {lc:+.1f} % | {pr:.0f} "
+                  f"| {pr / med(p, 'glibc ' + s, 'native', 0):.3f} | {'pass' if ok else '**fail**'} "
+                  f"| {oc:+.1f} % | {abs(a - oc):.1f} |")
+        print()
     summary.append((p, threads, calls, passed, rss_miss, cpu_miss, alloc_miss, far))
 print("### Summary\n")
 print(f"| program | threads | calls | peak within rule (of {len(runs)}) | peak RSS order: pairs missed (>5 %) "
