@@ -177,6 +177,21 @@ static int may_count(mt_thread_t *t, uint64_t now)
     return t->pages_counted < PAGES_FREE_COUNTS || t->pages_spent * PAGES_TIME_SHARE <= now - t->pages_epoch;
 }
 
+/* What a count over `pages` pages that took `took` (recorded units: 1 to 2 ns) is charged to the
+ * budget: at most COUNT_MOST plus COUNT_MOST_PAGE a page, several times what counting costs when
+ * the thread keeps its CPU (0.3 us plus 20-45 ns a page, prints included). A count that took longer
+ * was descheduled, and the wait is not the recorder's cost: on a loaded machine (6 runnable tasks
+ * on 2 CPUs) a few such waits charged milliseconds each, spent the budget of a whole run, and a
+ * program's 128 reused blocks went without prints (tests/e2e/reused_pages.sh run six at once). */
+#define COUNT_MOST 20000u
+#define COUNT_MOST_PAGE 64u
+
+static uint64_t charged(uint64_t took, uint64_t pages)
+{
+    const uint64_t most = COUNT_MOST + COUNT_MOST_PAGE * pages;
+    return took < most ? took : most;
+}
+
 /* ---- large blocks still live at exit ---------------------------------------------------------------
  * A block that is never freed has no count at its end: trace2wl took it as written whole (a server's
  * buffers made at start and kept to exit: memcached's per-thread 128 KiB buffers, 48 KiB of each
@@ -458,6 +473,7 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
     if (t->watch_counted >= PAGES_FREE_COUNTS && t->watch_spent * PAGES_TIME_SHARE > now - t->pages_epoch)
         return; /* its own budget: the blocks' counts at their making and end keep theirs */
     const uint64_t t0 = mt_now();
+    uint64_t pages = 0;
     for (unsigned k = 0; k < WATCH_MAX; k++) {
         watched_t *w = &watched[k];
         if (!w->p || w->p == except)
@@ -465,6 +481,7 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(w->p, w->usable, mt_g.page_size, &lo);
         const uint64_t resident = mt_resident_pages((uintptr_t)lo, whole, 0, 1); /* fresh, by being watched */
+        pages += whole;
         if (resident == UINT64_MAX || resident == w->last)
             continue;
         w->last = resident;
@@ -472,7 +489,7 @@ static void count_watched(mt_thread_t *t, uint64_t now, uintptr_t except)
         const uint8_t *q = pages_payload(payload, w->p, whole, resident, MT_PAGES_AT_SAMPLE, NULL);
         mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
     }
-    t->watch_spent += mt_now() - t0;
+    t->watch_spent += charged(mt_now() - t0, pages);
     t->watch_counted++;
 }
 
@@ -516,7 +533,7 @@ void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, i
                 printed = print_pages((uintptr_t)lo, whole, print) > 0;
             else if (resident == whole && (e.usable & LIVE_PRINTED))
                 c = pages_changed((uintptr_t)lo, whole, e.print);
-            t->pages_spent += mt_now() - t0;
+            t->pages_spent += charged(mt_now() - t0, whole);
             t->pages_counted++;
         } else {
             when |= MT_PAGES_UNCOUNTED;
