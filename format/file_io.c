@@ -27,6 +27,17 @@ int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, cons
     return code;
 }
 
+int mt_error_setf(mt_error_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
 int mt_open_input(const char *path, struct stat *st, mt_error_t *err)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

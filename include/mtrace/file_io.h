@@ -13,6 +13,10 @@
 /* Fills err (if any) with "PATH: offset N: " and the message; returns code. */
 int mt_errorf(mt_error_t *err, int code, const char *path, uint64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Fills err (if any) with the message alone; returns code. For a fault at no offset of a file: out
+ * of memory, a helper program that cannot start, an output name refused before anything is read
+ * (the message names the file itself where there is one). */
+int mt_error_setf(mt_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Opens an input file to read: a regular file, else an error naming it (err may be NULL). Opened
  * with O_NONBLOCK, which regular files ignore, so that a FIFO or a device waiting for a writer is
