@@ -1,6 +1,7 @@
 /* mtrace compare: replay results in one table, one row per allocator and settings, the runs of one
  * row (mtrace replay --repeat) summed up as their median and spread, with a verdict against the
  * first row. */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,12 +66,10 @@ static double value(const mt_jval_t *r, size_t c)
     }
 }
 
-int mt_replay_result_check(const char *path, const mt_jval_t *r)
+int mt_replay_result_check(const char *path, const mt_jval_t *r, mt_error_t *err)
 {
-    if (strcmp(mt_json_str_at(r, "kind", ""), "replay") != 0) {
-        fprintf(stderr, "mtrace: %s: offset 0: expected a replay result (\"kind\": \"replay\")\n", path);
-        return -1;
-    }
+    if (strcmp(mt_json_str_at(r, "kind", ""), "replay") != 0)
+        return mt_errorf(err, -EINVAL, path, 0, "expected a replay result (\"kind\": \"replay\")");
     static const char *const figs[][2] = {
         { NULL, "wall_us" },        { NULL, "cpu_us" },
         { NULL, "max_rss_kb" },     { NULL, "predicted_peak_rss_kb" },
@@ -83,19 +82,16 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r)
         const mt_jval_t *obj = group ? mt_json_get(r, group) : r;
         if (!obj)
             continue;
-        if (obj->type != MT_JOBJ) {
-            fprintf(stderr, "mtrace: %s: \"%s\" is not an object: not a replay result as mtrace replay writes it\n",
-                    path, group);
-            return -1;
-        }
+        if (obj->type != MT_JOBJ)
+            return mt_error_setf(err, -EINVAL,
+                                 "%s: \"%s\" is not an object: not a replay result as mtrace replay writes it", path,
+                                 group);
         const mt_jval_t *v = mt_json_get(obj, key);
-        if (v && (v->type != MT_JNUM || !isfinite(v->num) || v->num < 0)) {
-            fprintf(stderr,
-                    "mtrace: %s: \"%s%s%s\" is not a number of at least 0: not a replay result as mtrace "
-                    "replay writes it\n",
-                    path, group ? group : "", group ? "." : "", key);
-            return -1;
-        }
+        if (v && (v->type != MT_JNUM || !isfinite(v->num) || v->num < 0))
+            return mt_error_setf(err, -EINVAL,
+                                 "%s: \"%s%s%s\" is not a number of at least 0: not a replay result as mtrace "
+                                 "replay writes it",
+                                 path, group ? group : "", group ? "." : "", key);
     }
     return 0;
 }
@@ -343,7 +339,7 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
     }
 }
 
-int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fmt)
+int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fmt, mt_error_t *err)
 {
     mt_jval_t **r = calloc((size_t)n + 1, sizeof *r);
     row_t *rows = calloc((size_t)n + 1, sizeof *rows);
@@ -351,19 +347,12 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
     double *scratch = calloc((size_t)n + 1, sizeof *scratch);
     int rc = 0;
     if (!r || !rows || !members || !scratch) {
-        fprintf(stderr, "mtrace: out of memory\n");
-        rc = 1;
+        rc = mt_error_setf(err, -ENOMEM, "out of memory");
         n = 0;
     }
-    for (int i = 0; i < n && !rc; i++) {
-        mt_error_t err;
-        if (mt_json_load(paths[i], &r[i], &err) < 0) {
-            fprintf(stderr, "mtrace: %s\n", err.msg);
-            rc = 1;
-        } else if (mt_replay_result_check(paths[i], r[i]) < 0) {
-            rc = 1;
-        }
-    }
+    for (int i = 0; i < n && !rc; i++)
+        if ((rc = mt_json_load(paths[i], &r[i], err)) == 0)
+            rc = mt_replay_result_check(paths[i], r[i], err);
     if (rc)
         goto done;
     /* Changes against the first result mean something only for one workload: say when it is not. */

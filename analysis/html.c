@@ -217,8 +217,10 @@ static int check_results(const char *const *results, int nresults, int *all_seri
          * drawn without it, the page would pass for whole. One message: the first fault. */
         const char *series = mt_json_str_at(j, "rss_series", NULL);
         char where[4096];
-        const int ok = mt_replay_result_check(results[i], j) == 0 &&
-                       (!series || mt_result_series(results[i], series, where, sizeof where));
+        const int checked = mt_replay_result_check(results[i], j, &err) == 0;
+        if (!checked)
+            fprintf(stderr, "mtrace: %s\n", err.msg);
+        const int ok = checked && (!series || mt_result_series(results[i], series, where, sizeof where));
         *all_series &= series != NULL;
         mt_json_free(j);
         if (!ok)
@@ -378,7 +380,11 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         html_figure(f, "Allocation sizes", sizes_svg, 1);
     if (nresults) {
         fprintf(f, "<h2>Replays</h2>\n");
-        mt_compare_print(f, results, nresults, MT_TABLE_HTML);
+        /* checked above (check_results): only a result changed since, or memory short, fails it */
+        if ((rc = mt_compare_print(f, results, nresults, MT_TABLE_HTML, &err)) < 0) {
+            mt_out_abort(&page);
+            goto cleanup;
+        }
         if (have_bars)
             html_figure(f, NULL, bars_svg, 1);
         if (have_rss)

@@ -218,7 +218,8 @@ int mt_plot_replays(const char *const *results, int n, const char *out)
             break;
         }
         /* The figures compare rejects are rejected here too, by the same rule. */
-        if (mt_replay_result_check(results[i], j) < 0) {
+        if (mt_replay_result_check(results[i], j, &err) < 0) {
+            fprintf(stderr, "mtrace: %s\n", err.msg);
             mt_json_free(j);
             ok = 0;
             break;
@@ -270,7 +271,8 @@ int mt_plot_compare(const char *const *results, int n, const char *out)
             mt_out_abort(&data);
             return -1;
         }
-        if (mt_replay_result_check(results[i], j) < 0) {
+        if (mt_replay_result_check(results[i], j, &err) < 0) {
+            fprintf(stderr, "mtrace: %s\n", err.msg);
             mt_json_free(j);
             mt_out_abort(&data);
             return -1;

@@ -223,9 +223,8 @@ static int cmd_replay(int argc, char **argv)
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        const int table_rc = mt_compare_print(stdout, paths, n, MT_TABLE_TEXT);
-        if (table_rc)
-            rc = table_rc;
+        if (mt_compare_print(stdout, paths, n, MT_TABLE_TEXT, &err) < 0)
+            rc = mt_fail(&err);
     }
     if (!o.json)
         for (int i = 0; i < n; i++)
@@ -266,7 +265,8 @@ static int cmd_compare(int argc, char **argv)
         return mt_help_usage_error("compare");
     }
     const char *const *paths = (const char *const *)argv + optind;
-    return mt_compare_print(stdout, paths, n, fmt);
+    mt_error_t err;
+    return mt_compare_print(stdout, paths, n, fmt, &err) < 0 ? mt_fail(&err) : 0;
 }
 
 /* ---- mtrace report ------------------------------------------------------------------------------ */

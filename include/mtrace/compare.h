@@ -13,15 +13,16 @@ extern "C" {
 /* MT_TABLE_HTML: the text table's rows and cells as an HTML <table> (for report --html). */
 typedef enum { MT_TABLE_TEXT, MT_TABLE_CSV, MT_TABLE_JSON, MT_TABLE_HTML } mt_table_fmt_t;
 
-/* Loads the result files (mtrace-sim --json) and prints the table. 0, or 1 on bad input (message
- * on stderr naming the file and offset). */
-int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t fmt);
+/* Loads the result files (mtrace-sim --json) and prints the table. 0, or a negative errno on bad
+ * input, before anything is printed, with the message in err naming the file and offset. Results
+ * of different workloads are compared all the same, with a warning on stderr. */
+int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t fmt, mt_error_t *err);
 
 /* Checks that `r`, loaded from `path`, is a replay result whose figures (wall and CPU time, RSS,
  * cycles) are numbers, finite and not negative where present: a damaged or hand-edited file is
- * refused rather than shown as a change of -300 % or a bar of 1e308. 0, or -1 with a message on
- * stderr naming the file and the figure. */
-int mt_replay_result_check(const char *path, const mt_jval_t *r);
+ * refused rather than shown as a change of -300 % or a bar of 1e308. 0, or -EINVAL with the message
+ * in err naming the file and the figure. */
+int mt_replay_result_check(const char *path, const mt_jval_t *r, mt_error_t *err);
 
 /* A replay result's peak RSS in KiB, the one compare, sweep and the plots judge: the program's peak as
  * predicted on that allocator (predicted_peak_rss_kb: the replay's anonymous peak and the traced
