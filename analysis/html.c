@@ -217,16 +217,25 @@ static int check_results(const char *const *results, int nresults, int *all_seri
          * drawn without it, the page would pass for whole. One message: the first fault. */
         const char *series = mt_json_str_at(j, "rss_series", NULL);
         char where[4096];
-        const int checked = mt_replay_result_check(results[i], j, &err) == 0;
-        if (!checked)
-            fprintf(stderr, "mtrace: %s\n", err.msg);
-        const int ok = checked && (!series || mt_result_series(results[i], series, where, sizeof where));
+        const int ok = mt_replay_result_check(results[i], j, &err) == 0 &&
+                       (!series || mt_result_series(results[i], series, where, sizeof where, &err));
         *all_series &= series != NULL;
         mt_json_free(j);
-        if (!ok)
+        if (!ok) {
+            fprintf(stderr, "mtrace: %s\n", err.msg);
             return -1;
+        }
     }
     return 0;
+}
+
+/* Whether a figure was drawn (rc 0). One that cannot be (gnuplot missing, a trace with one point in
+ * time) is left out and the page goes on without it: its reason is a warning, on stderr. */
+static int drawn(int rc, const mt_error_t *why)
+{
+    if (rc < 0)
+        fprintf(stderr, "mtrace: %s\n", why->msg);
+    return rc == 0;
 }
 
 /* The page's head, the trace's figures and the table of calls. */
@@ -357,13 +366,14 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
         mt_cleanup_add(files[i], 0);
         mt_cleanup_add(dats[i], 0);
     }
-    const int have_live = mt_plot_trace(r, live_svg) == 0;
-    const int have_sizes = mt_plot_sizes(r, sizes_svg) == 0;
+    mt_error_t why;
+    const int have_live = drawn(mt_plot_trace(r, live_svg, &why), &why);
+    const int have_sizes = drawn(mt_plot_sizes(r, sizes_svg, &why), &why);
     int have_rss = 0, have_bars = 0;
     if (nresults) {
-        have_bars = mt_plot_compare(results, nresults, bars_svg) == 0;
+        have_bars = drawn(mt_plot_compare(results, nresults, bars_svg, &why), &why);
         if (all_series)
-            have_rss = mt_plot_replays(results, nresults, rss_svg) == 0;
+            have_rss = drawn(mt_plot_replays(results, nresults, rss_svg, &why), &why);
     }
     /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
     mt_out_t page;

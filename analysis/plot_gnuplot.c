@@ -27,29 +27,27 @@ static int out_format(const char *out)
     return !strcasecmp(dot, ".svg") ? 's' : !strcasecmp(dot, ".png") ? 'p' : 0;
 }
 
-int mt_gp_check_output(const char *out)
+int mt_gp_check_output(const char *out, mt_error_t *err)
 {
     if (out_format(out))
         return 0;
     const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
-    char shown[1024];
-    fprintf(stderr, "mtrace: %s: ", mt_safe_str(shown, sizeof shown, out));
-    if (dot && (!slash || dot > slash))
-        fprintf(stderr, "cannot draw a %s picture: ", mt_safe_str(shown, sizeof shown, dot));
-    fprintf(stderr, "the output name must end in .png or .svg\n");
-    return -1;
+    const int has_ext = dot && (!slash || dot > slash);
+    char shown[1024], shown_ext[1024];
+    return mt_error_setf(err, -EINVAL, "%s: %s%s%sthe output name must end in .png or .svg",
+                         mt_safe_str(shown, sizeof shown, out), has_ext ? "cannot draw a " : "",
+                         has_ext ? mt_safe_str(shown_ext, sizeof shown_ext, dot) : "", has_ext ? " picture: " : "");
 }
 
-int mt_gp_put_file(FILE *f, const char *path)
+int mt_gp_put_file(FILE *f, const char *path, mt_error_t *err)
 {
     for (const char *s = path; *s; s++) {
         if ((unsigned char)*s < ' ' || *s == 0x7f) {
             char shown[1024];
-            fprintf(stderr,
-                    "mtrace: %s: a file name with a control character (a line break, a tab) "
-                    "cannot be given to gnuplot\n",
-                    mt_safe_str(shown, sizeof shown, path));
-            return -1;
+            return mt_error_setf(err, -EINVAL,
+                                 "%s: a file name with a control character (a line break, a tab) "
+                                 "cannot be given to gnuplot",
+                                 mt_safe_str(shown, sizeof shown, path));
         }
     }
     fputs(path[0] == '/' ? "'" : "'./", f);
@@ -65,12 +63,13 @@ int mt_gp_put_file(FILE *f, const char *path)
 /* Starts gnuplot reading its script from the returned stream, its stderr into log_fd. It dies with
  * this process (PR_SET_PDEATHSIG: checked against a parent gone before prctl), and a stop signal
  * ends it before the temporaries it writes are removed (tmp_cleanup.h): killed midway, it must not
- * create its output afterwards. NULL (with a message) when it cannot be started. */
-static FILE *start_gnuplot(int log_fd, pid_t *pid)
+ * create its output afterwards. NULL (the reason in err) when it cannot be started. */
+static FILE *start_gnuplot(int log_fd, pid_t *pid, mt_error_t *err)
 {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
-        fprintf(stderr, "mtrace: cannot start gnuplot: %s\n", strerror(errno));
+        const int e = errno;
+        mt_error_setf(err, -e, "cannot start gnuplot: %s", strerror(e));
         return NULL;
     }
     const pid_t parent = getpid();
@@ -87,7 +86,7 @@ static FILE *start_gnuplot(int log_fd, pid_t *pid)
     close(fds[0]);
     if (*pid < 0) {
         close(fds[1]);
-        fprintf(stderr, "mtrace: cannot start gnuplot: %s\n", strerror(e));
+        mt_error_setf(err, -e, "cannot start gnuplot: %s", strerror(e));
         return NULL;
     }
     mt_cleanup_child(*pid);
@@ -97,50 +96,77 @@ static FILE *start_gnuplot(int log_fd, pid_t *pid)
         kill(*pid, SIGKILL);
         waitpid(*pid, NULL, 0);
         mt_cleanup_child(0);
-        fprintf(stderr, "mtrace: out of memory\n");
+        mt_error_setf(err, -ENOMEM, "out of memory");
     }
     return f;
 }
 
-int mt_gnuplot(const char *script, const char *out)
+int mt_gnuplot(const char *script, const char *out, mt_error_t *err)
 {
-    return mt_gnuplot_data(script, out, NULL);
+    return mt_gnuplot_data(script, out, NULL, err);
+}
+
+/* The failure of a gnuplot that ran: "gnuplot failed to draw OUT:" and the lines of its log that
+ * say why (its errors, the files it cannot open), escaped and on one line, since gnuplot repeats
+ * file names and titles taken from input files; cut where err is full. -EIO. */
+static int gnuplot_failed(const char *out, const char *log, mt_error_t *err)
+{
+    const int rc = mt_error_setf(err, -EIO, "gnuplot failed to draw %s:", out);
+    FILE *l = err ? fopen(log, "r") : NULL;
+    size_t n = err ? strlen(err->msg) : 0;
+    char line[512];
+    while (l && fgets(line, sizeof line, l)) {
+        if (!strstr(line, "rror") && !strstr(line, "annot"))
+            continue;
+        size_t len = strlen(line);
+        while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
+            len--;
+        if (n + 2 >= sizeof err->msg)
+            break;
+        err->msg[n++] = ' ';
+        mt_escape_text(err->msg + n, sizeof err->msg - n, line, len);
+        n += strlen(err->msg + n);
+    }
+    if (l)
+        fclose(l);
+    return rc;
 }
 
 /* gnuplot writes the picture itself: it gets a fresh temporary beside the target (made with O_EXCL,
  * so never a planted name), renamed over the target once gnuplot succeeded, as every other output.
  * The data file goes first: if the picture then cannot be renamed, the data is removed again. */
-int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
+int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data, mt_error_t *err)
 {
-    mt_error_t err;
-    if (mt_gp_check_output(out) < 0)
+    int rc = mt_gp_check_output(out, err);
+    if (rc < 0)
         goto fail_data;
     if (data && (fflush(data->f) != 0 || ferror(data->f))) {
-        fprintf(stderr, "mtrace: %s: cannot write: %s\n", data->path, strerror(errno));
+        const int e = errno ? errno : EIO;
+        rc = mt_error_setf(err, -e, "%s: cannot write: %s", data->path, strerror(errno));
         goto fail_data;
     }
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "mtrace: gnuplot is not installed: apt-get install gnuplot-nox\n");
+        rc = mt_error_setf(err, -ENOENT, "gnuplot is not installed: apt-get install gnuplot-nox");
         goto fail_data;
     }
     mt_out_t pic;
-    if (mt_out_open(&pic, out, &err) < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
+    if ((rc = mt_out_open(&pic, out, err)) < 0)
         goto fail_data;
-    }
     /* The temporary's name is the output's with a suffix: checked here, before gnuplot runs. */
     char *setup = NULL;
     size_t setup_len = 0;
     FILE *sf = open_memstream(&setup, &setup_len);
     if (!sf) {
-        fprintf(stderr, "mtrace: out of memory\n");
+        rc = mt_error_setf(err, -ENOMEM, "out of memory");
         mt_out_abort(&pic);
         goto fail_data;
     }
     fprintf(sf, "%s\nset output ", mt_gnuplot_terminal(out));
-    const int named = mt_gp_put_file(sf, pic.tmp);
+    rc = mt_gp_put_file(sf, pic.tmp, err);
     fputc('\n', sf);
-    if (fclose(sf) != 0 || named < 0) {
+    if (fclose(sf) != 0 && rc == 0)
+        rc = mt_error_setf(err, -ENOMEM, "out of memory");
+    if (rc < 0) {
         free(setup);
         mt_out_abort(&pic);
         goto fail_data;
@@ -151,14 +177,15 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
     mt_tmp_template(log, sizeof log, "gnuplot", "");
     const int lfd = mkostemp(log, O_CLOEXEC);
     if (lfd < 0) {
-        fprintf(stderr, "mtrace: cannot create a temporary file: %s\n", strerror(errno));
+        const int e = errno;
+        rc = mt_error_setf(err, -e, "cannot create a temporary file: %s", strerror(e));
         free(setup);
         mt_out_abort(&pic);
         goto fail_data;
     }
     mt_cleanup_add(log, 0);
     pid_t gp;
-    FILE *p = start_gnuplot(lfd, &gp);
+    FILE *p = start_gnuplot(lfd, &gp, err);
     close(lfd);
     /* A gnuplot that stops reading (it exited on an error) must fail the plot, not kill mtrace with
      * SIGPIPE midway through a long script, which would leave the temporaries behind. (Set after
@@ -166,7 +193,7 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
     struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &old_pipe);
-    int rc = -1;
+    rc = -1;
     if (p) {
         fputs(setup, p);
         fputs(script, p);
@@ -175,39 +202,19 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
         while (waitpid(gp, &st, 0) < 0 && errno == EINTR) {
         }
         mt_cleanup_child(0);
-        rc = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+        rc = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : gnuplot_failed(out, log, err);
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
     free(setup);
-    if (rc < 0) {
-        fprintf(stderr, "mtrace: gnuplot failed to draw %s:", out);
-        FILE *l = fopen(log, "r");
-        char line[512];
-        /* gnuplot repeats file names and titles taken from input files: escaped, on one line */
-        while (l && fgets(line, sizeof line, l)) {
-            if (!strstr(line, "rror") && !strstr(line, "annot"))
-                continue;
-            size_t len = strlen(line);
-            while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
-                len--;
-            fputc(' ', stderr);
-            mt_put_safe(stderr, line, len);
-        }
-        if (l)
-            fclose(l);
-        fputc('\n', stderr);
+    if (rc < 0) { /* gnuplot did not start, or failed: the reason is in err either way */
         mt_out_abort(&pic);
         if (data)
             mt_out_abort(data);
-    } else if (data && mt_out_commit(data, &err) < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
+    } else if (data && (rc = mt_out_commit(data, err)) < 0) {
         mt_out_abort(&pic);
-        rc = -1;
-    } else if (mt_out_commit(&pic, &err) < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
+    } else if ((rc = mt_out_commit(&pic, err)) < 0) {
         if (data)
             unlink(data->path); /* renamed into place just above: the run failed, so it goes */
-        rc = -1;
     }
     unlink(log);
     mt_cleanup_del(log);
@@ -215,7 +222,7 @@ int mt_gnuplot_data(const char *script, const char *out, mt_out_t *data)
 fail_data:
     if (data)
         mt_out_abort(data);
-    return -1;
+    return rc;
 }
 
 /* Text from files (a trace's command line, a result's allocator name or series path) goes into a
@@ -297,16 +304,15 @@ const char *mt_gnuplot_terminal(const char *out)
     return "set terminal pngcairo size 900,500 enhanced font 'sans,10'";
 }
 
-int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx, const char *out)
+int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const char *xlabel, int logx, const char *out,
+                  mt_error_t *err)
 {
     /* The script grows as it is written: every group's title is in it, however many or long. */
     char *script = NULL, t[512], x[256];
     size_t len = 0;
     FILE *f = open_memstream(&script, &len);
-    if (!f) {
-        fprintf(stderr, "mtrace: out of memory\n");
-        return -1;
-    }
+    if (!f)
+        return mt_error_setf(err, -ENOMEM, "out of memory");
     fprintf(f,
             "set key outside right\n"
             "set grid\n"
@@ -327,20 +333,18 @@ int mt_plot_sweep(const char *dat, int ngroups, const char *const *names, const 
     for (int k = 0; k < 2 && rc == 0; k++) {
         const int c = 2 + 4 * k;
         fprintf(f, "set ylabel '%s'\nplot for [i=0:%d] ", ylabel[k], ngroups - 1);
-        rc = mt_gp_put_file(f, dat);
+        rc = mt_gp_put_file(f, dat, err);
         fprintf(f, " index i using 1:%d:%d:%d with yerrorlines lw 2 lc i+1 title T[i+1] noenhanced, for [i=0:%d] ", c,
                 c + 1, c + 2, ngroups - 1);
         if (rc == 0)
-            rc = mt_gp_put_file(f, dat);
+            rc = mt_gp_put_file(f, dat, err);
         fprintf(f, " index i using 1:%d with lines dt 2 lc i+1 title T[i+1].' default' noenhanced\n", c + 3);
     }
     fprintf(f, "unset multiplot\n");
-    if (fclose(f) != 0) {
-        fprintf(stderr, "mtrace: out of memory\n");
-        rc = -1;
-    }
+    if (fclose(f) != 0 && rc == 0)
+        rc = mt_error_setf(err, -ENOMEM, "out of memory");
     if (rc == 0)
-        rc = mt_gnuplot(script, out);
+        rc = mt_gnuplot(script, out, err);
     free(script);
     return rc;
 }

@@ -650,8 +650,11 @@ static int cmd_plot(int argc, char **argv)
                         : "at most 256 inputs");
         return mt_help_usage_error("plot");
     }
-    if (mt_gp_check_output(out) < 0) /* before a large trace is read */
+    mt_error_t err;
+    if (mt_gp_check_output(out, &err) < 0) { /* before a large trace is read */
+        mt_fail(&err);
         return 2;
+    }
     const int trace_kind = kind && (!strcmp(kind, "live") || !strcmp(kind, "sizes"));
     if (kind && !trace_kind && strcmp(kind, "rss") && strcmp(kind, "compare")) {
         fprintf(stderr, "mtrace: unknown --kind %s: live or sizes for a trace, rss or compare for replay results\n",
@@ -659,7 +662,6 @@ static int cmd_plot(int argc, char **argv)
         return 2;
     }
     /* A trace, or replay results (JSON). */
-    mt_error_t err;
     mt_trace_t *t;
     if (mt_trace_open(&t, inputs[0], &err) == 0) {
         mt_trace_close(t);
@@ -677,11 +679,12 @@ static int cmd_plot(int argc, char **argv)
             mt_report_free(&r);
             return mt_fail(&err);
         }
-        const int rc = kind && !strcmp(kind, "sizes") ? mt_plot_sizes(&r, out) : mt_plot_trace(&r, out);
+        const int rc = kind && !strcmp(kind, "sizes") ? mt_plot_sizes(&r, out, &err) : mt_plot_trace(&r, out, &err);
         mt_report_free(&r);
-        if (rc == 0)
-            fprintf(stderr, "mtrace: wrote %s\n", out);
-        return rc == 0 ? 0 : 1;
+        if (rc < 0)
+            return mt_fail(&err);
+        fprintf(stderr, "mtrace: wrote %s\n", out);
+        return 0;
     }
     mt_error_t jerr;
     int all_series = 1;
@@ -703,17 +706,18 @@ static int cmd_plot(int argc, char **argv)
         kind = all_series ? "rss" : "compare";
     int rc;
     if (!strcmp(kind, "rss"))
-        rc = mt_plot_replays(inputs, n, out);
+        rc = mt_plot_replays(inputs, n, out, &err);
     else if (!strcmp(kind, "compare"))
-        rc = mt_plot_compare(inputs, n, out);
+        rc = mt_plot_compare(inputs, n, out, &err);
     else {
         fprintf(stderr, "mtrace: --kind %s draws a trace; %s %s replay results (--kind rss or compare)\n", kind,
                 inputs[0], n > 1 ? "and the others are" : "is");
         return 2;
     }
-    if (rc == 0)
-        fprintf(stderr, "mtrace: wrote %s\n", out);
-    return rc == 0 ? 0 : 1;
+    if (rc < 0)
+        return mt_fail(&err);
+    fprintf(stderr, "mtrace: wrote %s\n", out);
+    return 0;
 }
 
 /* The names are those of the help pages (help_text.c), which hold each command's summary. */

@@ -466,7 +466,11 @@ int mt_sweep_main(int argc, char **argv)
     say_best(&s, "lowest peak RSS:", 0);
     say_best(&s, "fastest:", 1);
     printf("wrote %s\n", csv);
-    if (mt_plot_sweep(dat, ngroups, name_ptrs, s.pname[0], 1, png) == 0)
+    /* The table and its data are written: a plot that cannot be drawn (no gnuplot) is said, and the
+     * sweep still succeeded. */
+    if (mt_plot_sweep(dat, ngroups, name_ptrs, s.pname[0], 1, png, &err) == 0)
         printf("wrote %s\n", png);
+    else
+        mt_fail(&err);
     return 0;
 }
