@@ -200,31 +200,27 @@ static void html_figure(FILE *f, const char *title, const char *svg, int own)
     fprintf(f, "</div>\n");
 }
 
-/* Checks the replay results before anything is drawn: a bad one fails the page, once. 0, or -1
- * (said); *all_series: every result names an RSS series. */
-static int check_results(const char *const *results, int nresults, int *all_series)
+/* Checks the replay results before anything is drawn: a bad one fails the page, once. 0, or a
+ * negative errno with the first fault in err; *all_series: every result names an RSS series. */
+static int check_results(const char *const *results, int nresults, int *all_series, mt_error_t *err)
 {
     *all_series = 1;
     for (int i = 0; i < nresults; i++) {
         mt_jval_t *j;
-        mt_error_t err;
-        if (mt_json_load(results[i], &j, &err) < 0) {
-            fprintf(stderr, "mtrace: %s\n", err.msg);
-            return -1;
-        }
+        const int rc = mt_json_load(results[i], &j, err);
+        if (rc < 0)
+            return rc;
         /* The kind and the figures, by the rule compare and plot apply (mt_replay_result_check); a
          * series named but not readable as one (missing, a device, a FIFO) fails the page too:
          * drawn without it, the page would pass for whole. One message: the first fault. */
         const char *series = mt_json_str_at(j, "rss_series", NULL);
         char where[4096];
-        const int ok = mt_replay_result_check(results[i], j, &err) == 0 &&
-                       (!series || mt_result_series(results[i], series, where, sizeof where, &err));
+        const int ok = mt_replay_result_check(results[i], j, err) == 0 &&
+                       (!series || mt_result_series(results[i], series, where, sizeof where, err));
         *all_series &= series != NULL;
         mt_json_free(j);
-        if (!ok) {
-            fprintf(stderr, "mtrace: %s\n", err.msg);
-            return -1;
-        }
+        if (!ok)
+            return -EINVAL;
     }
     return 0;
 }
@@ -340,16 +336,17 @@ static void html_stacks(FILE *f, const mt_report_t *r, const char *flame_svg)
 }
 
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
-                   const char *flame_svg)
+                   const char *flame_svg, mt_error_t *err)
 {
     int all_series;
-    if (check_results(results, nresults, &all_series) < 0)
-        return -1;
+    int rc = check_results(results, nresults, &all_series, err);
+    if (rc < 0)
+        return rc;
     char tmp[PATH_MAX];
     mt_tmp_template(tmp, sizeof tmp, "html", "");
     if (!mkdtemp(tmp)) {
-        fprintf(stderr, "mtrace: cannot create a temporary directory %s: %s\n", tmp, strerror(errno));
-        return -1;
+        const int e = errno;
+        return mt_error_setf(err, -e, "cannot create a temporary directory %s: %s", tmp, strerror(e));
     }
     char live_svg[PATH_MAX + 16], sizes_svg[PATH_MAX + 16], rss_svg[PATH_MAX + 16], bars_svg[PATH_MAX + 16];
     snprintf(live_svg, sizeof live_svg, "%s/live.svg", tmp);
@@ -377,8 +374,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     }
     /* Written whole under a fresh name beside OUT (never one planted there), renamed into place. */
     mt_out_t page;
-    mt_error_t err;
-    int rc = mt_out_open(&page, out, &err);
+    rc = mt_out_open(&page, out, err);
     FILE *const f = page.f;
     if (rc < 0)
         goto cleanup;
@@ -391,7 +387,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     if (nresults) {
         fprintf(f, "<h2>Replays</h2>\n");
         /* checked above (check_results): only a result changed since, or memory short, fails it */
-        if ((rc = mt_compare_print(f, results, nresults, MT_TABLE_HTML, &err)) < 0) {
+        if ((rc = mt_compare_print(f, results, nresults, MT_TABLE_HTML, err)) < 0) {
             mt_out_abort(&page);
             goto cleanup;
         }
@@ -402,7 +398,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     }
     html_stacks(f, r, flame_svg);
     fprintf(f, "<p class=\"note\">Written by mtrace.</p>\n</body></html>\n");
-    rc = mt_out_commit(&page, &err);
+    rc = mt_out_commit(&page, err);
 cleanup:
     for (size_t i = 0; i < 4; i++) {
         unlink(files[i]);
@@ -412,9 +408,5 @@ cleanup:
     }
     rmdir(tmp);
     mt_cleanup_del(tmp);
-    if (rc < 0) {
-        fprintf(stderr, "mtrace: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
+    return rc;
 }

@@ -507,10 +507,10 @@ static int report_one(const char *path, const char *const *results, int nresults
         rc = mt_fail(&err);
     else if (no_stacks_for(o, flame_fd < 0, &r))
         rc = 1;
-    else if (a->html)
-        rc = mt_report_html(&r, a->html, results, nresults, r.has_stacks ? o->flamegraph : NULL) == 0 ? 0 : 1;
-    else
+    else if (!a->html)
         mt_report_print(&r, stdout, a->fmt, a->top);
+    else if (mt_report_html(&r, a->html, results, nresults, r.has_stacks ? o->flamegraph : NULL, &err) < 0)
+        rc = mt_fail(&err);
     if (a->html && rc == 0)
         fprintf(stderr, "mtrace: wrote %s\n", a->html);
     mt_report_free(&r);

@@ -171,9 +171,11 @@ int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fm
 int mt_report_total_callsites_csv(const mt_report_total_t *t, FILE *f);
 void mt_report_total_free(mt_report_total_t *t);
 /* One self-contained HTML page: the report, its plots, the flame graph (an SVG file written by
- * mt_report_build, or NULL) and the replay results' table and plots. 0 or -1 (message on stderr). */
+ * mt_report_build, or NULL) and the replay results' table and plots. 0, or a negative errno with the
+ * message in err and no page. A plot that cannot be drawn is left out of the page, with a warning
+ * on stderr. */
 int mt_report_html(const mt_report_t *r, const char *out, const char *const *results, int nresults,
-                   const char *flame_svg);
+                   const char *flame_svg, mt_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -1659,7 +1659,9 @@ static void assert_leak(const mt_report_t *rep, size_t i, uint64_t blocks, uint6
 static char *html_page(const mt_report_t *rep, const char *name)
 {
     char *path = path_in(g_dir, name);
-    ck_assert_int_eq(mt_report_html(rep, path, NULL, 0, NULL), 0);
+    mt_error_t err;
+    const int rc = mt_report_html(rep, path, NULL, 0, NULL, &err);
+    ck_assert_msg(rc == 0, "mt_report_html: %d: %s", rc, err.msg);
     char *text = slurp(path);
     free(path);
     return text;
