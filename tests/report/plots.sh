@@ -34,6 +34,10 @@
 # allocator names hold such bytes, draw every kind of plot as SVG that parses as XML (and as PNG),
 # each text there with '?' for what XML refuses and the rest as given; report --html's page is
 # UTF-8 and every picture in it parses.
+# descriptors-short (regression: a gnuplot that could not be started was reported twice, "cannot
+# start gnuplot" then an empty "gnuplot failed to draw"): under a limit on open files that runs out
+# at each step of a plot in turn (a trace, --kind rss, --kind compare), every run that fails exits 1
+# with one line that says why and leaves nothing; one of them fails to start gnuplot.
 # Skipped (77) when gnuplot is not installed.
 set -u
 mtrace=$1
@@ -386,6 +390,37 @@ bad-kind-or-format)
         plot --kind sizes -o k.png ../res/r1.json ../res/r2.json
     refused "plot --kind bogus" 2 "--kind bogus|live|rss" -- plot --kind bogus -o k.png ../g.mtr
     refused "plot TRACE TRACE" 2 "g.mtr|trace" -- plot -o k.png ../g.mtr ../g.mtr
+    finish
+    ;;
+descriptors-short)
+    mkdir out
+    cd out || exit 1
+    started=0
+    for args in "-o o.png ../g.mtr" "--kind rss -o o.png ../res/r1.json" "--kind compare -o o.png ../res/r1.json"; do
+        # Descriptors 3 to 12 taken, so that the shell mtrace runs to look for gnuplot has one from
+        # 10 up to spare; the limit then rises a descriptor at a time until the plot is drawn.
+        for limit in $(seq 14 60); do
+            (
+                for fd in $(seq 3 12); do eval "exec $fd</dev/null"; done
+                # shellcheck disable=SC2086
+                ulimit -n "$limit" && exec timeout -k 5 60 "$mtrace" plot $args
+            ) >/dev/null 2>err
+            rc=$?
+            if [ $rc = 0 ]; then
+                rm -f err o.png o.dat
+                break
+            fi
+            # the shell or the loader short of descriptors itself: not mtrace's to say
+            grep -qv '^mtrace: ' err && { rm -f err; continue; }
+            grep -q 'cannot start gnuplot' err && started=$((started + 1))
+            [ $rc = 1 ] || fail "plot $args under ulimit -n $limit: exit $rc, expected 1"
+            one_line err "plot $args under ulimit -n $limit"
+            rm -f err
+            only_files "plot $args under ulimit -n $limit"
+        done
+        [ $rc = 0 ] || fail "plot $args: not drawn under any limit up to 60"
+    done
+    [ $started -gt 0 ] || fail "no limit made starting gnuplot fail: the case checked nothing"
     finish
     ;;
 esac
