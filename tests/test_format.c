@@ -1289,15 +1289,25 @@ static void check_every_cut(int seal)
     mt_trace_close(t);
     const size_t before = a.n + b.n;
 
-    /* cut from the end down to the chunk's first byte (shrinking keeps the bytes below the cut) */
+    /* cut from the end down to the chunk's first byte (shrinking keeps the bytes below the cut); with
+     * a sweep stride k, at every k-th byte and at every boundary: the chunk header's bytes, each
+     * record's end and the bytes either side of it, every byte of every k-th record, and the file's
+     * last k bytes */
+    const unsigned k = sweep_stride();
     const int fd = open(path, O_RDWR);
     ck_assert_int_ge(fd, 0);
     size_t present = last.n;
     for (uint64_t cut = size; cut + 1 > last_off; cut--) {
-        if (ftruncate(fd, (off_t)cut) != 0)
-            ck_abort_msg("ftruncate: %s", strerror(errno));
         while (present && ends[present - 1] > cut)
             present--;
+        /* records 0 .. present - 1 are whole; record `present` (if any) is cut */
+        const int boundary = cut <= last_off + MT_CHUNK_HEADER_SIZE || cut + k > size ||
+                             (present && cut <= ends[present - 1] + 1) ||
+                             (present < last.n && (cut + 1 >= ends[present] || present % k == 0));
+        if (k > 1 && (cut - last_off) % k != 0 && !boundary)
+            continue;
+        if (ftruncate(fd, (off_t)cut) != 0)
+            ck_abort_msg("ftruncate: %s", strerror(errno));
         /* a chunk whose header is cut is not there at all */
         const size_t expect = before + (cut >= last_off + MT_CHUNK_HEADER_SIZE ? present : 0);
         const long got = matching_prefix(path, &full, &err);
@@ -1446,11 +1456,33 @@ START_TEST(flipped_bytes_in_sealed_chunk)
     close_writer(w, 1);
     mt_trace_t *t = open_trace(path);
     const uint32_t used = mt_trace_chunk(t, 0)->h.used;
+    const uint64_t end = MT_CHUNK_SIZE + MT_CHUNK_HEADER_SIZE + used + 2;
+    /* with a sweep stride k, every k-th byte and every one at a boundary: the chunk header's bytes,
+     * each record's first and last byte, the bytes past the records */
+    const unsigned k = sweep_stride();
+    uint8_t *edge = calloc(end - MT_CHUNK_SIZE, 1);
+    ck_assert_ptr_nonnull(edge);
+    mt_cursor_t c;
+    mt_error_t err;
+    ck_assert_int_eq(mt_cursor_init(&c, t), 0);
+    ck_assert_int_eq(mt_cursor_load(&c, 0, &err), 0);
+    mt_record_t r;
+    uint64_t start = MT_CHUNK_SIZE + MT_CHUNK_HEADER_SIZE;
+    while (mt_cursor_next(&c, &r, &err) > 0) {
+        const uint64_t rend = c.base_offset + (uint64_t)(c.p - c.buf);
+        ck_assert_uint_le(rend, end);
+        edge[start - MT_CHUNK_SIZE] = edge[rend - 1 - MT_CHUNK_SIZE] = 1;
+        start = rend;
+    }
+    mt_cursor_fini(&c);
     mt_trace_close(t);
 
     static const uint8_t masks[] = { 0xff, 0x01, 0x80, 0x20 };
     unsigned errors = 0, clean = 0;
-    for (uint64_t off = MT_CHUNK_SIZE; off < MT_CHUNK_SIZE + MT_CHUNK_HEADER_SIZE + used + 2; off++) {
+    for (uint64_t off = MT_CHUNK_SIZE; off < end; off++) {
+        if (k > 1 && off % k != 0 && off >= MT_CHUNK_SIZE + MT_CHUNK_HEADER_SIZE && off + 4 < end &&
+            !edge[off - MT_CHUNK_SIZE])
+            continue;
         const uint8_t orig = read_byte(path, off);
         for (size_t m = 0; m < sizeof masks; m++) {
             const uint8_t b = orig ^ masks[m];
@@ -1463,6 +1495,7 @@ START_TEST(flipped_bytes_in_sealed_chunk)
         }
         patch_file(path, off, &orig, 1);
     }
+    free(edge);
     /* both outcomes occur: some damage is detectable, some only changes a value */
     ck_assert_uint_gt(errors, 0);
     ck_assert_uint_gt(clean, 0);
@@ -2464,9 +2497,36 @@ START_TEST(pack_modeled_frame_damage)
     rec_list_free(&l);
     patch_file(packed, payload, saved, sizeof saved);
 
-    /* any byte of the first frame changed: an error naming an offset, or records */
+    /* any byte of the first frame changed: an error naming an offset, or records; with a sweep
+     * stride k, every k-th byte and every one at a boundary: each stream's length and method, the
+     * first and last 4 bytes of its data (a zstd frame's magic and checksum) */
     const uint64_t end = nframes > 1 ? offs[1] : file_size(packed);
-    for (uint64_t off = payload; off < end && off < payload + 2000; off++) {
+    const uint64_t stop = end < payload + 2000 ? end : payload + 2000;
+    const unsigned k = sweep_stride();
+    uint8_t *bytes = calloc(end - payload, 1), edge[2000] = { 0 };
+    ck_assert_ptr_nonnull(bytes);
+    const int rfd = open(packed, O_RDONLY);
+    ck_assert_int_eq(pread(rfd, bytes, end - payload, (off_t)payload), (ssize_t)(end - payload));
+    close(rfd);
+    const uint8_t *q = bytes, *const qend = bytes + (end - payload);
+    for (int stream = 0; stream < 13; stream++) {
+        const uint8_t *head = q;
+        uint64_t len, t = 0;
+        ck_assert_int_ge(mt_get_uvarint(&q, qend, &len), 0);
+        if (len)
+            ck_assert_int_ge(mt_get_uvarint(&q, qend, &t), 0);
+        const size_t data = (size_t)(q - bytes), stored = (size_t)(t >> 1);
+        ck_assert_uint_le(data + stored, end - payload);
+        for (size_t i = (size_t)(head - bytes); i < data + stored; i++)
+            if (i < sizeof edge && (i < data + 4 || i + 4 >= data + stored))
+                edge[i] = 1;
+        q += stored;
+    }
+    ck_assert_ptr_eq(q, qend); /* the payload ends with the last stream */
+    free(bytes);
+    for (uint64_t off = payload; off < stop; off++) {
+        if (k > 1 && (off - payload) % k != 0 && !edge[off - payload] && off + 4 < end)
+            continue;
         const uint8_t b = read_byte(packed, off), x = (uint8_t)(b ^ (off % 2 ? 0xff : 0x01));
         patch_file(packed, off, &x, 1);
         rec_list_t r = { 0 };

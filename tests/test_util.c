@@ -231,6 +231,19 @@ uint64_t rng_below(rng_t *r, uint64_t n)
     return n ? rng_next(r) % n : 0;
 }
 
+unsigned sweep_stride(void)
+{
+    const char *v = getenv("MTRACE_SWEEP_STRIDE");
+    if (!v || !*v)
+        return 1;
+    char *end;
+    errno = 0;
+    const unsigned long k = strtoul(v, &end, 10);
+    if (errno || *end || k < 1 || k > 65536)
+        ck_abort_msg("MTRACE_SWEEP_STRIDE=%s: expected a whole number from 1 to 65536", v);
+    return (unsigned)k;
+}
+
 int run_suite(Suite *s)
 {
     SRunner *sr = srunner_create(s);

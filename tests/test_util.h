@@ -59,6 +59,12 @@ typedef struct rng {
 uint64_t rng_next(rng_t *r);
 uint64_t rng_below(rng_t *r, uint64_t n);
 
+/* The stride of a sweep that cuts or damages a file at each of its offsets: 1 (every offset) unless
+ * MTRACE_SWEEP_STRIDE (meson option sweep_stride) says more. With k > 1 a sweep tries every k-th
+ * offset and every offset at a boundary of the structure it sweeps, so that each kind of boundary is
+ * still hit: the sanitizer build (scripts/test.sh), many times slower per offset, runs it so. */
+unsigned sweep_stride(void);
+
 /* Runs every test of a Check suite (Check's summary on stdout): EXIT_SUCCESS if all passed, else
  * EXIT_FAILURE. The body of a test program's main. */
 struct Suite;
