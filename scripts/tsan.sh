@@ -15,7 +15,7 @@
 # fails or if any report is there. Known races that are not fixed yet are suppressed in
 # scripts/tsan.supp and named at the end ("known race still seen") while they still happen.
 # --results FILE appends "ok TEST" or "FAIL TEST" per test (scripts/test.sh counts them). Exits
-# non-zero if any test failed. About a minute on 2 cores.
+# non-zero if any test failed. Runs TSAN_JOBS tests at a time (default 2). Under a minute on 2 cores.
 set -uo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -62,24 +62,46 @@ ninja -C "$build" "${targets[@]}" >"$build/tsan-build.log" 2>&1 ||
 logs=$(cd "$build" && pwd)/tsan-logs
 rm -rf "$logs"
 mkdir -p "$logs"
-failed=0
-for t in "${tests[@]}"; do
+# run_one TEST: runs one test; its exit status and seconds go to $logs/TEST.rc and TEST.secs.
+run_one() {
+    local t=$1 start rc
     start=$(date +%s)
     # halt_on_error=0: every race of a run is reported, not only the first; exitcode 66 fails the
-    # process (and so the test) on any report not suppressed.
+    # process (and so the test) on any report not suppressed. --logbase: each test its own meson log.
     TSAN_OPTIONS="suppressions=$root/scripts/tsan.supp:print_suppressions=1:log_path=$logs/$t:halt_on_error=0:exitcode=66:second_deadlock_stack=1:history_size=4" \
-        meson test -C "$build" --no-rebuild --print-errorlogs "$t" >"$logs/$t.meson.log" 2>&1
+        meson test -C "$build" --no-rebuild --print-errorlogs --logbase "tsan-$t" "$t" >"$logs/$t.meson.log" 2>&1
     rc=$?
+    echo $rc >"$logs/$t.rc"
+    echo $(($(date +%s) - start)) >"$logs/$t.secs"
+}
+
+# Two tests at a time, as meson runs them in the other builds (the longest, sim-threads, first);
+# the results are read in the tests' order once all have ended.
+parallel=${TSAN_JOBS:-2}
+running=0
+for t in "${tests[@]}"; do
+    if [ "$running" -ge "$parallel" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    run_one "$t" &
+    running=$((running + 1))
+done
+wait
+
+failed=0
+for t in "${tests[@]}"; do
+    rc=$(cat "$logs/$t.rc" 2>/dev/null || echo "?")
     reports=$(grep -l "WARNING: ThreadSanitizer" "$logs/$t".[0-9]* 2>/dev/null | wc -l)
-    if [ $rc -eq 0 ] && [ "$reports" -eq 0 ]; then
-        echo "tsan: $t ok ($(($(date +%s) - start)) s)"
+    if [ "$rc" = 0 ] && [ "$reports" -eq 0 ]; then
+        echo "tsan: $t ok ($(cat "$logs/$t.secs") s)"
         [ -z "$results" ] || echo "ok $t" >>"$results"
     else
         failed=1
         echo "tsan: $t FAILED (meson test exit $rc, $reports process(es) with reports)"
         grep -h "^SUMMARY: ThreadSanitizer" "$logs/$t".[0-9]* 2>/dev/null | sort | uniq -c | sed 's/^/   /'
         [ "$reports" -eq 0 ] || echo "   reports: $logs/$t.*"
-        [ $rc -eq 0 ] || tail -n 30 "$logs/$t.meson.log" | sed 's/^/   /'
+        [ "$rc" = 0 ] || tail -n 30 "$logs/$t.meson.log" | sed 's/^/   /'
         [ -z "$results" ] || echo "FAIL $t" >>"$results"
     fi
 done
