@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 fuzz_secs=${MTRACE_FUZZ_SECONDS:-10}
 
-run_suite() {
+# setup_build DIR OPTION...: configures DIR (when it is not yet) and builds it.
+setup_build() {
     local dir=$1
     shift
     if [ ! -f "$dir/build.ninja" ]; then
@@ -23,8 +24,12 @@ run_suite() {
         meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
         rm -f "$log"
     fi
-    ninja -C "$dir" || return 1
-    meson test -C "$dir" --print-errorlogs --num-processes "$jobs"
+    ninja -C "$dir"
+}
+
+run_suite() {
+    setup_build "$@" || return 1
+    meson test -C "$1" --print-errorlogs --num-processes "$jobs"
     return 0
 }
 
@@ -64,14 +69,31 @@ build_failed=0
 rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
 # -Werror here, not in meson.build's defaults: a user's newer compiler with a new warning must not
 # stop the build, but no warning passes the project's own tests.
-stage "unit and end-to-end tests (build)"
-run_suite build -Dwerror=true || build_failed=1
-stage "the same under ASan/UBSan (build-asan)"
 # sweep_stride: the tests that cut or damage a file at each of its offsets try every 16th one and
 # all those at boundaries of the file's structure (tests/test_util.h); ASan makes each offset several
-# times slower, and the plain build above tries them all.
-run_suite build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dsweep_stride=16 ||
-    build_failed=$((build_failed + 1))
+# times slower, and the plain build tries them all.
+asan_opts=(-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dsweep_stride=16)
+stage "unit and end-to-end tests (build)"
+asan_log=$(mktemp)
+asan_pid=
+if setup_build build -Dwerror=true; then
+    # The sanitizer build goes on behind the plain tests, at the lowest priority: it takes the core
+    # that the tests which run alone (is_parallel : false, a third of the suite's time) leave idle,
+    # and next to nothing from a test that wants it. Its output is shown in its own stage below.
+    nice -n 19 bash -c "$(declare -f setup_build); setup_build build-asan ${asan_opts[*]}" >"$asan_log" 2>&1 &
+    asan_pid=$!
+    meson test -C build --print-errorlogs --num-processes "$jobs"
+else
+    build_failed=1
+fi
+stage "the same under ASan/UBSan (build-asan)"
+if [ -n "$asan_pid" ]; then
+    wait "$asan_pid"
+    cat "$asan_log"
+    echo "(built behind the plain tests; what is left, if anything:)"
+fi
+rm -f "$asan_log"
+run_suite build-asan "${asan_opts[@]}" || build_failed=$((build_failed + 1))
 
 logs=(build/meson-logs/testlog.json build-asan/meson-logs/testlog.json)
 extra=$(mktemp --suffix=.results)
