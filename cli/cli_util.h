@@ -8,6 +8,7 @@
 
 #include "cli_options.h"
 #include "mtrace/json_writer.h"
+#include "mtrace/replay.h"
 #include "mtrace/trace_reader.h"
 #include "mtrace/workload.h"
 
@@ -16,6 +17,22 @@ static inline int mt_fail(const mt_error_t *err)
 {
     fprintf(stderr, "mtrace: %s\n", err->msg);
     return 1;
+}
+
+/* The exit status of mtrace replay or sweep after mt_replay_run returned rc, with its message (if
+ * any) printed: 0, or MT_EXIT_FAILED_CALLS when calls failed; 128 + a stop signal; a child's own
+ * exit status (it said why itself: nothing printed); 1 for a child killed by a signal; 2 for a
+ * replay that could not start (mtrace-sim or an allocator not found, fork failing). */
+static inline int mt_replay_exit_status(int rc, const mt_replay_outcome_t *out, const mt_error_t *err)
+{
+    if (rc == 0)
+        return out->failed_calls ? MT_EXIT_FAILED_CALLS : 0;
+    if (out->child_status)
+        return out->child_status;
+    mt_fail(err);
+    if (out->stop_signal)
+        return 128 + out->stop_signal;
+    return out->child_signal ? 1 : MT_EXIT_USAGE;
 }
 
 /* A workload's ops, per op and in all (mtrace info, mtrace dump). */

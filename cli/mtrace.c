@@ -216,10 +216,12 @@ static int cmd_replay(int argc, char **argv)
         return 1;
     }
     int n = 0;
-    int rc = mt_replay_run(&o, results, &n);
+    mt_replay_outcome_t out;
+    const int ran = mt_replay_run(&o, results, &n, &out, &err);
+    int rc = mt_replay_exit_status(ran, &out, &err);
     /* A table for several allocators, and for the runs of one: its median and spread. Runs in which
      * calls failed are in it too; the exit status (3) still says they failed. */
-    if ((rc == 0 || rc == MT_EXIT_FAILED_CALLS) && n > 1) {
+    if (ran == 0 && n > 1) {
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");

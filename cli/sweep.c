@@ -240,7 +240,9 @@ static int run_points(sweep_t *s)
             double *fig[5];
             for (int f = 0; f < 5; f++)
                 fig[f] = figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat;
-            rc = mt_replay_run(&o, results, &n);
+            mt_replay_outcome_t out;
+            mt_error_t err;
+            rc = mt_replay_exit_status(mt_replay_run(&o, results, &n, &out, &err), &out, &err);
             if (rc == 0)
                 rc = read_run(json, fig, r);
         }

@@ -36,19 +36,18 @@ static const char *const libdirs[] = {
     "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
 };
 
-const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why, size_t why_cap)
+int mt_allocator_path(const char *name, char *buf, size_t cap, mt_error_t *err)
 {
-    if (!strcmp(name, "glibc")) {
-        buf[0] = 0; /* nothing to preload */
-        return buf;
-    }
+    buf[0] = 0; /* "" on every return, a failed one too: what glibc's is (nothing to preload) */
+    if (!strcmp(name, "glibc"))
+        return 0;
     if (strchr(name, '/')) {
         if (access(name, R_OK) != 0) {
-            snprintf(why, why_cap, "%s: %s", name, strerror(errno));
-            return NULL;
+            const int e = errno;
+            return mt_error_setf(err, -e, "%s: %s", name, strerror(e));
         }
         snprintf(buf, cap, "%s", name);
-        return buf;
+        return 0;
     }
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
         if (strcmp(name, known[k].name))
@@ -57,13 +56,12 @@ const char *mt_allocator_path(const char *name, char *buf, size_t cap, char *why
             for (size_t d = 0; d < sizeof libdirs / sizeof libdirs[0]; d++) {
                 snprintf(buf, cap, "%s/%s", libdirs[d], known[k].files[f]);
                 if (access(buf, R_OK) == 0)
-                    return buf;
+                    return 0;
             }
-        snprintf(why, why_cap, "allocator %s is not installed: apt-get install %s", name, known[k].package);
-        return NULL;
+        return mt_error_setf(err, -ENOENT, "allocator %s is not installed: apt-get install %s", name, known[k].package);
     }
-    snprintf(why, why_cap, "unknown allocator '%s': use glibc, jemalloc, tcmalloc, mimalloc or a path to a .so", name);
-    return NULL;
+    return mt_error_setf(err, -EINVAL,
+                         "unknown allocator '%s': use glibc, jemalloc, tcmalloc, mimalloc or a path to a .so", name);
 }
 
 /* The start of an ELF header: identification, type, machine (the same in 32- and 64-bit files). */
@@ -91,30 +89,23 @@ static int read_elf_start(const char *path, elf_start_t *e)
 /* A library to preload must be an ELF shared object for this machine: the dynamic loader ignores
  * anything else with a warning and the replay would run on glibc under the file's name. (Whether it
  * defines malloc, mtrace-sim checks once it is loaded: --allocator-lib.) */
-static int check_loadable(const char *lib, char *why, size_t why_cap)
+static int check_loadable(const char *lib, mt_error_t *err)
 {
     elf_start_t e, self;
     const int rc = read_elf_start(lib, &e);
-    if (rc < 0 && rc != -ENOEXEC) {
-        snprintf(why, why_cap, "%s cannot be loaded as an allocator: %s", lib, strerror(-rc));
-        return -1;
-    }
-    if (rc < 0 || memcmp(e.ident, ELFMAG, SELFMAG) != 0) {
-        snprintf(why, why_cap, "%s cannot be loaded as an allocator: not an ELF file", lib);
-        return -1;
-    }
-    if (read_elf_start("/proc/self/exe", &self) < 0)
+    const char *why = NULL;
+    if (rc < 0 && rc != -ENOEXEC)
+        return mt_error_setf(err, rc, "%s cannot be loaded as an allocator: %s", lib, strerror(-rc));
+    if (rc < 0 || memcmp(e.ident, ELFMAG, SELFMAG) != 0)
+        why = "not an ELF file";
+    else if (read_elf_start("/proc/self/exe", &self) < 0)
         return 0; /* nothing to compare with: the loader and mtrace-sim say the rest */
-    if (e.ident[EI_CLASS] != self.ident[EI_CLASS] || e.ident[EI_DATA] != self.ident[EI_DATA] ||
-        e.machine != self.machine) {
-        snprintf(why, why_cap, "%s cannot be loaded as an allocator: built for another machine", lib);
-        return -1;
-    }
-    if (e.type != ET_DYN) {
-        snprintf(why, why_cap, "%s cannot be loaded as an allocator: not a shared library", lib);
-        return -1;
-    }
-    return 0;
+    else if (e.ident[EI_CLASS] != self.ident[EI_CLASS] || e.ident[EI_DATA] != self.ident[EI_DATA] ||
+             e.machine != self.machine)
+        why = "built for another machine";
+    else if (e.type != ET_DYN)
+        why = "not a shared library";
+    return why ? mt_error_setf(err, -ENOEXEC, "%s cannot be loaded as an allocator: %s", lib, why) : 0;
 }
 
 static int find_sim(char *out, size_t cap)
@@ -212,10 +203,19 @@ static void remove_run_output(const char *path, const out_before_t *b)
 
 /* Forks and runs mtrace-sim (argv) with the allocator `lib` preloaded, and waits for it. A stop
  * signal to this process is passed on to the child; the child also dies with this process
- * (PR_SET_PDEATHSIG) if this one is killed outright. Returns the wait status, or -1 (fork failed:
- * errno). */
-static int run_child(const char *sim, const char *const argv[], const char *lib, const char *tunables)
+ * (PR_SET_PDEATHSIG) if this one is killed outright. Returns the wait status, or a negative errno
+ * with the message in err when no child could be started. A child that cannot run `sim` sends its
+ * errno back through a pipe closed on exec, into *exec_errno (else 0): this process says why, not
+ * the child. */
+static int run_child(const char *sim, const char *const argv[], const char *lib, const char *tunables, int *exec_errno,
+                     mt_error_t *err)
 {
+    *exec_errno = 0;
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) {
+        const int e = errno;
+        return mt_error_setf(err, -e, "cannot run %s: %s", sim, strerror(e));
+    }
     sigset_t stops, old_mask;
     sigemptyset(&stops);
     for (int k = 0; k < NSTOP; k++)
@@ -244,37 +244,47 @@ static int run_child(const char *sim, const char *const argv[], const char *lib,
         if (tunables)
             setenv("GLIBC_TUNABLES", tunables, 1);
         execv(sim, (char *const *)argv);
-        fprintf(stderr, "mtrace: cannot run %s: %s\n", sim, strerror(errno));
-        _exit(2);
+        const int e = errno;
+        while (write(report[1], &e, sizeof e) < 0 && errno == EINTR) {
+        }
+        _exit(2); /* mtrace-sim's status for a usage error, should the errno not reach the parent */
     }
-    int status = -1;
     const int fork_errno = errno;
+    close(report[1]);
+    int status = -1;
     if (pid > 0) {
         running_child = pid;
         if (stop_signal) /* came before the fork: the child has it too */
             kill(pid, stop_signal);
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
+        int e = 0;
+        ssize_t n;
+        while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {
+        }
+        *exec_errno = n == (ssize_t)sizeof e ? e : 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         sigprocmask(SIG_BLOCK, &stops, NULL);
         running_child = 0;
     }
+    close(report[0]);
     for (int k = 0; k < NSTOP; k++)
         sigaction(stop_signals[k], &old_act[k], NULL);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    errno = fork_errno;
-    return pid > 0 ? status : -1;
+    if (pid < 0)
+        return mt_error_setf(err, -fork_errno, "fork: %s", strerror(fork_errno));
+    return status;
 }
 
-/* One run of allocator i (run `run` of `rounds`): its result's path into `result`. 0, or the
- * child's failure as an exit status. */
-static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run, int rounds, char *result)
+/* One run of allocator i (run `run` of `rounds`): its result's path into `result`. 0 (out->failed_calls
+ * set if calls failed in it), or a negative errno with the message in err (mt_replay_run). */
+static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run, int rounds, char *result,
+                      mt_replay_outcome_t *out, mt_error_t *err)
 {
-    char lib[PATH_MAX], why[512], name[128];
-    if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why)) {
-        fprintf(stderr, "mtrace: %s\n", why);
-        return 2;
-    }
+    char lib[PATH_MAX], name[128];
+    int rc = mt_allocator_path(o->allocators[i], lib, sizeof lib, err);
+    if (rc < 0)
+        return rc;
     short_name(name, sizeof name, o->allocators[i]);
     /* The same allocator given again (to see run-to-run spread) gets files of its own: NAME-2 ... */
     int again = 1;
@@ -343,65 +353,69 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
     note_before(json, &json_before);
     if (o->series)
         note_before(series, &series_before);
-    const int status = run_child(sim, argv, lib, o->tunables);
-    if (status == -1) {
-        fprintf(stderr, "mtrace: fork: %s\n", strerror(errno));
-        return 2;
-    }
+    int exec_errno;
+    const int status = run_child(sim, argv, lib, o->tunables, &exec_errno, err);
+    if (status < 0)
+        return status;
     if (stop_signal) {
         /* The command fails: what the interrupted run may have written goes. */
         remove_run_output(json, &json_before);
         if (o->series)
             remove_run_output(series, &series_before);
-        fprintf(stderr, "mtrace: the replay on %s was interrupted (signal %d); no result written\n", name,
-                (int)stop_signal);
-        return 128 + stop_signal;
+        out->stop_signal = stop_signal;
+        return mt_error_setf(err, -EINTR, "the replay on %s was interrupted (signal %d); no result written", name,
+                             (int)stop_signal);
     }
+    if (exec_errno)
+        return mt_error_setf(err, -exec_errno, "cannot run %s: %s", sim, strerror(exec_errno));
     const int failed_calls = WIFEXITED(status) && WEXITSTATUS(status) == MT_EXIT_FAILED_CALLS;
-    if (!failed_calls && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-        if (WIFSIGNALED(status))
-            fprintf(stderr, "mtrace: the replay on %s died of signal %d\n", name, WTERMSIG(status));
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (WIFSIGNALED(status)) {
+        out->child_signal = WTERMSIG(status);
+        return mt_error_setf(err, -ECHILD, "the replay on %s died of signal %d", name, WTERMSIG(status));
     }
+    if (!failed_calls && WEXITSTATUS(status) != 0) {
+        out->child_status = WEXITSTATUS(status);
+        return mt_error_setf(err, -ECHILD, "the replay on %s failed: %s exited with status %d", name, sim,
+                             WEXITSTATUS(status));
+    }
+    out->failed_calls |= failed_calls;
     snprintf(result, 4096, "%s", json);
     if (!o->quiet && o->json)
         printf("wrote %s\n", json);
     if (!o->quiet && o->series)
         printf("wrote %s\n", series);
-    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
+    return 0;
 }
 
-int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults)
+int mt_replay_run(const mt_replay_opts_t *o, char results[][4096], int *nresults, mt_replay_outcome_t *out,
+                  mt_error_t *err)
 {
     char sim[PATH_MAX];
     *nresults = 0;
+    memset(out, 0, sizeof *out);
     stop_signal = 0;
     if (o->sim)
         snprintf(sim, sizeof sim, "%s", o->sim);
-    else if (find_sim(sim, sizeof sim) < 0) {
-        fprintf(stderr, "mtrace: cannot find mtrace-sim next to this program\n");
-        return 2;
-    }
+    else if (find_sim(sim, sizeof sim) < 0)
+        return mt_error_setf(err, -ENOENT, "cannot find mtrace-sim next to this program");
     /* Every allocator is looked for before the first replay starts: a misspelt name or a file that
      * is not a library is refused at once, not after the replays before it. */
     for (int i = 0; i < o->nallocators; i++) {
-        char lib[PATH_MAX], why[PATH_MAX + 100];
-        if (!mt_allocator_path(o->allocators[i], lib, sizeof lib, why, sizeof why) ||
-            (lib[0] && check_loadable(lib, why, sizeof why) < 0)) {
-            fprintf(stderr, "mtrace: %s\n", why);
-            return 2;
-        }
+        char lib[PATH_MAX];
+        int rc = mt_allocator_path(o->allocators[i], lib, sizeof lib, err);
+        if (rc == 0 && lib[0])
+            rc = check_loadable(lib, err);
+        if (rc < 0)
+            return rc;
     }
     const int rounds = o->repeat > 1 ? o->repeat : 1;
-    int failed_calls = 0;
     for (int run = 1; run <= rounds; run++) {
         for (int i = 0; i < o->nallocators; i++) {
-            const int rc = replay_one(o, sim, i, run, rounds, results[*nresults]);
-            if (rc != 0 && rc != MT_EXIT_FAILED_CALLS)
+            const int rc = replay_one(o, sim, i, run, rounds, results[*nresults], out, err);
+            if (rc < 0)
                 return rc;
-            failed_calls |= rc == MT_EXIT_FAILED_CALLS;
             (*nresults)++;
         }
     }
-    return failed_calls ? MT_EXIT_FAILED_CALLS : 0;
+    return 0;
 }

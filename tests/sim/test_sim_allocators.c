@@ -138,7 +138,10 @@ START_TEST(driver_preloads)
     o.quiet = 1;
     static char results[MT_REPLAY_MAX][4096];
     int n = 0;
-    ck_assert_int_eq(mt_replay_run(&o, results, &n), 0);
+    mt_replay_outcome_t out;
+    mt_error_t err;
+    ck_assert_msg(mt_replay_run(&o, results, &n, &out, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(out.failed_calls, 0);
     unsetenv("LD_PRELOAD");
     ck_assert_int_eq(n, 1);
     ck_assert_str_eq(results[0], json);
@@ -229,8 +232,9 @@ START_TEST(more_through_replay)
         ck_assert_msg(strstr(o, "max RSS MiB") && strstr(o, "%)"), "no comparison table:\n%s", o);
         free(o);
         /* by path: the label is the library's base name */
-        char path[PATH_MAX], why[512];
-        ck_assert_msg(mt_allocator_path(g_name, path, sizeof path, why, sizeof why) != NULL, "%s", why);
+        char path[PATH_MAX];
+        mt_error_t why;
+        ck_assert_msg(mt_allocator_path(g_name, path, sizeof path, &why) == 0, "%s", why.msg);
         const char *const bypath[] = { MTRACE_EXE, "replay", wl, "--allocator", path, "--json", json, "--quiet", NULL };
         ck_assert_int_eq(run(bypath, NULL, err, NULL, 120), 0);
         mt_jval_t *j = load_json(json);

@@ -116,7 +116,10 @@ START_TEST(driver_runs_rounds_of_every_allocator)
     o.quiet = 1;
     static char results[4][4096];
     int n = 0;
-    ck_assert_int_eq(mt_replay_run(&o, results, &n), 0);
+    mt_replay_outcome_t out;
+    mt_error_t err;
+    ck_assert_msg(mt_replay_run(&o, results, &n, &out, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(out.failed_calls, 0);
     ck_assert_int_eq(n, 4);
     static const char *const want[][2] = {
         { "d.glibc.1.json", "glibc" },
