@@ -24,18 +24,7 @@
 /* One temporary directory per test case (unchecked fixture: it runs in the runner, so the directory
  * is removed even when a test fails). */
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("format");
-}
-
-static void dir_teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "format", NULL)
 
 /* ---- helpers ----------------------------------------------------------------------------------- */
 

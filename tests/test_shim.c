@@ -31,18 +31,7 @@
 #endif
 
 static char *g_dir; /* one per test case, removed by the runner even when a test fails */
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("shim");
-}
-
-static void dir_teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "shim", NULL)
 
 /* ---- running programs -------------------------------------------------------------------------- */
 

@@ -188,6 +188,18 @@ void remove_tree(const char *dir)
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void temp_dir_discard(char **dir, const char *keep_env)
+{
+    if (!*dir)
+        return;
+    if (keep_env && getenv(keep_env))
+        fprintf(stderr, "kept %s\n", *dir);
+    else
+        remove_tree(*dir);
+    free(*dir);
+    *dir = NULL;
+}
+
 char *path_in(const char *dir, const char *name)
 {
     char *p;

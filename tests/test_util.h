@@ -47,6 +47,23 @@ int write_record(mt_writer_t *w, uint32_t thread, uint32_t tid, const mt_record_
 /* A fresh directory under $TMPDIR (or /tmp); remove_tree deletes it and all it holds. */
 char *make_temp_dir(const char *tag);
 void remove_tree(const char *dir);
+/* Removes *dir and all it holds, frees the path and sets *dir to NULL; where the environment
+ * variable keep_env (NULL: none) is set, keeps the directory and names it on stderr instead. */
+void temp_dir_discard(char **dir, const char *keep_env);
+
+/* The fixture pair of a test program whose test cases each work in a fresh directory, held in its
+ * `static char *var`: dir_setup makes it (make_temp_dir(tag)), dir_teardown discards it
+ * (temp_dir_discard(&var, keep_env)). Add them with tcase_add_unchecked_fixture: the runner runs
+ * those, so the directory goes even when a test fails (Check skips a checked teardown then). */
+#define TEST_DIR_FIXTURE(var, tag, keep_env)                                                                           \
+    static void dir_setup(void)                                                                                        \
+    {                                                                                                                  \
+        var = make_temp_dir(tag);                                                                                      \
+    }                                                                                                                  \
+    static void dir_teardown(void)                                                                                     \
+    {                                                                                                                  \
+        temp_dir_discard(&var, keep_env);                                                                              \
+    }
 /* dir + "/" + name, in malloc'd memory. */
 char *path_in(const char *dir, const char *name);
 /* Whether two files hold the same bytes (ck_asserts that both can be read). */

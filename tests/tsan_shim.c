@@ -131,17 +131,7 @@ static int child(const char *mode)
 }
 
 static char *g_dir;
-
-static void setup(void)
-{
-    g_dir = make_temp_dir("tsan-shim");
-}
-
-static void teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-}
+TEST_DIR_FIXTURE(g_dir, "tsan-shim", NULL)
 
 /* Runs this program as the child for `mode`, tracing into dir/mode.mtr; returns the trace's path. */
 static char *run_child(const char *mode, const char *max_size)
@@ -254,7 +244,7 @@ static Suite *tsan_shim_suite(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
         tcase_add_test(tc, cases[i].test);
         suite_add_tcase(s, tc);
     }

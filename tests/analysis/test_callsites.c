@@ -39,18 +39,7 @@
 #endif
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("callsites");
-}
-
-static void dir_teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "callsites", NULL)
 
 /* ---- a trace's stacks, symbolized -------------------------------------------------------------- */
 

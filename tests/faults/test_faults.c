@@ -36,18 +36,7 @@
 #endif
 
 static char *g_dir; /* one per test case, removed afterwards */
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("faults");
-}
-
-static void dir_teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "faults", NULL)
 
 static char *fp_path(const char *name)
 {

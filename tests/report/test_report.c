@@ -44,18 +44,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("report");
-}
-
-static void dir_teardown(void)
-{
-    remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "report", NULL)
 
 /* ---- writing traces ------------------------------------------------------------------------ */
 

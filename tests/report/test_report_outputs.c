@@ -25,17 +25,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("report-outputs");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "report-outputs", "SIM_KEEP")
 
 #define EVIL_MODULE "/nonexistent-mtrace/lib\033[2J\033]0;owned\aevil.so"
 #define MODULE_BASE 0x7f0000000000ull

@@ -14,29 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- scratch directory ---- */
-
-static char *g_scratch;
-
-void sim_dir_remove(void)
-{
-    if (!g_scratch)
-        return;
-    if (getenv("SIM_KEEP"))
-        fprintf(stderr, "kept %s\n", g_scratch);
-    else
-        remove_tree(g_scratch);
-    free(g_scratch);
-    g_scratch = NULL;
-}
-
-char *sim_dir_make(const char *tag)
-{
-    sim_dir_remove();
-    g_scratch = make_temp_dir(tag);
-    return g_scratch;
-}
-
 /* ---- workload builder ---- */
 
 void wlb_open(wlb_t *b, const char *path)

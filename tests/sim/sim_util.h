@@ -20,12 +20,6 @@
 /* Returns 1 (after a note on stderr) if the test must stop here because of the sanitizer. */
 int sanitizer_skip(const char *what);
 
-/* A test case's scratch directory under $TMPDIR (or /tmp), made and removed by an unchecked fixture
- * (run by the runner, so the directory goes even when the test fails: Check skips a checked
- * teardown then). SIM_KEEP=1 keeps it and says where. */
-char *sim_dir_make(const char *tag);
-void sim_dir_remove(void);
-
 /* ---- workload builder ----
  * Threads are streams 0..n-1; each stream starts with THREAD_START (written by wlb_thread). Every op
  * gets the builder's clock, which advances 1 us per op (wlb_gap adds more), so ops written in a valid

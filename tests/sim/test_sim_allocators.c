@@ -22,6 +22,7 @@
 
 static const char *g_name;
 static char *g_dir;
+TEST_DIR_FIXTURE(g_dir, "sim-alloc", "SIM_KEEP")
 
 /* Each allocator's switch for printing statistics at exit, and a line of what it prints. */
 static const struct {
@@ -32,17 +33,6 @@ static const struct {
     { "mimalloc", "MIMALLOC_SHOW_STATS=1", "heap stats", "libmimalloc" },
 };
 #define NSTATS (sizeof stats / sizeof stats[0])
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-alloc");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
 
 /* Two threads, every kind of call the classic summary counts, blocks freed by the other thread. */
 static char *write_small(void)

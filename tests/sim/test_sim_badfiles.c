@@ -20,17 +20,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-bad");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-bad", "SIM_KEEP")
 
 /* Two threads; thread 0's stream spans several frames. */
 static void write_good(const char *path, int threads)

@@ -25,17 +25,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-driver");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-driver", "SIM_KEEP")
 
 /* A stand-in for mtrace-sim: a shell script, run with mtrace-sim's arguments (WORKLOAD --label NAME
  * --json JSON ...). */

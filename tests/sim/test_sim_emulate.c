@@ -28,17 +28,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-emulate");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-emulate", "SIM_KEEP")
 
 /* Every allocation function a workload may name, each block touched and freed, 20 rounds: if
  * `aligned` is 0, only those that need no aligned allocation (reallocarray, malloc_usable_size). */

@@ -23,17 +23,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-outputs");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-outputs", "SIM_KEEP")
 
 static char *write_wl(void)
 {

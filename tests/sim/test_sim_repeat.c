@@ -22,17 +22,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-repeat");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-repeat", "SIM_KEEP")
 
 /* A path held in place, so that a test frees nothing (LeakSanitizer checks the sanitized build's). */
 typedef struct path {

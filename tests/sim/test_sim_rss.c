@@ -19,17 +19,7 @@
 #define MiB (1024ull * 1024)
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-rss");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-rss", "SIM_KEEP")
 
 /* mtrace-sim WL --json OUT [extra args...]; ck_asserts exit 0 and returns the parsed result. */
 static mt_jval_t *sim_json(const char *wl, const char *tag, const char *const *extra)

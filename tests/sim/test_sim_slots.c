@@ -27,17 +27,7 @@
 #define SIM_WINDOWS 62  /* and how many its table holds */
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-slots");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-slots", "SIM_KEEP")
 
 /* ---- the module on its own ---------------------------------------------------------------------- */
 

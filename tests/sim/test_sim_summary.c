@@ -14,17 +14,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = sim_dir_make("sim-summary");
-}
-
-static void dir_teardown(void)
-{
-    sim_dir_remove();
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "sim-summary", "SIM_KEEP")
 
 /* 1 thread or 3; 1500 mallocs (so counts get a separator); one thread: 2 MiB live at the peak. */
 static char *write_wl(uint32_t threads)

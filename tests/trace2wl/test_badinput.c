@@ -19,21 +19,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("t2w-bad");
-}
-
-static void dir_teardown(void)
-{
-    if (getenv("T2W_KEEP"))
-        fprintf(stderr, "kept %s\n", g_dir);
-    else
-        remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "t2w-bad", "T2W_KEEP")
 
 static const char *prog(const char *var)
 {

@@ -26,21 +26,7 @@
 #include "test_util.h"
 
 static char *g_dir;
-
-static void dir_setup(void)
-{
-    g_dir = make_temp_dir("t2w-convert");
-}
-
-static void dir_teardown(void)
-{
-    if (getenv("T2W_KEEP")) /* for debugging: keep the traces and workloads */
-        fprintf(stderr, "kept %s\n", g_dir);
-    else
-        remove_tree(g_dir);
-    free(g_dir);
-    g_dir = NULL;
-}
+TEST_DIR_FIXTURE(g_dir, "t2w-convert", "T2W_KEEP")
 
 /* One scenario: its trace and workload paths in the test's directory. */
 typedef struct scen {
