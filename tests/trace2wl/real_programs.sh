@@ -5,9 +5,9 @@
 #   - per call, the workload's ops = the trace's calls, except free: trace frees - unknown frees -
 #     double frees (frees of blocks made before tracing began, or freed twice, are dropped);
 #   - the same threads; slots > 0 where anything was allocated; a workload that reads to its end;
-#   - the workload replays (the replay checker of test_t2w_model: no deadlock, slots used only while
-#     live, in every interleaving the WAITs allow).
-#   usage: real_programs.sh MTRACE SOURCE_ROOT TEST_T2W_MODEL [SHIM]
+#   - the workload replays (the replay checker, through t2w-model-check --workload: no deadlock,
+#     slots used only while live, in every interleaving the WAITs allow).
+#   usage: real_programs.sh MTRACE SOURCE_ROOT T2W_MODEL_CHECK [SHIM]
 # Skipped (status 77) when SHIM links a sanitizer's runtime: it cannot be preloaded into programs
 # built without it.
 set -u
@@ -85,8 +85,7 @@ print("ok: %s: %d calls, %d threads, %d slots, %d waits, %d inversions, %d unkno
       % (label, calls, w["threads"], w["slots"], w["syncs"], w["inversions"], w["unknown_frees"],
          w["double_frees"], w["forced"]))
 PY
-        if ! T2W_CHECK_WL=$wl T2W_CHECK_LEVEL=2 CK_RUN_CASE=workload_file CK_DEFAULT_TIMEOUT=240 \
-            "$checker" >"$work/check.out" 2>&1; then
+        if ! "$checker" --workload "$wl" --level 2 >"$work/check.out" 2>&1; then
             fail "$name: the workload of $trace does not replay:"
             grep -v '^Running\|^[0-9]*%' "$work/check.out" | head -5
         fi
