@@ -21,6 +21,7 @@
 
 #include "mtrace/clock.h"
 #include "mtrace/trace_reader.h"
+#include "test_output.h"
 #include "test_util.h"
 
 #ifndef MT_SHIM_PATH
@@ -43,12 +44,6 @@ typedef struct run_opts {
     const char *env[6];  /* more NAME=VALUE */
     rlim_t fsize;        /* RLIMIT_FSIZE for the program, 0: as is */
 } run_opts_t;
-
-typedef struct run_result {
-    int status; /* from waitpid */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr */
-} run_result_t;
 
 static char *prog_path(const char *name)
 {
@@ -95,49 +90,15 @@ static pid_t spawn(const run_opts_t *o, int out_fd, int err_fd)
     return pid;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
-
 /* Runs the program to its end, capturing stdout and stderr in files of g_dir. */
 static void run(const run_opts_t *o, run_result_t *r)
 {
-    static int seq;
-    char *out = NULL, *err = NULL;
-    ck_assert_int_ge(asprintf(&out, "%s/stdout.%d", g_dir, seq), 0);
-    ck_assert_int_ge(asprintf(&err, "%s/stderr.%d", g_dir, seq++), 0);
-    const int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(ofd, 0);
-    ck_assert_int_ge(efd, 0);
-    const pid_t pid = spawn(o, ofd, efd);
-    close(ofd);
-    close(efd);
+    capture_t c;
+    capture_open(&c, g_dir);
+    const pid_t pid = spawn(o, c.out_fd, c.err_fd);
+    capture_started(&c);
     ck_assert_int_eq(waitpid(pid, &r->status, 0), pid);
-    r->out = slurp(out);
-    r->err = slurp(err);
-    unlink(out);
-    unlink(err);
-    free(out);
-    free(err);
-}
-
-static void run_free(run_result_t *r)
-{
-    free(r->out);
-    free(r->err);
+    capture_finish(&c, r);
 }
 
 static void assert_exit(const run_result_t *r, int code)
@@ -416,7 +377,7 @@ START_TEST(known_calls_recorded_exactly)
     rec_list_free(&all);
     rec_list_free(&calls);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(prog);
     free(trace);
 }
@@ -509,7 +470,7 @@ START_TEST(clock_read_every_8_calls_while_one_thread)
         rec_list_free(&all2);
         rec_list_free(&calls2);
         mt_trace_close(t);
-        run_free(&r);
+        run_result_free(&r);
         free(trace);
     }
 }
@@ -581,7 +542,7 @@ START_TEST(threads_lose_nothing)
     }
     rec_list_free(&main_recs);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -627,7 +588,7 @@ START_TEST(heap_grew_marks_the_calls_that_moved_the_top)
     rec_list_free(&all);
     rec_list_free(&calls);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -642,7 +603,7 @@ static mt_trace_t *exit_trace(const char *mode, const char *pairs, int code, cha
     run(&(run_opts_t){ .prog = "prog_exit", .args = { mode, pairs }, .preload = 1, .trace = *path }, &r);
     assert_exit(&r, code);
     ck_assert_str_eq(r.err, "");
-    run_free(&r);
+    run_result_free(&r);
     mt_trace_t *t = open_ok(*path);
     const mt_file_header_t *h = mt_trace_header(t);
     ck_assert_msg(h->flags & MT_HDR_COMPLETE, "%s: trace not finished", mode);
@@ -777,7 +738,7 @@ START_TEST(thread_create_names_the_new_thread)
     free(seen);
     rec_list_free(&main_recs);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -809,7 +770,7 @@ START_TEST(thread_exit_ends_the_stream)
         rec_list_free(&recs);
     }
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -873,8 +834,8 @@ START_TEST(ended_threads_leave_no_trace_pages_resident)
         if (mt_trace_thread(t, ti)->thread != 1)
             ck_assert_msg(check_short_thread(t, ti), "thread %u has no THREAD_EXIT", mt_trace_thread(t, ti)->thread);
     mt_trace_close(t);
-    run_free(&native);
-    run_free(&traced);
+    run_result_free(&native);
+    run_result_free(&traced);
     free(trace);
 }
 END_TEST
@@ -981,7 +942,7 @@ START_TEST(fork_child_gets_its_own_file)
     ck_assert_int_ge(asprintf(&child_trace, "%s.%llu", trace, (unsigned long long)value(&r, "child_pid")), 0);
     check_fork_traces(&r, trace, child_trace);
     ck_assert_int_eq(count_files("fork.mtr"), 2);
-    run_free(&r);
+    run_result_free(&r);
     free(child_trace);
     free(trace);
 }
@@ -998,7 +959,7 @@ START_TEST(fork_with_pid_in_path)
     ck_assert_int_ge(asprintf(&child, "%s/pfork.%llu.mtr", g_dir, (unsigned long long)value(&r, "child_pid")), 0);
     check_fork_traces(&r, parent, child);
     ck_assert_int_eq(count_files("pfork."), 2);
-    run_free(&r);
+    run_result_free(&r);
     free(parent);
     free(child);
     free(pattern);
@@ -1021,7 +982,7 @@ START_TEST(fork_not_followed)
     ck_assert_int_eq(fork_ev->arg[0], (int64_t)value(&r, "child_pid"));
     rec_list_free(&recs);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -1143,8 +1104,8 @@ static void check_file_size_limit(int exact)
     rec_list_free(&recs);
     rec_list_free(&calls);
     mt_trace_close(t);
-    run_free(&plain);
-    run_free(&traced);
+    run_result_free(&plain);
+    run_result_free(&traced);
     free(trace);
 }
 
@@ -1181,8 +1142,8 @@ static void check_untraceable(const char *trace)
     count_lines(traced.err, "mtrace:", &mtrace_lines, &lines);
     ck_assert_msg(mtrace_lines == 1 && lines == 1, "expected one mtrace: line on stderr, got: %s", traced.err);
     ck_assert_msg(strstr(traced.err, trace), "the message does not name %s: %s", trace, traced.err);
-    run_free(&plain);
-    run_free(&traced);
+    run_result_free(&plain);
+    run_result_free(&traced);
 }
 
 /* An option value that is not a number in range is said once on stderr and its default used; the
@@ -1221,10 +1182,10 @@ START_TEST(bad_option_values)
         mt_trace_t *t = open_ok(trace);
         ck_assert_uint_eq(mt_trace_header(t)->max_frames, 0); /* the default, 0 stacks */
         mt_trace_close(t);
-        run_free(&traced);
+        run_result_free(&traced);
         free(trace);
     }
-    run_free(&plain);
+    run_result_free(&plain);
 }
 END_TEST
 
@@ -1279,7 +1240,7 @@ START_TEST(closed_descriptor_not_reused)
     rec_list_free(&recs);
     rec_list_free(&calls);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
     free(own);
 }
@@ -1296,7 +1257,7 @@ START_TEST(symlink_not_followed)
     close(fd);
     ck_assert_int_eq(symlink(target, link), 0);
     check_untraceable(link);
-    char *content = slurp(target);
+    char *content = read_text_ok(target);
     ck_assert_str_eq(content, "precious\n");
     free(content);
     char buf[4096];
@@ -1328,7 +1289,7 @@ START_TEST(existing_file_not_overwritten)
     run(&(run_opts_t){ .prog = "prog_calls", .preload = 1, .trace = trace }, &r);
     assert_exit(&r, 0);
     ck_assert_str_eq(r.err, "");
-    char *content = slurp(trace);
+    char *content = read_text_ok(trace);
     ck_assert_str_eq(content, "mine");
     free(content);
     /* the trace went next to it, with the pid appended */
@@ -1338,7 +1299,7 @@ START_TEST(existing_file_not_overwritten)
     ck_assert_msg(string_is(t, MT_STR_PATH, actual), "PATH string is not %s", actual);
     mt_trace_close(t);
     free(actual);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -1411,7 +1372,7 @@ START_TEST(control_api_under_the_shim)
     rec_list_free(&want);
     rec_list_free(&recs);
     mt_trace_close(t);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 END_TEST
@@ -1427,7 +1388,7 @@ START_TEST(control_api_without_the_shim)
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         ck_assert_int_eq((int64_t)value(&r, keys[i]), -ENODEV);
     ck_assert_uint_ne(value(&r, "recorded2"), 0); /* and the program did its work */
-    run_free(&r);
+    run_result_free(&r);
 }
 END_TEST
 
@@ -1490,7 +1451,7 @@ static void check_exec(const char *how, const char *name)
     ck_assert_int_eq(count_files(name), 2);
     free(second);
     free(prog);
-    run_free(&r);
+    run_result_free(&r);
     free(trace);
 }
 

@@ -27,6 +27,7 @@
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
 #include "mtrace/module_event.h"
+#include "test_output.h"
 #include "test_util.h"
 
 #ifndef MT_CAN_RECORD
@@ -160,51 +161,29 @@ static unsigned value(const char *out, const char *key)
     return 0;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
-
 /* mtrace record --stacks 8 -o TRACE -- prog_callsites; returns its stdout. */
 static char *record(const char *trace)
 {
-    char *out = path_in(g_dir, "stdout"), *err = path_in(g_dir, "stderr");
-    const int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(ofd, 0);
-    ck_assert_int_ge(efd, 0);
     char *argv[] = { "mtrace", "record", "--stacks", "8", "-o", (char *)trace, "--", MT_PROG_CALLSITES, NULL };
     char *envp[] = { "MTRACE_SHIM=" MT_SHIM_PATH, NULL };
+    capture_t c;
+    capture_open(&c, g_dir);
     const pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        dup2(ofd, STDOUT_FILENO);
-        dup2(efd, STDERR_FILENO);
+        dup2(c.out_fd, STDOUT_FILENO);
+        dup2(c.err_fd, STDERR_FILENO);
         execve(MT_MTRACE_EXE, argv, envp);
         _exit(127);
     }
-    close(ofd);
-    close(efd);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    char *text = slurp(out), *errtext = slurp(err);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mtrace record failed (status %d): %s", status,
-                  errtext);
-    free(errtext);
-    free(out);
-    free(err);
-    return text;
+    capture_started(&c);
+    run_result_t r;
+    ck_assert_int_eq(waitpid(pid, &r.status, 0), pid);
+    capture_finish(&c, &r);
+    ck_assert_msg(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "mtrace record failed (status %d): %s", r.status,
+                  r.err);
+    free(r.err);
+    return r.out;
 }
 
 /* The stack of the first malloc of `size` that has one. */

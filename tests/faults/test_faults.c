@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "mtrace/trace_reader.h"
+#include "../test_output.h"
 #include "../test_util.h"
 #include "fp_util.h"
 
@@ -79,12 +80,6 @@ typedef struct job {
     const char *wrap[8]; /* a command put in front (setpriv ...), or nothing */
     unsigned timeout_s;  /* 0: 45 */
 } job_t;
-
-typedef struct result {
-    int status;
-    char *out;
-    char *err;
-} result_t;
 
 /* Starts the job with a clean environment; stdout to out_fd, stderr to err_fd. */
 static pid_t spawn_job(const job_t *j, int out_fd, int err_fd)
@@ -145,50 +140,18 @@ static int wait_bounded(pid_t pid, unsigned timeout_s, const char *what)
     }
 }
 
-static char *slurp(const char *path)
+/* Runs the job to its end (or its time limit), capturing stdout and stderr in files of g_dir. */
+static void run_job(const job_t *j, run_result_t *r)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return strdup("");
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return buf;
-}
-
-static void run_job(const job_t *j, result_t *r)
-{
-    static int seq;
-    char *out = in_dir("stdout.%d", seq), *err = in_dir("stderr.%d", seq++);
-    const int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ck_assert_int_ge(ofd, 0);
-    ck_assert_int_ge(efd, 0);
-    const pid_t pid = spawn_job(j, ofd, efd);
-    close(ofd);
-    close(efd);
+    capture_t c;
+    capture_open(&c, g_dir);
+    const pid_t pid = spawn_job(j, c.out_fd, c.err_fd);
+    capture_started(&c);
     r->status = wait_bounded(pid, j->timeout_s, j->argv[0]);
-    r->out = slurp(out);
-    r->err = slurp(err);
-    unlink(out);
-    unlink(err);
-    free(out);
-    free(err);
+    capture_finish(&c, r);
 }
 
-static void result_free(result_t *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-static void assert_exit(const result_t *r, int code, const char *what)
+static void assert_exit(const run_result_t *r, int code, const char *what)
 {
     ck_assert_msg(WIFEXITED(r->status) && WEXITSTATUS(r->status) == code,
                   "%s: status %#x, expected exit %d; stdout: %s; stderr: %s", what, r->status, code, r->out, r->err);
@@ -196,14 +159,14 @@ static void assert_exit(const result_t *r, int code, const char *what)
 
 /* Runs the job untraced (argument `info_arg` replaced by "", so the untraced run writes no info
  * file) and traced: the same exit status, stdout and stderr. Leaves the traced run's result in *r. */
-static void run_pair(const job_t *j, int info_arg, int code, result_t *r)
+static void run_pair(const job_t *j, int info_arg, int code, run_result_t *r)
 {
     job_t plain = *j;
     plain.preload = 0;
     plain.trace = NULL;
     if (info_arg > 0)
         plain.argv[info_arg] = "";
-    result_t u;
+    run_result_t u;
     run_job(&plain, &u);
     run_job(j, r);
     assert_exit(&u, code, "untraced run");
@@ -211,7 +174,7 @@ static void run_pair(const job_t *j, int info_arg, int code, result_t *r)
     ck_assert_msg(u.status == r->status, "exit status %#x traced, %#x untraced", r->status, u.status);
     ck_assert_msg(!strcmp(u.out, r->out), "stdout differs\n--- untraced:\n%s\n--- traced:\n%s", u.out, r->out);
     ck_assert_msg(!strcmp(u.err, r->err), "stderr differs\n--- untraced:\n%s\n--- traced:\n%s", u.err, r->err);
-    result_free(&u);
+    run_result_free(&u);
 }
 
 /* ---- the info file ----------------------------------------------------------------------------- */
@@ -704,10 +667,10 @@ START_TEST(fork_storm)
     char *prog = fp_path("fp_forkstorm");
     char *info = in_dir("storm.info");
     char *pattern = in_dir("storm.%%p.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info, "200" }, .preload = 1, .trace = pattern, .timeout_s = 50 };
     run_pair(&j, 1, 0, &r);
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     const uint64_t parent = info1(text, "parent");
 
     char **names;
@@ -789,7 +752,7 @@ START_TEST(fork_storm)
         free(path);
     }
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(pattern);
     free(info);
     free(prog);
@@ -830,7 +793,7 @@ START_TEST(vfork_and_posix_spawn)
 #endif
     char *info = in_dir("spawn.info");
     char *pattern = in_dir("spawn.%%p.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info, target, static_target }, .preload = 1, .trace = pattern };
     run_pair(&j, 1, 0, &r);
 #ifdef FP_HAVE_STATIC
@@ -838,7 +801,7 @@ START_TEST(vfork_and_posix_spawn)
 #else
     ck_assert_str_eq(r.out, "target 1 ok\nvfork exit 11\ntarget 2 ok\nspawn exit 12\n");
 #endif
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     const uint64_t vpid = info1(text, "vfork"), spid = info1(text, "spawn");
 
     /* one trace for the parent, one for each dynamic image started; none for posix_spawn's helper
@@ -885,7 +848,7 @@ START_TEST(vfork_and_posix_spawn)
     free_trace(&tr);
     free(parent);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(pattern);
     free(info);
     free(static_target);
@@ -904,14 +867,14 @@ static void check_exec_chain(int n_images, const char *family, const char *const
     char *name = in_dir("chain.%s.mtr", family), *base = strrchr(name, '/') + 1;
     char nbuf[8];
     snprintf(nbuf, sizeof nbuf, "%d", n_images);
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info, nbuf, family }, .preload = 1, .trace = trace };
     run_pair(&j, 1, 0, &r);
     char want_out[256] = "";
     for (int i = n_images; i >= 0; i--)
         snprintf(want_out + strlen(want_out), sizeof want_out - strlen(want_out), "image %d\n", i);
     ck_assert_str_eq(r.out, want_out);
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     uint64_t pid = info1(text, "image %d", n_images);
 
     /* one file per image: chain.mtr, then chain.mtr.PID, then chain.mtr.PID.1 ... */
@@ -959,7 +922,7 @@ static void check_exec_chain(int n_images, const char *family, const char *const
         ck_assert_msg(seen[i] == 1, "image %d has %d traces", i, seen[i]);
     free_names(names, n);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(name);
     free(trace);
     free(info);
@@ -990,10 +953,10 @@ START_TEST(thread_churn)
     char *prog = fp_path("fp_threads");
     char *info = in_dir("churn.info");
     char *trace = in_dir("churn.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info, "churn", "500" }, .preload = 1, .trace = trace, .timeout_s = 50 };
     run_pair(&j, 1, 0, &r);
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     trace_recs_t tr;
     load_trace_capped(trace, &tr, 100000);
     assert_clean(&tr, "churn");
@@ -1042,7 +1005,7 @@ START_TEST(thread_churn)
     }
     free_trace(&tr);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(info);
     free(prog);
@@ -1055,10 +1018,10 @@ START_TEST(thousand_threads_at_once)
     char *prog = fp_path("fp_threads");
     char *info = in_dir("many.info");
     char *trace = in_dir("many.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info, "many", "1000" }, .preload = 1, .trace = trace, .timeout_s = 50 };
     run_pair(&j, 1, 0, &r);
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     trace_recs_t tr;
     load_trace(trace, &tr);
     assert_clean(&tr, "many");
@@ -1083,7 +1046,7 @@ START_TEST(thousand_threads_at_once)
     }
     free_trace(&tr);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(info);
     free(prog);
@@ -1099,12 +1062,12 @@ static void check_signals(const char *mode, const char *nsig, const char *max_it
     char *prog = fp_path("fp_signal");
     char *info = in_dir("signal.%s.%s.info", mode, env ? "stacks" : "plain");
     char *trace = in_dir("signal.%s.%s.mtr", mode, env ? "stacks" : "plain");
-    result_t r;
+    run_result_t r;
     const job_t j = {
         .argv = { prog, info, mode, nsig, max_iter }, .env = { env }, .preload = 1, .trace = trace, .timeout_s = 50
     };
     run_pair(&j, 1, 0, &r);
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     const uint64_t handled = info1(text, "handled"), hcalls = info1(text, "handler_calls"),
                    loop = info1(text, "loop_calls"), skipped = info1(text, "skipped");
     /* Many signals: all of them, or as many as came before the loop's end. How many arrive depends
@@ -1172,7 +1135,7 @@ static void check_signals(const char *mode, const char *nsig, const char *max_it
                   recorded, lost, loop, hcalls);
     ck_assert_uint_le(k777, hcalls / 2);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(info);
     free(prog);
@@ -1311,14 +1274,14 @@ START_TEST(dlopen_dlclose)
 {
     char *prog = fp_path("fp_dl");
     char *trace = in_dir("dl.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = {
         .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1, .trace = trace
     };
     run_pair(&j, 0, 0, &r);
     ck_assert_str_eq(r.out, "dl: 30 rounds, 40 loads\n");
     check_dl_trace(trace, 30, 1, 0, "dlopen");
-    result_free(&r);
+    run_result_free(&r);
 
     /* RTLD_DEEPBIND: the library looks up malloc in its own scope first, which holds libc and not
      * the preloaded shim, so its calls bypass the recorder (as they bypass any LD_PRELOAD allocator);
@@ -1342,7 +1305,7 @@ START_TEST(dlopen_dlclose)
     ck_assert_msg(lib_calls == 0, "%zu of the DEEPBIND library's mallocs recorded: expected none", lib_calls);
     rec_list_free(&calls);
     free_trace(&tr);
-    result_free(&r);
+    run_result_free(&r);
     free(trace2);
     free(trace);
     free(prog);
@@ -1356,13 +1319,13 @@ START_TEST(dlopen_stack_ids)
 {
     char *prog = fp_path("fp_dl");
     char *trace = in_dir("dlids.mtr");
-    result_t r;
+    run_result_t r;
     const job_t j = {
         .argv = { prog, FP_DL_A, FP_DL_B, "30", "plain" }, .env = { "MTRACE_STACKS=8" }, .preload = 1, .trace = trace
     };
     run_pair(&j, 0, 0, &r);
     check_dl_trace(trace, 30, 1, 1, "dlopen, same address");
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(prog);
 }
@@ -1512,7 +1475,7 @@ static void check_stack_walk(unsigned limit)
     char *trace = in_dir("walk%u.mtr", limit);
     char env[32];
     snprintf(env, sizeof env, "MTRACE_STACKS=%u", limit);
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info }, .env = { env }, .preload = 1, .trace = trace };
     run_pair(&j, 1, 0, &r);
     walk_check_t c = { 0 };
@@ -1524,7 +1487,7 @@ static void check_stack_walk(unsigned limit)
     ck_assert_msg(mt_trace_open(&tr.t, trace, &err) == 0, "%s: %s", trace, err.msg);
     for_each_record(tr.t, walk_collect, &c);
     const unsigned kept = limit < 64 ? limit : 63;
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     size_t checked = 0, cut = 0;
     for (const char *line = strstr(text, "probe "); line; line = strstr(line, "\nprobe ")) {
         line += *line == '\n';
@@ -1560,7 +1523,7 @@ static void check_stack_walk(unsigned limit)
     free(c.probe_stack);
     free(text);
     mt_trace_close(tr.t);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(info);
     free(prog);
@@ -1581,7 +1544,7 @@ START_TEST(stack_table)
 {
     char *prog = fp_path("fp_stacks");
     char *trace = in_dir("stacks.mtr");
-    result_t r;
+    run_result_t r;
     const unsigned threads = 3;
     const job_t j = { .argv = { prog, "3" }, .env = { "MTRACE_STACKS=24" }, .preload = 1, .trace = trace };
     run_pair(&j, 0, 0, &r);
@@ -1604,7 +1567,7 @@ START_TEST(stack_table)
     free(c->few_ids);
     free(c);
     mt_trace_close(tr.t);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(prog);
 }
@@ -1617,11 +1580,11 @@ static void check_linked(const char *name, const char *lib)
     char *prog = fp_path(name);
     char *info = in_dir("%s.info", name);
     char *trace = in_dir("%s.mtr", name);
-    result_t r;
+    run_result_t r;
     const job_t j = { .argv = { prog, info }, .preload = 1, .trace = trace };
     run_pair(&j, 1, 0, &r);
     ck_assert_str_eq(r.out, "linked: 6 blocks\n");
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     trace_recs_t tr;
     load_trace(trace, &tr);
     assert_clean(&tr, name);
@@ -1664,7 +1627,7 @@ static void check_linked(const char *name, const char *lib)
     rec_list_free(&calls);
     free_trace(&tr);
     free(text);
-    result_free(&r);
+    run_result_free(&r);
     free(trace);
     free(info);
     free(prog);
@@ -1697,11 +1660,11 @@ START_TEST(allocation_before_startup)
     char *trace = in_dir("early.mtr");
     char *cwd = in_dir("cwd");
     ck_assert_int_eq(mkdir(cwd, 0755), 0);
-    result_t r;
+    run_result_t r;
     job_t j = { .argv = { prog, info }, .preload = 1, .trace = trace, .cwd = cwd };
     run_pair(&j, 1, 0, &r);
     ck_assert_str_eq(r.out, "early: ok\n");
-    char *text = slurp(info);
+    char *text = read_text_or_empty(info);
     trace_recs_t tr;
     load_trace(trace, &tr);
     assert_clean(&tr, "fp_early");
@@ -1719,7 +1682,7 @@ START_TEST(allocation_before_startup)
     assert_calls(&calls, w, 6, "fp_early");
     rec_list_free(&calls);
     free_trace(&tr);
-    result_free(&r);
+    run_result_free(&r);
     free(text);
     free(prog);
 
@@ -1736,7 +1699,7 @@ START_TEST(allocation_before_startup)
     size_t n = list_files(cwd, "", &names);
     ck_assert_msg(n == 0, "a file in the working directory: %s (MTRACE_OUT is %s)", n ? names[0] : "", trace2);
     free_names(names, n);
-    text = slurp(info2);
+    text = read_text_or_empty(info2);
     load_trace(trace2, &tr);
     assert_clean(&tr, "fp_preinit");
     calls_of(&tr.thr[0], &calls, 1);
@@ -1754,7 +1717,7 @@ START_TEST(allocation_before_startup)
     assert_calls(&calls, w2, 7, "fp_preinit");
     rec_list_free(&calls);
     free_trace(&tr);
-    result_free(&r);
+    run_result_free(&r);
     free(text);
     free(trace2);
     free(info2);
@@ -1820,12 +1783,12 @@ START_TEST(secure_execution)
     ck_assert_int_eq(chmod(g_dir, 0755), 0);
     char *src = fp_path("fp_secure"), *src_plain = fp_path("fp_secure_plain");
     char *probe_trace = in_dir("probe.mtr");
-    result_t r;
+    run_result_t r;
     run_job(&(job_t){ .argv = { src, "probe" }, .trace = probe_trace }, &r);
     assert_exit(&r, 0, "probe");
     ck_assert_str_eq(r.out, "secure 0\nshim 1\ncontrol 0\n");
     ck_assert_msg(access(probe_trace, F_OK) == 0, "the linked shim wrote no trace in a normal run");
-    result_free(&r);
+    run_result_free(&r);
 
     /* setuid-root copies, run by uid 65534 */
     char *copy = in_dir("fp_secure"), *copy_plain = in_dir("fp_secure_plain");
@@ -1852,7 +1815,7 @@ START_TEST(secure_execution)
     assert_exit(&r, 0, "setuid probe");
     /* the shim is there (linked in), secure mode is on, and it traces nothing */
     ck_assert_str_eq(r.out, "secure 1\nshim 1\ncontrol -19\n");
-    result_free(&r);
+    run_result_free(&r);
 
     job_t traced = probe;
     traced.argv[1] = NULL;
@@ -1860,7 +1823,7 @@ START_TEST(secure_execution)
     job_t plain = traced;
     plain.argv[0] = copy_plain;
     plain.env[0] = plain.env[1] = NULL;
-    result_t u;
+    run_result_t u;
     run_job(&plain, &u);
     assert_exit(&u, 4, "untraced setuid run");
     assert_exit(&r, 4, "setuid run under the shim");
@@ -1880,8 +1843,8 @@ START_TEST(secure_execution)
     const size_t m = list_files(g_dir, "mtrace.", &names);
     ck_assert_uint_eq(m, 0);
     free_names(names, m);
-    result_free(&r);
-    result_free(&u);
+    run_result_free(&r);
+    run_result_free(&u);
     free(out);
     free(index);
     free(copy);

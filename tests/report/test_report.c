@@ -41,6 +41,7 @@
 #include "mtrace/trace_reader.h"
 #include "mtrace/trace_writer.h"
 #include "mtrace/module_event.h"
+#include "test_output.h"
 #include "test_util.h"
 
 static char *g_dir;
@@ -876,21 +877,6 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    const ssize_t n = getdelim(&buf, &cap, 0, f);
-    fclose(f);
-    if (n < 0) {
-        free(buf);
-        return strdup("");
-    }
-    return buf;
-}
-
 /* A trace of this process's modules with stacks 1 [site_one], 2 [site_two], 3 [site_one called from
  * site_two] (sites 1 and 3 are the same callsite: site_one's line), and 4 [site_one one byte further,
  * on the same line], ready for records. */
@@ -972,15 +958,15 @@ START_TEST(stored_stacks_callsites)
     assert_site(&rep.callsites[1], "site_two", two_line, 2, 1200, 1, 200, 1000);
 
     /* folded: one line per stack, outermost frame first, weight = bytes */
-    char *text = slurp(folded);
+    char *text = read_text_ok(folded);
     ck_assert_str_eq(text, "site_one 600\nsite_two 1200\nsite_two;site_one 10\n");
     free(text);
-    text = slurp(svg);
+    text = read_text_ok(svg);
     ck_assert_msg(strstr(text, "<svg") && strstr(text, "</svg>") && strstr(text, "site_one") &&
                       strstr(text, "site_two"),
                   "flame graph: %.300s", text);
     free(text);
-    text = slurp(csv);
+    text = read_text_ok(csv);
     char *want = NULL;
     ck_assert_int_ge(asprintf(&want,
                               "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
@@ -1022,19 +1008,19 @@ START_TEST(stored_stacks_callsites)
     /* the flame graph's other weights */
     o = (mt_report_opts_t){ .folded = folded, .flame_weight = "leaked" };
     build(&rep, path, &o);
-    text = slurp(folded);
+    text = read_text_ok(folded);
     ck_assert_str_eq(text, "site_one 500\nsite_two 200\nsite_two;site_one 10\n");
     free(text);
     mt_report_free(&rep);
     o = (mt_report_opts_t){ .folded = folded, .flame_weight = "peak" };
     build(&rep, path, &o);
-    text = slurp(folded);
+    text = read_text_ok(folded);
     ck_assert_str_eq(text, "site_one 500\nsite_two 1000\nsite_two;site_one 10\n");
     free(text);
     mt_report_free(&rep);
     o = (mt_report_opts_t){ .folded = folded, .flame_weight = "calls" };
     build(&rep, path, &o);
-    text = slurp(folded);
+    text = read_text_ok(folded);
     ck_assert_str_eq(text, "site_one 2\nsite_two 2\nsite_two;site_one 1\n");
     free(text);
     mt_report_free(&rep);
@@ -1115,7 +1101,7 @@ static void many_stacks_one_site(int with_flame)
     assert_site(&rep.callsites[0], "site_one", one_line, NCALLERS, 10 * NCALLERS, NCALLERS, 10 * NCALLERS,
                 10 * NCALLERS);
     if (with_flame) {
-        char *text = slurp(folded);
+        char *text = read_text_ok(folded);
         ck_assert_msg(strstr(text, "caller_10;site_one 10\n") && strstr(text, "caller_89;site_one 10\n"),
                       "folded: %.200s", text);
         free(text);
@@ -1651,7 +1637,7 @@ static char *html_page(const mt_report_t *rep, const char *name)
     mt_error_t err;
     const int rc = mt_report_html(rep, path, NULL, 0, NULL, &err);
     ck_assert_msg(rc == 0, "mt_report_html: %d: %s", rc, err.msg);
-    char *text = slurp(path);
+    char *text = read_text_ok(path);
     free(path);
     return text;
 }

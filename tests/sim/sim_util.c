@@ -291,32 +291,6 @@ int run(const char *const *argv, const char *out, const char *err, const char *c
     return WEXITSTATUS(status);
 }
 
-char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, cap);
-            ck_assert_ptr_nonnull(nb);
-            buf = nb;
-        }
-        const size_t r = fread(buf + n, 1, cap - n - 1, f);
-        if (r == 0)
-            break;
-        n += r;
-    }
-    fclose(f);
-    buf[n] = 0;
-    if (len)
-        *len = n;
-    return buf;
-}
-
 size_t count_lines(const char *text)
 {
     size_t n = 0;

@@ -8,6 +8,7 @@
 
 #include "mtrace/json_reader.h"
 #include "mtrace/workload.h"
+#include "test_output.h" /* read_text, for the tests that include this */
 
 /* Built with a sanitizer (meson -Db_sanitize=...): mtrace-sim's malloc is then the sanitizer's, which
  * ignores mallopt and cannot be replaced by a preloaded allocator. Tests of glibc's own behaviour
@@ -75,8 +76,6 @@ void wlb_close(wlb_t *b);
  * 128 + signal if it died of a signal, or RUN_TIMEOUT (killed with its process group). */
 int run(const char *const *argv, const char *out, const char *err, const char *const *env, double timeout_s);
 
-/* The whole file, NUL-terminated (NULL if unreadable). */
-char *read_text(const char *path, size_t *len);
 /* Lines in the text (a last line without newline counts). */
 size_t count_lines(const char *text);
 /* ck_asserts that `err` holds exactly one line, and that it contains each of the NULL-terminated

@@ -934,33 +934,3 @@ int run_cmd(const char *out, const char *err, char *const argv[])
             return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
-
-char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        const size_t r = fread(buf + n, 1, 4096, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    fclose(f);
-    buf[n] = 0;
-    if (len)
-        *len = n;
-    return buf;
-}

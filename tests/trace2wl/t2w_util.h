@@ -11,6 +11,7 @@
 #include "mtrace/convert.h"
 #include "mtrace/trace_writer.h"
 #include "mtrace/workload.h"
+#include "test_output.h" /* read_text, for the tests that include this */
 
 /* ---- trace builder: threads are numbered from 1; thread t has tid 1000 + t unless tb_tid says ---- */
 
@@ -141,7 +142,5 @@ void replay_order_ok(const wl_mem_t *m, const uint32_t *order, size_t norder, ui
 /* Runs a command with stdout to `out` and stderr to `err` (each: a file path, or NULL to inherit);
  * returns its exit status (-1 if it did not exit normally). */
 int run_cmd(const char *out, const char *err, char *const argv[]);
-/* The whole of a file, NUL-terminated, in malloc'd memory (NULL if unreadable). */
-char *slurp(const char *path, size_t *len);
 
 #endif

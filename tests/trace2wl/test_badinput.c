@@ -54,7 +54,7 @@ static int run(char *const argv[], char **errtext)
 {
     char *out = path_in(g_dir, "stdout.txt"), *err = path_in(g_dir, "stderr.txt");
     const int rc = run_cmd(out, err, argv);
-    *errtext = slurp(err, NULL);
+    *errtext = read_text(err, NULL);
     ck_assert_ptr_nonnull(*errtext);
     unlink(out);
     unlink(err);
@@ -109,7 +109,7 @@ static void expect_refused(const char *in, const char *want_offset)
 static void copy_prefix(const char *from, const char *to, off_t n)
 {
     size_t len;
-    char *data = slurp(from, &len);
+    char *data = read_text(from, &len);
     ck_assert_ptr_nonnull(data);
     ck_assert_uint_le((size_t)n, len);
     FILE *f = fopen(to, "wb");
@@ -330,7 +330,7 @@ START_TEST(existing_output)
         ck_assert_msg(rc == 1, "exit status %d: %s", rc, err);
         ck_assert_msg(count_lines(err) == 1, "expected one line: %s", err);
         ck_assert_msg(strstr(err, out) && strstr(err, "--force"), "stderr: %s", err);
-        char *text = slurp(out, NULL);
+        char *text = read_text(out, NULL);
         ck_assert_str_eq(text, "precious\n");
         free(text);
         free(err);

@@ -1254,7 +1254,7 @@ START_TEST(existing_output)
     ck_assert_int_eq(mt_convert(s.trace, s.wl, &opts, &st, &err), -EEXIST);
     ck_assert_msg(strstr(err.msg, s.wl) != NULL, "%s", err.msg);
     size_t len;
-    char *text = slurp(s.wl, &len);
+    char *text = read_text(s.wl, &len);
     ck_assert_str_eq(text, "keep me\n");
     free(text);
     opts.force = 1;
