@@ -22,15 +22,9 @@ work=$(mktemp -d /tmp/mtrace-export-bad.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-t 60 "$mktrace" g.mtr || { fail "report_mktrace"; finish; }
-printf 'hello, this is not a trace\n' >notatrace.txt
-: >empty.mtr
-head -c 100 g.mtr >cut.mtr
-# chunk 1 (offset 65536) is sealed: 16 bytes of 0xff inside its records
-cp g.mtr chunk.mtr
-printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
-    dd of=chunk.mtr bs=1 seek=$((65536 + 32 + 200)) conv=notrunc status=none
-# the same at the chunk's first record: the first record of thread 1, before which nothing is known
+bad_traces "$mktrace"
+# chunk.mtr's damage at the chunk's first record: the first record of thread 1, before which
+# nothing is known
 cp g.mtr first.mtr
 printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
     dd of=first.mtr bs=1 seek=$((65536 + 32)) conv=notrunc status=none

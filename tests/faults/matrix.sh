@@ -21,13 +21,9 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
+# shellcheck source=tests/lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
 start=$SECONDS
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 # replay_traces NAME TRACE...: walk every trace, convert each that has calls, replay it on glibc and
 # jemalloc, compare the replays' calls{} with the workload's.

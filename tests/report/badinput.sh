@@ -25,14 +25,7 @@ work=$(mktemp -d /tmp/mtrace-report-bad.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-t 60 "$mktrace" g.mtr || { fail "report_mktrace"; finish; }
-printf 'hello, this is not a trace\n' >notatrace.txt
-: >empty.mtr
-head -c 100 g.mtr >cut.mtr
-# chunk 1 (offset 65536) is sealed: 16 bytes of 0xff inside its records
-cp g.mtr chunk.mtr
-printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
-    dd of=chunk.mtr bs=1 seek=$((65536 + 32 + 200)) conv=notrunc status=none
+bad_traces "$mktrace"
 t 60 "$mtrace" report --json g.mtr >report.json || fail "report --json g.mtr"
 printf '{"kind": "replay", "allocator": "glibc", "wall_us": 12' >cut.json
 

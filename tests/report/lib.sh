@@ -1,6 +1,9 @@
-# Shared by the report tests' shell scripts (sourced): failure counting, time limits, file checks.
+# shellcheck shell=bash
+# Shared by the report tests' shell scripts (sourced): the checks of tests/lib/common.sh (failure
+# counting, time limits, one-line messages), and checks of the files the report commands write.
 # Every program runs under timeout(1), so a hang fails the test instead of stalling the suite.
-failures=0
+# shellcheck source=tests/lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 unset MALLOC_PERTURB_ # meson's; glibc would fill every block and touch its pages
 
 # Debian's python3: a pyenv shim earlier in PATH may be slow to start.
@@ -10,39 +13,6 @@ if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
 # leaves the blocks the workload never frees, by design, and LeakSanitizer would fail every such
 # replay; elsewhere this changes nothing.
 replay_asan="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:allocator_may_return_null=1"
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# t LIMIT CMD...: runs CMD with a time limit; 124 (timeout) is reported as a hang.
-t() {
-    local limit=$1
-    shift
-    timeout -k 5 "$limit" "$@"
-    local rc=$?
-    if [ $rc = 124 ] || [ $rc = 137 ]; then
-        fail "hung: $*"
-    fi
-    return $rc
-}
-
-# one_line FILE WHAT NEEDLE...: FILE holds exactly one line, containing every NEEDLE.
-one_line() {
-    local file=$1 what=$2
-    shift 2
-    local n
-    n=$(wc -l <"$file")
-    if [ "$n" != 1 ]; then
-        fail "$what: $n lines on stderr, expected 1:"
-        sed 's/^/    | /' "$file"
-        return
-    fi
-    for needle in "$@"; do
-        grep -qF -- "$needle" "$file" || fail "$what: '$needle' not in: $(cat "$file")"
-    done
-}
 
 # png_ok FILE: starts with the PNG signature 89 50 4E 47 0D 0A 1A 0A and holds more than that.
 png_ok() {
@@ -72,11 +42,18 @@ no_file() {
     return 0
 }
 
-finish() {
-    if [ "$failures" -gt 0 ]; then
-        echo "$failures failure(s)"
-        exit 1
-    fi
-    echo "all checks passed"
-    exit 0
+# bad_traces MKTRACE: in the current directory, g.mtr (MKTRACE's good trace, of two chunks at least)
+# and files that are not good traces: notatrace.txt, empty.mtr, cut.mtr (cut inside the header), and
+# chunk.mtr, whose chunk 1 (offset 65536, sealed) holds 16 bytes of 0xff inside its records.
+bad_traces() {
+    t 60 "$1" g.mtr || {
+        fail "report_mktrace"
+        finish
+    }
+    printf 'hello, this is not a trace\n' >notatrace.txt
+    : >empty.mtr
+    head -c 100 g.mtr >cut.mtr
+    cp g.mtr chunk.mtr
+    printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
+        dd of=chunk.mtr bs=1 seek=$((65536 + 32 + 200)) conv=notrunc status=none
 }

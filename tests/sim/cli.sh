@@ -15,42 +15,11 @@ if [ -n "$sanitized" ]; then
     # the replay leaves the blocks a workload never frees: not leaks to report
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:allocator_may_return_null=1
 fi
+# shellcheck source=tests/lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+unset MALLOC_PERTURB_ # meson's; glibc would fill every block and touch its pages
 work=$(mktemp -d /tmp/mtrace-sim-cli.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-unset MALLOC_PERTURB_ # meson's; glibc would fill every block and touch its pages
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# t LIMIT CMD...: runs CMD with a time limit; 124 (timeout) is reported as a hang.
-t() {
-    local limit=$1
-    shift
-    timeout -k 5 "$limit" "$@"
-    local rc=$?
-    if [ $rc = 124 ] || [ $rc = 137 ]; then
-        fail "hung: $*"
-    fi
-    return $rc
-}
-
-# one_line FILE WHAT NEEDLE...: FILE holds exactly one line, containing every NEEDLE.
-one_line() {
-    local file=$1 what=$2
-    shift 2
-    local n
-    n=$(wc -l <"$file")
-    if [ "$n" != 1 ]; then
-        fail "$what: $n lines on stderr, expected 1:"
-        cat "$file"
-    fi
-    for needle in "$@"; do
-        grep -qF -- "$needle" "$file" || fail "$what: '$needle' not in: $(cat "$file")"
-    done
-}
 
 json_ok() { python3 -m json.tool "$1" >/dev/null 2>&1; }
 
@@ -239,8 +208,4 @@ one_line "$work/err" "sweep on a bad workload" "$work/bad.mtw" "offset"
 t 60 "$mtrace" sweep "$work/layers.mtw" -o "$work/sweep-none" >/dev/null 2>&1
 [ $? = 2 ] || fail "sweep without --mallopt: expected exit 2"
 
-if [ $failures -gt 0 ]; then
-    echo "$failures failures"
-    exit 1
-fi
-echo "all passed"
+finish

@@ -21,14 +21,10 @@ if [ -n "$shim" ] && ldd "$shim" 2>/dev/null | grep -q 'lib[a-z]*san\.so'; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/mtrace-t2w-real.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failures=0
+# shellcheck source=tests/lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 # check NAME CMD...: records CMD, converts every trace it wrote, compares the info of each pair.
 check() {
@@ -114,7 +110,4 @@ print("done")'
 # The C compiler on a file of this project (gcc forks and execs cc1 and as: a trace for each).
 check gcc gcc -O1 -I"$src/include" -c "$src/format/trace_reader.c" -o "$work/trace_reader.o"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)"
-    exit 1
-fi
+finish
