@@ -207,6 +207,15 @@ sim_replay "$work/a.wl" --quiet --json "$work/fifo" >/dev/null 2>"$work/err" || 
 wait $reader
 [ -p "$work/fifo" ] || fail "mtrace-sim --json FIFO: the FIFO was replaced"
 python3 -m json.tool "$work/fifo.out" >/dev/null 2>&1 || fail "mtrace-sim --json FIFO: no JSON came through it"
+# an output that cannot be made (its folder is missing): said before the replay, not after it,
+# when its result would be lost
+for opt in --json --rss-series; do
+    sim_replay "$work/a.wl" "$opt" "$work/missing/out" >"$work/out" 2>"$work/err"
+    rc=$?
+    [ $rc = 1 ] || fail "mtrace-sim $opt MISSING/out: exit $rc, expected 1"
+    grep -q "missing/out: cannot write" "$work/err" || fail "mtrace-sim $opt MISSING/out: $(cat "$work/err")"
+    [ -s "$work/out" ] && fail "mtrace-sim $opt MISSING/out: replayed before saying so: $(head -n 3 "$work/out")"
+done
 for cmd in "convert $t -o $work/null --force" "pack $t -o $work/null --force"; do
     # shellcheck disable=SC2086
     "$mtrace" $cmd >/dev/null 2>"$work/err"
