@@ -336,6 +336,19 @@ static int no_stacks_for(const mt_report_opts_t *o, int flame_is_users, const mt
     return 1;
 }
 
+/* The files a report is to write, each tried before any trace is read (mt_out_try): a folder that
+ * is missing or not writable is said at once, not after a pass over the traces. 0, or the exit
+ * status with the error said. */
+static int try_report_outputs(const char *html, const mt_report_opts_t *o)
+{
+    const char *const outs[] = { html, o->folded, o->flamegraph, o->callsites_csv };
+    mt_error_t err;
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        if (outs[i] && mt_out_try(outs[i], &err) < 0)
+            return mt_fail(&err);
+    return 0;
+}
+
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
  * trace that cannot be read stops it: exit 1, and no total that would pass for all of them.
  * --callsites-csv writes the callsites merged across the traces (one trace's file would pass for
@@ -347,6 +360,9 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
         fprintf(stderr, "mtrace report: several traces give text or --json, not %s\n", html ? "--html" : "--csv");
         return MT_EXIT_USAGE;
     }
+    int rc = try_report_outputs(NULL, o);
+    if (rc)
+        return rc;
     mt_report_opts_t each = *o;
     each.callsites_csv = NULL;
     mt_out_t csv = { 0 };
@@ -354,7 +370,6 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     if (o->callsites_csv && mt_out_open(&csv, o->callsites_csv, &err) < 0)
         return mt_fail(&err); /* before the work, as one trace's report */
     mt_report_total_t total = { 0 };
-    int rc = 0;
     if (fmt == MT_TABLE_JSON)
         printf("{\"kind\":\"reports\",\"reports\":[\n");
     for (size_t i = 0; i < traces->n && rc == 0; i++) {
@@ -562,7 +577,8 @@ static int cmd_report(int argc, char **argv)
                 a.html ? "at most 64 replay results" : "replay results go with --html only");
         return mt_help_usage_error("report");
     }
-    return report_one(one, (const char *const *)argv + optind, nresults, &a);
+    const int rc = try_report_outputs(a.html, &a.o);
+    return rc ? rc : report_one(one, (const char *const *)argv + optind, nresults, &a);
 }
 
 /* ---- mtrace diff -------------------------------------------------------------------------------- */
@@ -602,6 +618,8 @@ static int cmd_diff(int argc, char **argv)
     path[1] = argv[optind + 1];
     mt_report_t ra, rb;
     mt_error_t err;
+    if (html && mt_out_try(html, &err) < 0) /* before two traces are read */
+        return mt_fail(&err);
     if (mt_report_diff_build(&ra, &rb, path[0], path[1], &o, &err) < 0)
         return mt_fail(&err);
     int rc = 0;
@@ -676,6 +694,8 @@ static int cmd_plot(int argc, char **argv)
                     inputs[0]);
             return 2;
         }
+        if (mt_out_try(out, &err) < 0) /* before the trace is read */
+            return mt_fail(&err);
         mt_report_t r;
         if (mt_report_build(&r, inputs[0], NULL, &err) < 0) {
             mt_report_free(&r);

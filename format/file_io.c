@@ -224,6 +224,16 @@ void mt_out_abort(mt_out_t *o)
     }
 }
 
+int mt_out_try(const char *path, mt_error_t *err)
+{
+    if (mt_out_special(path))
+        return 0;
+    mt_out_t o;
+    const int rc = mt_out_open(&o, path, err);
+    mt_out_abort(&o);
+    return rc;
+}
+
 /* ---- text from files, for a terminal ---------------------------------------------------------- */
 
 size_t mt_utf8_len(const char *str, size_t len)

@@ -1010,24 +1010,16 @@ static int write_outputs(const sim_t *s, const sim_opts_t *o, const sim_results_
     return 0;
 }
 
-/* Whether each output can be made, tried before the replay (a temporary made beside it and removed
- * at once): a missing folder or one without write permission is said at once, not after a replay
- * of minutes whose result would be lost. A device or a FIFO is written in place and is not tried:
- * opening a FIFO waits for its reader, and closing it would end that reader's input. 0, or -1 with
- * the error said. */
+/* Each output tried before the replay (mt_out_try): a folder that is missing or not writable is
+ * said at once, not after a replay of minutes whose result would be lost. 0, or -1 with the error
+ * said. */
 static int try_outputs(const sim_opts_t *o)
 {
-    const char *const paths[] = { o->json_path, o->series_path };
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        mt_out_t out = { 0 };
-        mt_error_t err;
-        if (!paths[i] || mt_out_special(paths[i]))
-            continue;
-        if (mt_out_open(&out, paths[i], &err) < 0) {
-            fprintf(stderr, "mtrace-sim: %s\n", err.msg);
-            return -1;
-        }
-        mt_out_abort(&out);
+    mt_error_t err;
+    if ((o->json_path && mt_out_try(o->json_path, &err) < 0) ||
+        (o->series_path && mt_out_try(o->series_path, &err) < 0)) {
+        fprintf(stderr, "mtrace-sim: %s\n", err.msg);
+        return -1;
     }
     return 0;
 }

@@ -78,6 +78,13 @@ int mt_out_commit(mt_out_t *o, mt_error_t *err);
 /* Closes and removes the temporary; the target is untouched. Safe to call twice or after a failed
  * open or a commit. */
 void mt_out_abort(mt_out_t *o);
+/* Whether the output at path can be made, tried before a long piece of work whose result it is to
+ * hold: a temporary made beside it and removed at once, so that a missing folder or one without
+ * write permission is said before the work, not after it. A special target (mt_out_special) is not
+ * tried: opening a FIFO waits for its reader, and closing it would end the reader's input. 0, or a
+ * negative errno with mt_out_open's message in err. A write that fails later (a full disk) is still
+ * said by the commit. */
+int mt_out_try(const char *path, mt_error_t *err);
 
 /* ---- text from files, for a terminal ----
  * C0 control bytes (ESC included), DEL, the backslash, C1 controls (U+0080-U+009F, as UTF-8) and

@@ -15,6 +15,8 @@
 # - an output naming a link to /dev/null or a FIFO is written in place, never replaced; convert and
 #   pack, whose outputs are renamed into place, refuse it;
 # - --folded, --flamegraph, --callsites-csv of a trace without stacks: exit 1, no file;
+# - an output in a missing folder (mtrace-sim's, report's, diff's, plot's): exit 1, said before the
+#   work whose result it was to hold;
 # - one trace named twice, or alone in a directory: that trace's report.
 #   usage: options.sh MTRACE TRACE2WL MTRACE_SIM REPORT_MKTRACE VERSION
 set -u
@@ -232,6 +234,24 @@ for opt in --folded --flamegraph --callsites-csv; do
     grep -q -- "no stacks for $opt" "$work/err" || fail "report TRACE-WITHOUT-STACKS $opt: $(cat "$work/err")"
     [ -e "$work/nostacks.out" ] && fail "report TRACE-WITHOUT-STACKS $opt: wrote $work/nostacks.out"
 done
+# ---- an output in a missing folder: said before any trace is read ----
+# On this trace without stacks a report that read it first would complain of the stacks instead.
+# missing_out NAME FILE CMD...: exit 1, FILE named, nothing on stdout.
+missing_out() {
+    local name=$1 file=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$?
+    [ $rc = 1 ] || fail "$name: exit $rc, expected 1"
+    grep -q -- "$file: cannot write" "$work/err" || fail "$name: $(cat "$work/err")"
+    [ -s "$work/out" ] && fail "$name: wrote on stdout: $(head -n 3 "$work/out")"
+}
+for opt in --folded --flamegraph --callsites-csv --html; do
+    missing_out "report $opt MISSING/x" "missing/x" "$mtrace" report "$t" $opt "$work/missing/x"
+done
+missing_out "report T T --folded MISSING/x" "missing/x" "$mtrace" report "$t" "$t" --folded "$work/missing/x"
+missing_out "diff --html MISSING/x" "missing/x" "$mtrace" diff "$t" "$t" --html "$work/missing/x"
+missing_out "plot -o MISSING/x.png" "missing/x.png" "$mtrace" plot -o "$work/missing/x.png" "$t"
 # ---- one trace named twice, or alone in a directory: its report ----
 mkdir "$work/one"
 cp "$t" "$work/one/only.mtr"
