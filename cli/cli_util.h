@@ -3,8 +3,10 @@
 #define MTRACE_CLI_UTIL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli_options.h"
 #include "mtrace/json_writer.h"
@@ -33,6 +35,24 @@ static inline int mt_replay_exit_status(int rc, const mt_replay_outcome_t *out, 
     if (out->stop_signal)
         return 128 + out->stop_signal;
     return out->child_signal ? 1 : MT_EXIT_USAGE;
+}
+
+/* Whether setting (NAME=VALUE) is one the replays take (mt_mallopt_parse): 0, or -1 after one line
+ * on stderr naming the option's text as given (arg, of which setting is one value), before any
+ * replay runs. */
+static inline int mt_mallopt_usage(const char *cmd, const char *arg, const char *setting)
+{
+    int param, value;
+    const int rc = mt_mallopt_parse(setting, &param, &value);
+    if (rc == 0)
+        return 0;
+    const int one = !strcmp(arg, setting);
+    fprintf(stderr, "%s: --mallopt '%s': %s%s", cmd, arg, one ? "" : setting, one ? "" : ": ");
+    if (rc == -2)
+        fprintf(stderr, "out of range (mallopt takes an int: %d to %d)\n", INT_MIN, INT_MAX);
+    else
+        fprintf(stderr, "expected NAME=VALUE, e.g. mmap_threshold=65536 (mtrace replay --help names them)\n");
+    return -1;
 }
 
 /* A workload's ops, per op and in all (mtrace info, mtrace dump). */

@@ -155,6 +155,8 @@ static int cmd_replay(int argc, char **argv)
                 fprintf(stderr, "mtrace replay: at most %d %s\n", MT_REPLAY_MAX, c == 'a' ? "allocators" : "settings");
                 return 2;
             }
+            if (c == 'm' && mt_mallopt_usage("mtrace replay", optarg, optarg) < 0)
+                return 2;
             if (c == 'a')
                 o.allocators[o.nallocators++] = optarg;
             else

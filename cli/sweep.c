@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,12 @@ static int add_param(sweep_t *s, const char *v)
     if (!s->nval[p]) {
         fprintf(stderr, "mtrace sweep: --mallopt '%s': no values\n", v);
         return 2;
+    }
+    for (int k = 0; k < s->nval[p]; k++) { /* each as the replays will take it, before any runs */
+        char one[sizeof s->pname[0] + sizeof s->pval[0][0] + 1];
+        snprintf(one, sizeof one, "%s=%s", s->pname[p], s->pval[p][k]);
+        if (mt_mallopt_usage("mtrace sweep", v, one) < 0)
+            return 2;
     }
     s->nparams++;
     return 0;
@@ -145,12 +152,12 @@ static int parse_args(sweep_t *s, int argc, char **argv)
  * one of them, top_pad or mmap_max is set: then both stay where they are. */
 static const char *default_name(const char *allocator, const char *param)
 {
-    static const char *const dynamic[] = { "mmap_threshold", "m_mmap_threshold", "-3",
-                                           "trim_threshold", "m_trim_threshold", "-1" };
-    if (!strcmp(allocator, "glibc"))
-        for (size_t i = 0; i < sizeof dynamic / sizeof dynamic[0]; i++)
-            if (!strcasecmp(param, dynamic[i]))
-                return "dynamic (default)";
+    char setting[sizeof((sweep_t *)0)->pname[0] + 3];
+    int which, value;
+    snprintf(setting, sizeof setting, "%s=0", param);
+    if (!strcmp(allocator, "glibc") && mt_mallopt_parse(setting, &which, &value) == 0 &&
+        (which == M_MMAP_THRESHOLD || which == M_TRIM_THRESHOLD))
+        return "dynamic (default)";
     return "default";
 }
 

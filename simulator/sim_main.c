@@ -27,72 +27,6 @@
 #include "sim.h"
 #include "sim_help.h"
 
-/* ---- glibc settings ---------------------------------------------------------------------------- */
-
-static const struct {
-    const char *name;
-    int param;
-} mallopt_names[] = {
-    { "mmap_threshold", M_MMAP_THRESHOLD },
-    { "trim_threshold", M_TRIM_THRESHOLD },
-    { "top_pad", M_TOP_PAD },
-    { "mmap_max", M_MMAP_MAX },
-    { "arena_max", M_ARENA_MAX },
-    { "arena_test", M_ARENA_TEST },
-    { "perturb", M_PERTURB },
-    { "mxfast", M_MXFAST },
-    { "check_action", M_CHECK_ACTION },
-};
-
-/* NAME=VALUE with NAME as mmap_threshold, M_MMAP_THRESHOLD or a number, VALUE a number with an
- * optional k or m suffix. 0, -1 if it cannot be read, -2 if a number does not fit mallopt's int. */
-int sim_parse_mallopt(const char *arg, int *param, int *value);
-int sim_parse_mallopt(const char *arg, int *param, int *value)
-{
-    const char *eq = strchr(arg, '=');
-    if (!eq || eq == arg || !eq[1])
-        return -1;
-    char name[64];
-    size_t n = (size_t)(eq - arg);
-    if (n >= sizeof name)
-        return -1;
-    memcpy(name, arg, n);
-    name[n] = 0;
-    const char *bare = !strncasecmp(name, "M_", 2) ? name + 2 : name;
-    char *end;
-    *param = 0;
-    int found = 0;
-    for (size_t i = 0; i < sizeof mallopt_names / sizeof mallopt_names[0]; i++)
-        if (!strcasecmp(bare, mallopt_names[i].name)) {
-            *param = mallopt_names[i].param;
-            found = 1;
-        }
-    if (!found) {
-        errno = 0;
-        const long v = strtol(name, &end, 0);
-        if (*end)
-            return -1;
-        if (errno == ERANGE || v > INT_MAX || v < INT_MIN)
-            return -2;
-        *param = (int)v;
-    }
-    errno = 0;
-    const long long v = strtoll(eq + 1, &end, 0);
-    const int range = errno == ERANGE, digits = end != eq + 1;
-    long long mult = 1, bytes;
-    if (*end == 'k' || *end == 'K')
-        mult = 1024, end++;
-    else if (*end == 'm' || *end == 'M')
-        mult = 1024 * 1024, end++;
-    if (*end || !digits)
-        return -1;
-    /* checked multiplication: a wrapped product could land in range (2^44 m wraps to 1 m) */
-    if (range || __builtin_mul_overflow(v, mult, &bytes) || bytes > INT_MAX || bytes < INT_MIN)
-        return -2;
-    *value = (int)bytes;
-    return 0;
-}
-
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
 static int statm_fd = -1;
@@ -420,7 +354,7 @@ static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
         case 'm': {
             const int rc = o->nopts == SIM_MAX_MALLOPTS
                                ? -1
-                               : sim_parse_mallopt(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
+                               : mt_mallopt_parse(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
             if (rc == -2) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
                         optarg, INT_MIN, INT_MAX);

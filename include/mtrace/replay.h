@@ -39,6 +39,11 @@ typedef struct mt_replay_opts {
  * is "" then. */
 int mt_allocator_path(const char *name, char *buf, size_t cap, mt_error_t *err);
 
+/* A setting NAME=VALUE into mallopt's param and value: NAME as mmap_threshold, M_MMAP_THRESHOLD (any
+ * case) or a number, VALUE a number with an optional k or m suffix. 0, -1 if it cannot be read, -2
+ * if a number does not fit mallopt's int. */
+int mt_mallopt_parse(const char *arg, int *param, int *value);
+
 /* How mt_replay_run's children ended, beyond its message: what a command needs to choose its exit
  * status. Each field is 0 unless that happened; at most one of the last three is set. */
 typedef struct mt_replay_outcome {

@@ -146,6 +146,14 @@ value_error "replay --touch bogus" "mtrace replay:" "--touch" "'bogus'" -- "$mtr
 value_error "sweep --timing bogus" "mtrace sweep:" "--timing" "'bogus'" -- \
     "$mtrace" sweep w.wl --mallopt top_pad=1 --timing bogus
 value_error "mtrace-sim --touch bogus" "mtrace-sim:" "--touch" "'bogus'" -- "$sim" w.wl --touch bogus
+# settings: read by mtrace-sim's own reader, in replay and in sweep before any replay (a sweep
+# replayed every point before the one it could not read)
+value_error "replay --mallopt bogus=1" "mtrace replay:" "--mallopt" "'bogus=1'" "NAME=VALUE" -- \
+    "$mtrace" replay w.wl --mallopt bogus=1
+value_error "replay --mallopt mmap_threshold=4096m" "mtrace replay:" "--mallopt" "out of range" -- \
+    "$mtrace" replay w.wl --mallopt mmap_threshold=4096m
+value_error "sweep --mallopt mmap_threshold=4k,x" "mtrace sweep:" "--mallopt" "mmap_threshold=x:" -- \
+    "$mtrace" sweep w.wl --mallopt mmap_threshold=4k,x
 # operands
 usage_error "info two files" "one FILE only" -- "$mtrace" info a.mtr b.mtr
 usage_error "diff one trace" "BEFORE and AFTER" -- "$mtrace" diff a.mtr
