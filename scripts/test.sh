@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: the Check unit tests and end-to-end tests in the normal build, the same under
-# AddressSanitizer and UndefinedBehaviorSanitizer, the formatting check and the static analysis
-# (scripts/scan.sh; one test each), then each libFuzzer target fuzzed for a bounded time
-# (scripts/fuzz.sh, clang) and the multithreaded code under ThreadSanitizer (scripts/tsan.sh).
+# AddressSanitizer and UndefinedBehaviorSanitizer, the formatting check, the commit messages'
+# check (scripts/check-commits.sh) and the static analysis (scripts/scan.sh; one test each), then
+# each libFuzzer target fuzzed for a bounded time (scripts/fuzz.sh, clang) and the multithreaded
+# code under ThreadSanitizer (scripts/tsan.sh).
 # Builds what is missing. Each fuzz target and each TSan test counts as one test. Ends with one line
 # "N passed, N failed" and exits non-zero on any failure.
 #
@@ -100,6 +101,8 @@ extra=$(mktemp --suffix=.results)
 trap 'rm -f "$extra"' EXIT
 stage "formatting (scripts/check-format.sh)"
 scripts/check-format.sh --results "$extra"
+stage "commit messages (scripts/check-commits.sh)"
+scripts/check-commits.sh --results "$extra"
 if [ "${MTRACE_SCAN:-1}" != 0 ]; then
     stage "static analysis (scripts/scan.sh: scan-build over the tools, zero findings)"
     if scripts/scan.sh build-scan; then echo "ok scan" >>"$extra"; else echo "FAIL scan" >>"$extra"; fi
