@@ -42,11 +42,11 @@
 
 static const char help_mtrace[] =
     "usage: mtrace COMMAND [ARGS...]\n"
-    "       mtrace --help | --version\n"
+    "       mtrace --help | --version | help [COMMAND]\n"
     "\n"
     "Traces the malloc API calls of a program (record), summarizes and reports them (info, dump,\n"
     "report, diff, plot), turns a trace into a workload (convert) and replays it against allocators\n"
-    "(replay, compare, sweep). 'mtrace COMMAND --help' describes a command.\n"
+    "(replay, compare, sweep). 'mtrace COMMAND --help', or 'mtrace help COMMAND', describes a command.\n"
     "\n"
     "Options:\n"
     "  -h, --help     this text, on stdout\n"

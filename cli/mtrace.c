@@ -751,6 +751,23 @@ static const command_t commands[] = {
     { "replay", cmd_replay }, { "compare", cmd_compare }, { "sweep", mt_sweep_main },   { "plot", cmd_plot },
 };
 
+/* mtrace help [COMMAND]: mtrace's help, or the command's, as --help prints it (git's and perf's way
+ * of asking). */
+static int help_command(int argc, char **argv)
+{
+    if (argc > 2) {
+        fprintf(stderr, "mtrace help: one COMMAND at most\n");
+        return mt_help_usage_error("mtrace");
+    }
+    if (argc == 1)
+        return mt_stdout_finish("mtrace", mt_help_print("mtrace"));
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return mt_stdout_finish("mtrace", mt_help_print(commands[i].name));
+    fprintf(stderr, "mtrace help: unknown command '%s'\n", argv[1]);
+    return mt_help_usage_error("mtrace");
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -778,6 +795,8 @@ int main(int argc, char **argv)
     /* A command stopped by SIGINT, SIGTERM or SIGHUP leaves no temporary (PATH.partial.*, gnuplot's
      * files) and no gnuplot behind. */
     mt_cleanup_on_signals();
+    if (!strcmp(argv[optind], "help"))
+        return help_command(argc - optind, argv + optind);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[optind], commands[i].name))
             return mt_stdout_finish("mtrace", commands[i].run(argc - optind, argv + optind));

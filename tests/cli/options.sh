@@ -104,10 +104,21 @@ done
 for c in $commands; do
     "$mtrace" --help | grep -q "^  $c " || fail "mtrace --help does not list $c"
 done
+# mtrace help [COMMAND] prints what --help prints
+"$mtrace" --help >"$work/h1"
+"$mtrace" help >"$work/h2" 2>"$work/err" || fail "mtrace help: exit $?: $(cat "$work/err")"
+cmp -s "$work/h1" "$work/h2" || fail "mtrace help is not mtrace --help"
+for c in $commands; do
+    "$mtrace" "$c" --help >"$work/h1"
+    "$mtrace" help "$c" >"$work/h2" 2>"$work/err" || fail "mtrace help $c: exit $?: $(cat "$work/err")"
+    cmp -s "$work/h1" "$work/h2" || fail "mtrace help $c is not mtrace $c --help"
+done
 
 # ---- usage errors ----
 usage_error "mtrace alone" "no command" -- "$mtrace"
 usage_error "unknown command" "unknown command 'frobnicate'" -- "$mtrace" frobnicate
+usage_error "help of an unknown command" "mtrace help:" "unknown command 'frobnicate'" -- "$mtrace" help frobnicate
+usage_error "help of two commands" "mtrace help:" "one COMMAND" -- "$mtrace" help report info
 usage_error "mtrace --bogus" "mtrace:" "'--bogus'" -- "$mtrace" --bogus
 for c in $commands; do
     usage_error "mtrace $c --no-such-option" "mtrace $c:" "unknown option '--no-such-option'" -- \
