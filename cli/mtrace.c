@@ -323,19 +323,48 @@ static int out_of_memory(void)
     return 1;
 }
 
-/* Whether the user named an output of the stacks (--folded, --callsites-csv, and --flamegraph when
- * flame_is_users) for a trace recorded without them: then says so (the file is never written, and a
- * report without it must not pass for the whole that was asked) and returns 1. */
+/* The option that named an output of the stacks (--folded, --callsites-csv, and --flamegraph when
+ * flame_is_users), or NULL. */
+static const char *stacks_asked(const mt_report_opts_t *o, int flame_is_users)
+{
+    return o->folded                         ? "--folded"
+           : o->callsites_csv                ? "--callsites-csv"
+           : flame_is_users && o->flamegraph ? "--flamegraph"
+                                             : NULL;
+}
+
+static void say_no_stacks(const char *path, const char *asked)
+{
+    fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
+}
+
+/* Whether the user named an output of the stacks for a trace recorded without them: then says so
+ * (the file is never written, and a report without it must not pass for the whole that was asked)
+ * and returns 1. */
 static int no_stacks_for(const mt_report_opts_t *o, int flame_is_users, const mt_report_t *r)
 {
-    const char *asked = o->folded                         ? "--folded"
-                        : o->callsites_csv                ? "--callsites-csv"
-                        : flame_is_users && o->flamegraph ? "--flamegraph"
-                                                          : NULL;
+    const char *asked = stacks_asked(o, flame_is_users);
     if (!asked || r->has_stacks)
         return 0;
-    fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", r->path, asked);
+    say_no_stacks(r->path, asked);
     return 1;
+}
+
+/* The same from the trace's header, before a pass over it: a recorder run without MTRACE_STACKS
+ * says so there (max_frames 0). One whose stacks could not be taken after all is found by the pass
+ * (no_stacks_for). A trace that cannot be opened is left to the pass, for its error. */
+static int no_stacks_in_header(const char *path, const mt_report_opts_t *o)
+{
+    const char *asked = stacks_asked(o, 1);
+    mt_trace_t *t;
+    mt_error_t err;
+    if (!asked || mt_trace_open(&t, path, &err) < 0)
+        return 0;
+    const int none = !mt_trace_header(t)->max_frames;
+    mt_trace_close(t);
+    if (none)
+        say_no_stacks(path, asked);
+    return none;
 }
 
 /* The files a report is to write, each tried before any trace is read (mt_out_try): a folder that
@@ -510,6 +539,8 @@ static int report_options(int argc, char **argv, report_args_t *a)
 static int report_one(const char *path, const char *const *results, int nresults, report_args_t *a)
 {
     mt_report_opts_t *o = &a->o;
+    if (no_stacks_in_header(path, o))
+        return 1;
     /* The page gets a flame graph of its own when the user did not ask for one. */
     char flame_tmp[PATH_MAX];
     mt_tmp_template(flame_tmp, sizeof flame_tmp, "flame", ".svg");

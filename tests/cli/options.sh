@@ -271,6 +271,16 @@ done
 missing_out "report T T --folded MISSING/x" "missing/x" "$mtrace" report "$t" "$t" --folded "$work/missing/x"
 missing_out "diff --html MISSING/x" "missing/x" "$mtrace" diff "$t" "$t" --html "$work/missing/x"
 missing_out "plot -o MISSING/x.png" "missing/x.png" "$mtrace" plot -o "$work/missing/x.png" "$t"
+# the trace's header says so before a pass over it: the same trace damaged past its header gives
+# the missing stacks, not the damage a pass would meet first
+cp "$t" "$work/damaged.mtr"
+size=$(stat -c %s "$work/damaged.mtr")
+printf '\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377\377' |
+    dd of="$work/damaged.mtr" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+"$mtrace" report "$work/damaged.mtr" --folded "$work/nostacks.out" >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc = 1 ] || fail "report DAMAGED-WITHOUT-STACKS --folded: exit $rc, expected 1"
+grep -q -- "no stacks for --folded" "$work/err" || fail "report DAMAGED-WITHOUT-STACKS --folded: $(cat "$work/err")"
 # ---- one trace named twice, or alone in a directory: its report ----
 mkdir "$work/one"
 cp "$t" "$work/one/only.mtr"

@@ -74,7 +74,11 @@ all)
         bad "report $x" "$x|offset" "" -- "$mtrace" report "$x"
         bad "report --json $x" "$x|offset" "" -- "$mtrace" report --json "$x"
         bad "report --csv $x" "$x|offset" "" -- "$mtrace" report --csv "$x"
-        bad "report callsite outputs $x" "$x|offset" "f.folded|f.svg|c.csv" -- \
+        # chunk.mtr's header reads, and says that the trace has no stacks: said before the damage
+        # after it is met (a trace that is not one, or is cut in its header, gets the damage)
+        needle=offset
+        [ "$x" = chunk.mtr ] && needle="no stacks for --folded"
+        bad "report callsite outputs $x" "$x|$needle" "f.folded|f.svg|c.csv" -- \
             "$mtrace" report --folded f.folded --flamegraph f.svg --callsites-csv c.csv "$x"
         bad "plot $x" "$x|offset" "o.png|o.dat" -- "$mtrace" plot -o o.png "$x"
         bad "plot --kind sizes $x" "$x|offset" "o.svg|o.dat" -- "$mtrace" plot --kind sizes -o o.svg "$x"
