@@ -190,15 +190,13 @@ static void make_points(sweep_t *s)
     }
 }
 
-/* The figures of one run, into fig[0..4][run]: wall ms, CPU ms, peak RSS MiB, ideal MiB, RSS/ideal. */
-static int read_run(const char *json, double *fig[5], int run)
+/* The figures of one run, into fig[0..4][run]: wall ms, CPU ms, peak RSS MiB, ideal MiB, RSS/ideal.
+ * 0, or -1 with the error in err. */
+static int read_run(const char *json, double *fig[5], int run, mt_error_t *err)
 {
-    mt_error_t err;
     mt_jval_t *j;
-    if (mt_json_load(json, &j, &err) < 0) {
-        fprintf(stderr, "\nmtrace: %s\n", err.msg);
-        return 1;
-    }
+    if (mt_json_load(json, &j, err) < 0)
+        return -1;
     fig[0][run] = mt_json_num(j, "wall_us", 0) / 1e3;
     fig[1][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
     fig[2][run] = mt_replay_peak_kb(j) / 1024;
@@ -206,6 +204,64 @@ static int read_run(const char *json, double *fig[5], int run)
     fig[4][run] = mt_json_num(j, "fragmentation", 0);
     mt_json_free(j);
     return 0;
+}
+
+/* The progress line: on a terminal one line rewritten in place, elsewhere (a log, a pipe) plain
+ * lines, with no carriage return or escape code for a reader to trip over. On a terminal a
+ * replay's own words (mtrace-sim's stderr) go to a file first (capture): once the replay is over,
+ * the line is ended and they follow it, instead of standing glued to its end. */
+typedef struct progress {
+    int tty;
+    int open;    /* the terminal's line is shown and not ended */
+    int capture; /* the replays' stderr on a terminal, else -1 */
+} progress_t;
+
+static void progress_start(progress_t *pg)
+{
+    pg->tty = isatty(STDERR_FILENO);
+    pg->open = 0;
+    FILE *f = pg->tty ? tmpfile() : NULL;
+    pg->capture = f ? dup(fileno(f)) : -1;
+    if (f)
+        fclose(f);
+}
+
+static void progress_show(progress_t *pg, const char *text)
+{
+    fprintf(stderr, "%s%s%s", pg->tty ? "\r" : "", text, pg->tty ? "\033[K" : "\n");
+    pg->open = pg->tty;
+    if (pg->capture >= 0 && (ftruncate(pg->capture, 0) < 0 || lseek(pg->capture, 0, SEEK_SET) < 0)) {
+        close(pg->capture); /* the replays then write to the terminal, as elsewhere */
+        pg->capture = -1;
+    }
+}
+
+/* Ends the line when something is to be said after it (a replay's words, or failed: its message):
+ * the line stays, naming the run. */
+static void progress_after_run(progress_t *pg, int failed)
+{
+    const off_t said = pg->capture >= 0 ? lseek(pg->capture, 0, SEEK_END) : 0;
+    if (pg->open && (said > 0 || failed)) {
+        fputc('\n', stderr);
+        pg->open = 0;
+    }
+    if (said > 0 && lseek(pg->capture, 0, SEEK_SET) == 0) {
+        char buf[4096];
+        ssize_t n;
+        fflush(stderr);
+        while ((n = read(pg->capture, buf, sizeof buf)) > 0)
+            if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+                break;
+    }
+}
+
+static void progress_end(progress_t *pg)
+{
+    if (pg->open)
+        fputc('\n', stderr);
+    pg->open = 0;
+    if (pg->capture >= 0)
+        close(pg->capture);
 }
 
 /* Every point `repeat` times, in rounds: a disturbance of the machine (another process, a frequency
@@ -219,7 +275,8 @@ static int run_points(sweep_t *s)
         return 1;
     }
     int rc = 0;
-    const int tty = isatty(STDERR_FILENO);
+    progress_t pg;
+    progress_start(&pg);
     for (int r = 0; r < s->repeat && !rc; r++) {
         for (int k = 0; k < s->total && !rc; k++) {
             point_t *pt = &s->pts[k];
@@ -235,13 +292,13 @@ static int run_points(sweep_t *s)
             else
                 snprintf(json, sizeof json, "%s/run-%03d.json", s->dir, k);
             o.json = json;
-            /* On a terminal, one line rewritten in place; elsewhere (a log, a pipe) plain lines, with no
-             * carriage return or escape code for a reader to trip over. */
-            fprintf(stderr, "%smtrace sweep: run %d of %d: %s", tty ? "\r" : "", r * s->total + k + 1,
-                    s->repeat * s->total, pt->allocator);
-            for (int p = 0; p < s->nparams; p++)
-                fprintf(stderr, " %s", pt->setting[p]);
-            fputs(tty ? "\033[K" : "\n", stderr);
+            o.stderr_fd = pg.capture;
+            char line[1024];
+            int len = snprintf(line, sizeof line, "mtrace sweep: run %d of %d: %s", r * s->total + k + 1,
+                               s->repeat * s->total, pt->allocator);
+            for (int p = 0; p < s->nparams && len > 0 && (size_t)len < sizeof line; p++)
+                len += snprintf(line + len, sizeof line - (size_t)len, " %s", pt->setting[p]);
+            progress_show(&pg, line);
             static char results[1][4096];
             int n = 0;
             double *fig[5];
@@ -249,13 +306,16 @@ static int run_points(sweep_t *s)
                 fig[f] = figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat;
             mt_replay_outcome_t out;
             mt_error_t err;
-            rc = mt_replay_exit_status(mt_replay_run(&o, results, &n, &out, &err), &out, &err);
-            if (rc == 0)
-                rc = read_run(json, fig, r);
+            const int run_rc = mt_replay_run(&o, results, &n, &out, &err);
+            progress_after_run(&pg, run_rc != 0);
+            rc = mt_replay_exit_status(run_rc, &out, &err);
+            if (rc == 0 && read_run(json, fig, r, &err) < 0) {
+                progress_after_run(&pg, 1);
+                rc = mt_fail(&err);
+            }
         }
     }
-    if (tty)
-        fputc('\n', stderr);
+    progress_end(&pg);
     for (int k = 0; k < s->total && !rc; k++) {
         point_t *pt = &s->pts[k];
         mt_spread_t *dst[5] = { &pt->wall_ms, &pt->cpu_ms, &pt->rss_mib, &pt->ideal_mib, &pt->frag };

@@ -206,9 +206,9 @@ static void remove_run_output(const char *path, const out_before_t *b)
  * (PR_SET_PDEATHSIG) if this one is killed outright. Returns the wait status, or a negative errno
  * with the message in err when no child could be started. A child that cannot run `sim` sends its
  * errno back through a pipe closed on exec, into *exec_errno (else 0): this process says why, not
- * the child. */
-static int run_child(const char *sim, const char *const argv[], const char *lib, const char *tunables, int *exec_errno,
-                     mt_error_t *err)
+ * the child. Its stderr is stderr_fd when that is above 2. */
+static int run_child(const char *sim, const char *const argv[], const char *lib, const char *tunables, int stderr_fd,
+                     int *exec_errno, mt_error_t *err)
 {
     *exec_errno = 0;
     int report[2];
@@ -243,6 +243,8 @@ static int run_child(const char *sim, const char *const argv[], const char *lib,
             unsetenv("LD_PRELOAD");
         if (tunables)
             setenv("GLIBC_TUNABLES", tunables, 1);
+        if (stderr_fd > STDERR_FILENO && dup2(stderr_fd, STDERR_FILENO) < 0)
+            _exit(2);
         execv(sim, (char *const *)argv);
         const int e = errno;
         while (write(report[1], &e, sizeof e) < 0 && errno == EINTR) {
@@ -354,7 +356,7 @@ static int replay_one(const mt_replay_opts_t *o, const char *sim, int i, int run
     if (o->series)
         note_before(series, &series_before);
     int exec_errno;
-    const int status = run_child(sim, argv, lib, o->tunables, &exec_errno, err);
+    const int status = run_child(sim, argv, lib, o->tunables, o->stderr_fd, &exec_errno, err);
     if (status < 0)
         return status;
     if (stop_signal) {

@@ -31,6 +31,8 @@ typedef struct mt_replay_opts {
     const char *sim;      /* the mtrace-sim program; NULL: found next to this one */
     int quiet;            /* the child's summary is not shown */
     int repeat;           /* runs of each allocator, 1 to MT_REPLAY_MAX_REPEAT (0: 1) */
+    int stderr_fd;        /* above 2: the children's stderr goes there (a caller that keeps a line
+                           * of its own on a terminal shows it after); else they share this one's */
 } mt_replay_opts_t;
 
 /* The library file for an allocator name into buf, or the name itself if it is a path; "" for

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mtrace compare and mtrace sweep through the command line.
-#   usage: cli.sh MTRACE MTRACE_SIM SIM_MKWL [sanitized]
+#   usage: cli.sh MTRACE MTRACE_SIM SIM_MKWL NOT_AN_ALLOCATOR.so [sanitized]
 # compare: the text table has a % change column, --csv a header and a line per file, --json is valid
 # JSON (python3 -m json.tool); a file that is not a replay result, or garbage, gives exit 1 and one
 # line. sweep: DIR/sweep.csv with a line for the default and one per setting, the lowest-RSS and
@@ -10,7 +10,8 @@ set -u
 mtrace=$1
 sim=$2
 mkwl=$3
-sanitized=${4:-}
+not_an_allocator=$4
+sanitized=${5:-}
 if [ -n "$sanitized" ]; then
     # the replay leaves the blocks a workload never frees: not leaks to report
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:allocator_may_return_null=1
@@ -183,6 +184,18 @@ if command -v script >/dev/null 2>&1; then
     t 300 script -qec "'$mtrace' sweep '$work/layers.mtw' --mallopt mmap_threshold=4096 -o '$work/sweep-tty' >/dev/null" \
         /dev/null >"$work/sweep-tty.err" 2>&1 || fail "sweep on a terminal: $(cat "$work/sweep-tty.err")"
     grep -q $'\rmtrace sweep: run 2 of 2' "$work/sweep-tty.err" || fail "sweep on a terminal: no progress line rewritten in place"
+    # a replay that fails says so on a line of its own under the progress line, which stays: its
+    # words were glued to the line's end, and an empty line followed them
+    if [ -z "$sanitized" ]; then
+        script -qec "'$mtrace' sweep '$work/layers.mtw' --mallopt mmap_threshold=4096 -o '$work/sweep-tty-bad' \
+            --allocator glibc --allocator '$not_an_allocator' >/dev/null" /dev/null >"$work/sweep-tty.err" 2>&1
+        tr -d '\r' <"$work/sweep-tty.err" | grep -q '^mtrace-sim: .*not an allocator' ||
+            fail "sweep on a terminal, a replay that fails: its words not on a line of their own: $(cat -A "$work/sweep-tty.err")"
+        grep -q $'run 2 of 4: .*not_an_allocator.so mmap_threshold=default\033\[K\r*$' "$work/sweep-tty.err" ||
+            fail "sweep on a terminal, a replay that fails: the progress line naming it is gone: $(cat -A "$work/sweep-tty.err")"
+        [ -z "$(tail -n 1 "$work/sweep-tty.err" | tr -d '\r')" ] &&
+            fail "sweep on a terminal, a replay that fails: an empty last line: $(cat -A "$work/sweep-tty.err")"
+    fi
 fi
 for k in 000 001 002; do
     json_ok "$work/sweep/run-$k.json" || fail "sweep: run-$k.json is not valid JSON"
