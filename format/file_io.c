@@ -155,6 +155,10 @@ int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err)
         o->in_place = 1;
         return 0;
     }
+    /* A folder of that name would refuse the rename at the end, after the work: refused now. */
+    struct stat target;
+    if (stat(path, &target) == 0 && S_ISDIR(target.st_mode))
+        return out_fail(o, err, EISDIR, "");
     if (snprintf(o->tmp, sizeof o->tmp, "%s.partial.XXXXXX", path) >= (int)sizeof o->tmp) {
         o->tmp[0] = 0;
         return out_fail(o, err, ENAMETOOLONG, "");

@@ -69,8 +69,9 @@ int mt_out_special(const char *path);
 
 /* Creates the temporary with the mode a new file gets (0666 & ~umask; an existing regular target's
  * permissions are kept, as fopen "w" would); a special target (mt_out_special) is opened to be
- * written in place instead, and its commit only flushes and closes it. 0, or a negative errno with
- * "PATH: cannot write: why" in err (if any); nothing is left behind then. */
+ * written in place instead, and its commit only flushes and closes it. A folder is refused
+ * (-EISDIR). 0, or a negative errno with "PATH: cannot write: why" in err (if any); nothing is left
+ * behind then. */
 int mt_out_open(mt_out_t *o, const char *path, mt_error_t *err);
 /* Flushes, syncs and closes the temporary and renames it over the target. 0, or a negative errno
  * with the message in err; on failure the temporary is removed and the target is untouched. */

@@ -255,22 +255,28 @@ for opt in --folded --flamegraph --callsites-csv; do
 done
 # ---- an output in a missing folder: said before any trace is read ----
 # On this trace without stacks a report that read it first would complain of the stacks instead.
-# missing_out NAME FILE CMD...: exit 1, FILE named, nothing on stdout.
+# missing_out NAME NEEDLE CMD...: exit 1, NEEDLE on stderr, nothing on stdout.
 missing_out() {
-    local name=$1 file=$2
+    local name=$1 needle=$2
     shift 2
     "$@" >"$work/out" 2>"$work/err"
     local rc=$?
     [ $rc = 1 ] || fail "$name: exit $rc, expected 1"
-    grep -q -- "$file: cannot write" "$work/err" || fail "$name: $(cat "$work/err")"
+    grep -q -- "$needle" "$work/err" || fail "$name: $(cat "$work/err")"
     [ -s "$work/out" ] && fail "$name: wrote on stdout: $(head -n 3 "$work/out")"
 }
 for opt in --folded --flamegraph --callsites-csv --html; do
-    missing_out "report $opt MISSING/x" "missing/x" "$mtrace" report "$t" $opt "$work/missing/x"
+    missing_out "report $opt MISSING/x" "missing/x: cannot write" "$mtrace" report "$t" $opt "$work/missing/x"
 done
-missing_out "report T T --folded MISSING/x" "missing/x" "$mtrace" report "$t" "$t" --folded "$work/missing/x"
-missing_out "diff --html MISSING/x" "missing/x" "$mtrace" diff "$t" "$t" --html "$work/missing/x"
-missing_out "plot -o MISSING/x.png" "missing/x.png" "$mtrace" plot -o "$work/missing/x.png" "$t"
+missing_out "report T T --folded MISSING/x" "missing/x: cannot write" "$mtrace" report "$t" "$t" --folded "$work/missing/x"
+missing_out "diff --html MISSING/x" "missing/x: cannot write" "$mtrace" diff "$t" "$t" --html "$work/missing/x"
+missing_out "plot -o MISSING/x.png" "missing/x.png: cannot write" "$mtrace" plot -o "$work/missing/x.png" "$t"
+# a folder where the output goes: refused as it is tried, not at the rename after the work
+mkdir "$work/folder.png"
+for opt in --folded --html; do
+    missing_out "report $opt FOLDER" "folder.png: cannot write: Is a directory" "$mtrace" report "$t" $opt "$work/folder.png"
+done
+missing_out "plot -o FOLDER" "folder.png: cannot write: Is a directory" "$mtrace" plot -o "$work/folder.png" "$t"
 # the trace's header says so before a pass over it: the same trace damaged past its header gives
 # the missing stacks, not the damage a pass would meet first
 cp "$t" "$work/damaged.mtr"
