@@ -110,32 +110,48 @@ static void row_name(const mt_jval_t *r, char *out, size_t cap)
 }
 
 /* Results of one row: the same allocator, settings and tunables (row_name), replayed from the same
- * workload in the same way. */
-static void row_key(const mt_jval_t *r, char *out, size_t cap)
+ * workload (any workload with MT_COMPARE_RECORDINGS) in the same way. */
+static void row_key(const mt_jval_t *r, unsigned flags, char *out, size_t cap)
 {
     char name[512];
     row_name(r, name, sizeof name);
-    snprintf(out, cap, "%s\x1f%s\x1f%s\x1f%s", name, mt_json_str_at(r, "workload", ""), mt_json_str_at(r, "timing", ""),
+    snprintf(out, cap, "%s\x1f%s\x1f%s\x1f%s", name,
+             flags & MT_COMPARE_RECORDINGS ? "" : mt_json_str_at(r, "workload", ""), mt_json_str_at(r, "timing", ""),
              mt_json_str_at(r, "touch", ""));
+}
+
+/* The distinct workloads among a row's results: the recordings its runs come from. */
+static int row_recordings(const mt_jval_t *const *r, const int *members, int n)
+{
+    int distinct = 0;
+    for (int m = 0; m < n; m++) {
+        const char *w = mt_json_str_at(r[members[m]], "workload", "");
+        int seen = 0;
+        for (int k = 0; k < m && !seen; k++)
+            seen = !strcmp(w, mt_json_str_at(r[members[k]], "workload", ""));
+        distinct += !seen;
+    }
+    return distinct;
 }
 
 typedef struct row {
     int first;             /* its first result */
     int n;                 /* its results (runs) */
     int *members;          /* their indexes, n of them */
+    int recordings;        /* the distinct workloads they replayed (row_recordings) */
     mt_spread_t fig[NCOL]; /* per column: median and spread over the runs, scaled as shown */
 } row_t;
 
 /* Groups the results into rows in the order of their first result. Returns the number of rows. */
-static int group_rows(mt_jval_t *const *r, int n, row_t *rows, int *members)
+static int group_rows(mt_jval_t *const *r, int n, unsigned flags, row_t *rows, int *members)
 {
     int nrows = 0, used = 0;
     char ki[2048], kj[2048];
     for (int i = 0; i < n; i++) {
-        row_key(r[i], ki, sizeof ki);
+        row_key(r[i], flags, ki, sizeof ki);
         int k = 0;
         for (; k < nrows; k++) {
-            row_key(r[rows[k].first], kj, sizeof kj);
+            row_key(r[rows[k].first], flags, kj, sizeof kj);
             if (!strcmp(ki, kj))
                 break;
         }
@@ -149,9 +165,9 @@ static int group_rows(mt_jval_t *const *r, int n, row_t *rows, int *members)
         rows[k].n = 0;
     }
     for (int i = 0; i < n; i++) {
-        row_key(r[i], ki, sizeof ki);
+        row_key(r[i], flags, ki, sizeof ki);
         for (int k = 0; k < nrows; k++) {
-            row_key(r[rows[k].first], kj, sizeof kj);
+            row_key(r[rows[k].first], flags, kj, sizeof kj);
             if (!strcmp(ki, kj)) {
                 rows[k].members[rows[k].n++] = i;
                 break;
@@ -181,7 +197,7 @@ static void put_csv(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
         const char *k = columns[spread_cols[s]].key;
         fprintf(f, ",%s_min,%s_q1,%s_q3,%s_max", k, k, k, k);
     }
-    fprintf(f, ",time_verdict,memory_verdict,noise_measured\n");
+    fprintf(f, ",time_verdict,memory_verdict,noise_measured,recordings\n");
     for (int i = 0; i < nrows; i++) {
         const row_t *w = &rows[i];
         row_name(r[w->first], name, sizeof name);
@@ -194,11 +210,11 @@ static void put_csv(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
             fprintf(f, ",%.6g,%.6g,%.6g,%.6g", sp->min, sp->q1, sp->q3, sp->max);
         }
         if (i == 0)
-            fprintf(f, ",baseline,baseline,%d\n", w->n >= 2);
+            fprintf(f, ",baseline,baseline,%d,%d\n", w->n >= 2, w->recordings);
         else
-            fprintf(f, ",%s,%s,%d\n", mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])),
+            fprintf(f, ",%s,%s,%d,%d\n", mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])),
                     mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])),
-                    mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]));
+                    mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]), w->recordings);
     }
 }
 
@@ -261,6 +277,7 @@ static void put_json(FILE *f, mt_jval_t *const *r, const char *const *paths, con
             mt_json_str(&j, paths[w->members[m]], strlen(paths[w->members[m]]));
         mt_json_end_array(&j);
         mt_json_kv_u64(&j, "runs", (uint64_t)w->n);
+        mt_json_kv_u64(&j, "recordings", (uint64_t)w->recordings);
         for (size_t c = 0; c < NCOL; c++) {
             mt_json_kv_double(&j, columns[c].key, w->fig[c].median);
             if (columns[c].change) {
@@ -318,6 +335,14 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
                        : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
                                          &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
     }
+    int most = 0;
+    for (int i = 0; i < nrows; i++)
+        most = rows[i].recordings > most ? rows[i].recordings : most;
+    if (most > 1)
+        fprintf(f,
+                "\nA row's runs come from up to %d recordings (--recordings): its spread holds the program's own\n"
+                "variation from one recording to the next.\n",
+                most);
     if (!repeated)
         return;
     fprintf(f, "\n%-28s %4s", "spread over the runs", "runs");
@@ -339,7 +364,7 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
     }
 }
 
-int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fmt, mt_error_t *err)
+int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fmt, unsigned flags, mt_error_t *err)
 {
     mt_jval_t **r = calloc((size_t)n + 1, sizeof *r);
     row_t *rows = calloc((size_t)n + 1, sizeof *rows);
@@ -355,8 +380,9 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
             rc = mt_replay_result_check(paths[i], r[i], err);
     if (rc)
         goto done;
-    /* Changes against the first result mean something only for one workload: say when it is not. */
-    for (int i = 1; i < n; i++) {
+    /* Changes against the first result mean something only for one workload, or for recordings of
+     * one program that the caller says these are: say when it is neither. */
+    for (int i = 1; i < n && !(flags & MT_COMPARE_RECORDINGS); i++) {
         const char *w0 = mt_json_str_at(r[0], "workload", ""), *wi = mt_json_str_at(r[i], "workload", "");
         char a[PATH_MAX], b[PATH_MAX];
         const int same = !strcmp(w0, wi) || (realpath(w0, a) && realpath(wi, b) && !strcmp(a, b));
@@ -368,9 +394,11 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
                     paths[i], mt_safe_str(si, sizeof si, wi), mt_safe_str(s0, sizeof s0, w0));
         }
     }
-    const int nrows = group_rows(r, n, rows, members);
-    for (int k = 0; k < nrows; k++)
+    const int nrows = group_rows(r, n, flags, rows, members);
+    for (int k = 0; k < nrows; k++) {
         row_figures(&rows[k], r, scratch);
+        rows[k].recordings = row_recordings((const mt_jval_t *const *)r, rows[k].members, rows[k].n);
+    }
     if (fmt == MT_TABLE_CSV)
         put_csv(f, r, rows, nrows);
     else if (fmt == MT_TABLE_JSON)

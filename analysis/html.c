@@ -387,7 +387,7 @@ int mt_report_html(const mt_report_t *r, const char *out, const char *const *res
     if (nresults) {
         fprintf(f, "<h2>Replays</h2>\n");
         /* checked above (check_results): only a result changed since, or memory short, fails it */
-        if ((rc = mt_compare_print(f, results, nresults, MT_TABLE_HTML, err)) < 0) {
+        if ((rc = mt_compare_print(f, results, nresults, MT_TABLE_HTML, 0, err)) < 0) {
             mt_out_abort(&page);
             goto cleanup;
         }

@@ -227,7 +227,7 @@ static int cmd_replay(int argc, char **argv)
         for (int i = 0; i < n; i++)
             paths[i] = results[i];
         printf("\n");
-        if (mt_compare_print(stdout, paths, n, MT_TABLE_TEXT, &err) < 0)
+        if (mt_compare_print(stdout, paths, n, MT_TABLE_TEXT, 0, &err) < 0)
             rc = mt_fail(&err);
     }
     if (!o.json)
@@ -243,10 +243,12 @@ static int cmd_compare(int argc, char **argv)
     static const struct option opts[] = {
         { "csv", no_argument, 0, 'c' },
         { "json", no_argument, 0, 'j' },
+        { "recordings", no_argument, 0, 'r' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     mt_table_fmt_t fmt = MT_TABLE_TEXT;
+    unsigned flags = 0;
     int c;
     optind = 0; /* afresh: see mt_getopt */
     while ((c = mt_getopt("mtrace compare", argc, argv, "h", opts)) != -1) {
@@ -256,6 +258,9 @@ static int cmd_compare(int argc, char **argv)
             break;
         case 'j':
             fmt = MT_TABLE_JSON;
+            break;
+        case 'r':
+            flags |= MT_COMPARE_RECORDINGS;
             break;
         case 'h':
             return mt_help_print("compare");
@@ -270,7 +275,7 @@ static int cmd_compare(int argc, char **argv)
     }
     const char *const *paths = (const char *const *)argv + optind;
     mt_error_t err;
-    return mt_compare_print(stdout, paths, n, fmt, &err) < 0 ? mt_fail(&err) : 0;
+    return mt_compare_print(stdout, paths, n, fmt, flags, &err) < 0 ? mt_fail(&err) : 0;
 }
 
 /* ---- mtrace report ------------------------------------------------------------------------------ */

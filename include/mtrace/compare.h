@@ -13,10 +13,16 @@ extern "C" {
 /* MT_TABLE_HTML: the text table's rows and cells as an HTML <table> (for report --html). */
 typedef enum { MT_TABLE_TEXT, MT_TABLE_CSV, MT_TABLE_JSON, MT_TABLE_HTML } mt_table_fmt_t;
 
+/* mt_compare_print's flags. RECORDINGS: results of different workloads, recordings of one program,
+ * are runs of one row when their allocator, settings, timing and touch agree: a row's spread then
+ * holds the program's own variation from one recording to the next, and no warning is given. */
+#define MT_COMPARE_RECORDINGS 1u
+
 /* Loads the result files (mtrace-sim --json) and prints the table. 0, or a negative errno on bad
  * input, before anything is printed, with the message in err naming the file and offset. Results
- * of different workloads are compared all the same, with a warning on stderr. */
-int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t fmt, mt_error_t *err);
+ * of different workloads are compared all the same, with a warning on stderr (unless flags has
+ * MT_COMPARE_RECORDINGS). */
+int mt_compare_print(FILE *f, const char *const *results, int n, mt_table_fmt_t fmt, unsigned flags, mt_error_t *err);
 
 /* Checks that `r`, loaded from `path`, is a replay result whose figures (wall and CPU time, RSS,
  * cycles) are numbers, finite and not negative where present: a damaged or hand-edited file is

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *const paths[2] = { path, path };
     /* a file that is not a replay result is said in err, not printed */
     for (int fmt = MT_TABLE_TEXT; fmt <= MT_TABLE_JSON; fmt++)
-        mt_compare_print(null, paths, 2, (mt_table_fmt_t)fmt, &err);
+        mt_compare_print(null, paths, 2, (mt_table_fmt_t)fmt, 0, &err);
     fclose(null);
     return 0;
 }

@@ -97,6 +97,24 @@ for f in neg:wall_us str:avg_cycles.malloc inf:max_rss_kb grp:p99_cycles; do
     [ -e "$work/bad.png" ] && fail "plot --kind compare with $name.json wrote a plot"
 done
 
+# ---- compare --recordings: results of one allocator and settings from other workloads (recordings
+# of one program) are runs of one row, with no warning ----
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["workload"] = "/elsewhere/again.wl"; json.dump(d, open(sys.argv[2], "w"))' \
+    "$work/a.json" "$work/again.json"
+t 60 "$mtrace" compare --recordings --json "$work/a.json" "$work/again.json" "$work/b.json" >"$work/rec.json" \
+    2>"$work/err" || fail "compare --recordings: exit $?: $(cat "$work/err")"
+[ -s "$work/err" ] && fail "compare --recordings: said: $(cat "$work/err")"
+python3 - "$work/rec.json" <<'PY' || fail "compare --recordings: rows: $(cat "$work/rec.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [(r["runs"], r["recordings"]) for r in rows] == [(2, 2), (1, 1)], rows
+PY
+t 60 "$mtrace" compare "$work/a.json" "$work/again.json" >"$work/out" 2>"$work/err" || fail "compare a again: exit $?"
+grep -q 'different workloads' "$work/err" || fail "compare a again (no --recordings): no warning: $(cat "$work/err")"
+t 60 "$mtrace" compare --recordings "$work/a.json" "$work/again.json" >"$work/out" 2>"$work/err" ||
+    fail "compare --recordings (text): exit $?"
+grep -q 'up to 2 recordings' "$work/out" || fail "compare --recordings (text): no word of the recordings: $(cat "$work/out")"
+
 # ---- compare: CSV ----
 t 60 "$mtrace" compare --csv "$work/a.json" "$work/b.json" "$work/c.json" >"$work/table.csv" ||
     fail "compare --csv: exit $?"
