@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
@@ -221,7 +222,9 @@ static void progress_start(progress_t *pg)
     pg->tty = isatty(STDERR_FILENO);
     pg->open = 0;
     FILE *f = pg->tty ? tmpfile() : NULL;
-    pg->capture = f ? dup(fileno(f)) : -1;
+    /* close-on-exec: a replay gets it as its stderr (dup2 clears the flag there), not as one more
+     * descriptor beside it */
+    pg->capture = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, STDERR_FILENO + 1) : -1;
     if (f)
         fclose(f);
 }
