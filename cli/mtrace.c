@@ -27,6 +27,7 @@
 #include "mtrace/trace_reader.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "mtrace/workload_format.h"
 #include "trace_list.h"
 #include "help_text.h"
 #include "convert_cli.h"
@@ -610,6 +611,15 @@ static int cmd_report(int argc, char **argv)
     mt_trace_list_free(&traces);
     /* Replay results go on the HTML page only. */
     const int nresults = argc - optind;
+    for (int i = optind; i < argc; i++) {
+        if (mt_file_has_magic(argv[i], MT_WL_MAGIC, sizeof MT_WL_MAGIC - 1)) {
+            fprintf(stderr,
+                    "mtrace report: %s is a workload, not a trace or a replay result (mtrace replay --json "
+                    "writes those)\n",
+                    argv[i]);
+            return mt_help_usage_error("report");
+        }
+    }
     if (nresults && (!a.html || nresults > 64)) {
         fprintf(stderr, "mtrace report: %s\n",
                 a.html ? "at most 64 replay results" : "replay results go with --html only");

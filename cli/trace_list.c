@@ -43,18 +43,23 @@ static int trace_list_add(mt_trace_list_t *l, const char *path)
     return 0;
 }
 
-/* Whether the file at path starts with a trace's magic (raw or packed). */
-static int is_trace_file(const char *path)
+int mt_file_has_magic(const char *path, const char *magic, size_t len)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return 0;
     struct stat st;
-    uint8_t m[MT_TRACE_MAGIC_LEN];
-    const int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, m, sizeof m, 0) == (ssize_t)sizeof m &&
-                   !memcmp(m, MT_TRACE_MAGIC, sizeof m);
+    uint8_t m[16];
+    const int ok = len <= sizeof m && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                   pread(fd, m, len, 0) == (ssize_t)len && !memcmp(m, magic, len);
     close(fd);
     return ok;
+}
+
+/* Whether the file at path starts with a trace's magic (raw or packed). */
+static int is_trace_file(const char *path)
+{
+    return mt_file_has_magic(path, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN);
 }
 
 static int name_order(const struct dirent **a, const struct dirent **b)

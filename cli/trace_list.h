@@ -15,5 +15,7 @@ typedef struct mt_trace_list {
  * with a message on stderr that starts with `cmd`. */
 int mt_collect_traces(const char *cmd, int argc, char **argv, int *optind_, mt_trace_list_t *more);
 void mt_trace_list_free(mt_trace_list_t *l);
+/* Whether the regular file at path starts with the len bytes of magic (at most 16). */
+int mt_file_has_magic(const char *path, const char *magic, size_t len);
 
 #endif

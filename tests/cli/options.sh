@@ -186,6 +186,8 @@ python3 -m json.tool "$work/info.json" >/dev/null 2>&1 || fail "info TRACE --jso
 "$t2w" "$t" --output="$work/b.wl" -q 2>"$work/err" || fail "trace2wl --output=WL: $(cat "$work/err")"
 cmp -s "$work/a.wl" "$work/b.wl" || fail "convert and trace2wl (-o before, --output= after) gave different workloads"
 "$mtrace" dump -- "$work/a.wl" >/dev/null 2>"$work/err" || fail "dump -- WL: $(cat "$work/err")"
+# a workload after the trace is neither a trace nor a replay result: said as such, not as a result
+usage_error "report TRACE WORKLOAD" "mtrace report:" "a.wl is a workload" -- "$mtrace" report "$t" "$work/a.wl"
 
 # a replay under ASan: the blocks a workload never frees are not leaks to report
 sim_replay() { ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:allocator_may_return_null=1 "$sim" "$@"; }
