@@ -117,6 +117,17 @@ static inline uint64_t pages_at_end(mt_thread_t *t, uint64_t now, const void *p)
     return now;
 }
 
+/* Before realloc's real call on glibc block p: its page evidence, when it is large, at a fresh read.
+ * The call's record takes its time after the real call, as every call that makes a block does. */
+static inline void pages_before_end(mt_thread_t *t, const void *p)
+{
+    if (MT_UNLIKELY(p && mt_g.glibc)) {
+        const size_t h = mt_glibc_chunk_word(p);
+        if (MT_UNLIKELY(mt_pages_wanted(h)))
+            mt_pages_event(mt_now_fresh(t), p, mt_glibc_usable(h), MT_PAGES_AT_END, 0);
+    }
+}
+
 /* Passes "the call moved the heap top" to mt_rec_block_slow in its op argument, above the first byte. */
 #define REC_MOVED 0x100u
 
