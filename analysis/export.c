@@ -19,6 +19,7 @@
 #include "mtrace/ptr_map.h"
 #include "mtrace/symbolize.h"
 #include "mtrace/file_io.h"
+#include "causal.h"
 #include "strset.h"
 
 const char *const mt_export_table_names[MT_EXPORT_NTABLES] = {
@@ -132,6 +133,7 @@ typedef struct exporter {
     mt_module_def_t *modules; /* names copied: the event payloads live in cursor buffers */
     size_t nmodules, capmodules;
     uint64_t seq; /* records merged so far, events included */
+    int stale;    /* the call being exported returns an address a block holds (export_apply) */
     mt_out_t out[MT_EXPORT_NTABLES];
     char path[MT_EXPORT_NTABLES][4096]; /* each table's target: out[k].path points here */
     mt_export_stats_t st;
@@ -269,8 +271,9 @@ static int export_call(exporter_t *x, uint32_t ti, const mt_record_t *r)
             th->last_alloc = 0;
     }
     if (allocates && !failed) {
-        /* An address handed out again while its block is live: a free the trace does not hold. */
-        const int had = block_take(x, r->result, &replaced);
+        /* An address handed out again while its block is live: a free the trace does not hold
+         * (export_apply looked: x->stale). */
+        const int had = x->stale ? block_take(x, r->result, &replaced) : 0;
         if (had < 0)
             return had;
         if (had) {
@@ -688,18 +691,49 @@ static int exporter_init(exporter_t *x, mt_error_t *err)
     return 0;
 }
 
-/* Merges the threads in time order, ties by thread index (mtrace report's order, so that seq is its
- * step count). 0 at the end, 1 when a thread's records are damaged (err says where: every record
- * before it was exported), negative on failure. */
-static int export_pass(exporter_t *x, mt_error_t *err)
+/* Exports a record in causal.h's order (mt_causal_apply_fn): a call that returns an address a
+ * block still holds, or ends one no block holds while another thread waits, waits instead. seq
+ * counts the records exported, in that order (mtrace report's). */
+static int export_apply(void *ctx, uint32_t ti, const mt_record_t *r, unsigned flags)
+{
+    exporter_t *x = ctx;
+    x->stale = 0;
+    if (r->op <= MT_OP_LAST_CALL) {
+        const uint64_t ends = mt_record_ends(r);
+        if (mt_op_allocates(r->op) && !(r->flags & MT_FLAG_NULL) && r->result != ends &&
+            mt_ptr_map_find(&x->live, r->result)) {
+            if (!(flags & MT_CAUSAL_FORCE))
+                return MT_CAUSAL_WAIT_LIVE;
+            x->stale = 1;
+        }
+        if ((flags & MT_CAUSAL_OTHERS_WAIT) && !(flags & MT_CAUSAL_FORCE) && ends && !mt_ptr_map_find(&x->live, ends))
+            return MT_CAUSAL_WAIT_UNKNOWN;
+    }
+    x->seq++;
+    return export_record(x, ti, r);
+}
+
+/* The next merged record through causal.h, applied here when nothing waits. */
+static inline int export_feed(exporter_t *x, mt_causal_t *cz, uint32_t ti, const mt_record_t *r)
+{
+    if (!mt_causal_direct(cz, ti, r))
+        return mt_causal_feed(cz, ti, r);
+    const int rc = export_apply(x, ti, r, mt_causal_direct_flags(cz));
+    return rc > 0 ? mt_causal_applied(cz, ti, r, rc) : rc;
+}
+
+/* Merges the threads in time order, ties by thread index (mtrace report's order), through causal.h.
+ * 0 at the end, 1 when a thread's records are damaged (err says where: every record before it was
+ * exported), negative on failure. */
+static int export_pass(exporter_t *x, mt_causal_t *cz, mt_error_t *err)
 {
     while (x->heap.n) {
         const uint32_t i = mt_merge_pop(&x->heap);
-        x->seq++;
-        int rc = export_record(x, i, &x->th[i].head);
+        int rc = export_feed(x, cz, i, &x->th[i].head);
         if (rc < 0)
             return rc;
-        /* The payload of the head points into the cursor's buffer, used above before it moves on. */
+        /* The payload of the head points into the cursor's buffer, used (or copied) above before it
+         * moves on. */
         rc = mt_thread_cursor_next(&x->th[i].cur, &x->th[i].head, err);
         if (rc < 0)
             return 1;
@@ -712,7 +746,7 @@ static int export_pass(exporter_t *x, mt_error_t *err)
 
 /* export_pass with `jobs` threads (2 or more) reading: the ordered reader's batches, in the same order
  * and with the same damage as the serial merge. */
-static int export_pass_jobs(exporter_t *x, unsigned jobs, mt_error_t *err)
+static int export_pass_jobs(exporter_t *x, mt_causal_t *cz, unsigned jobs, mt_error_t *err)
 {
     mt_ordered_t *m;
     int rc = mt_ordered_open(&m, x->trace, jobs, err);
@@ -723,10 +757,8 @@ static int export_pass_jobs(exporter_t *x, unsigned jobs, mt_error_t *err)
     size_t n;
     int failed = 0; /* export_record's error */
     while (!failed && (rc = mt_ordered_batch(m, &rec, &thread, &n, err)) > 0)
-        for (size_t k = 0; k < n && !failed; k++) {
-            x->seq++;
-            failed = export_record(x, thread[k], &rec[k]);
-        }
+        for (size_t k = 0; k < n && !failed; k++)
+            failed = export_feed(x, cz, thread[k], &rec[k]);
     mt_ordered_close(m);
     return failed < 0 ? failed : rc < 0 ? 1 : 0; /* the reader's error: damage, err says where */
 }
@@ -768,10 +800,21 @@ int mt_export_trace(const char *path, const mt_export_opts_t *o, mt_export_stats
     }
     int damaged = 0;
     char stopped[sizeof err->msg] = "";
-    if ((rc = open_outputs(&x, o->dir, err)) == 0 && o->jobs > 1)
-        rc = exporter_tables(&x, err) < 0 ? -ENOMEM : export_pass_jobs(&x, o->jobs, err);
+    mt_causal_t cz = { 0 };
+    if ((rc = open_outputs(&x, o->dir, err)) == 0 &&
+        (rc = mt_causal_init(&cz, (uint32_t)mt_trace_thread_count(x.trace), mt_causal_window(x.trace), export_apply,
+                             &x)) < 0)
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+    else if (rc == 0 && o->jobs > 1)
+        rc = exporter_tables(&x, err) < 0 ? -ENOMEM : export_pass_jobs(&x, &cz, o->jobs, err);
     else if (rc == 0 && (rc = exporter_init(&x, err)) == 0)
-        rc = export_pass(&x, err);
+        rc = export_pass(&x, &cz, err);
+    /* at the end, or at damage: the records that waited go too (every record before it is exported) */
+    if (rc >= 0 && cz.t && mt_causal_finish(&cz) < 0) {
+        rc = -ENOMEM;
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", path);
+    }
+    mt_causal_fini(&cz);
     if (rc == 1) {
         damaged = 1;
         snprintf(stopped, sizeof stopped, "%s", err->msg);

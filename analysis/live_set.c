@@ -142,6 +142,14 @@ int mt_live_remove(mt_live_set_t *s, uint64_t addr, mt_live_block_t *out)
     return 0;
 }
 
+int mt_live_has(const mt_live_set_t *s, uint64_t addr)
+{
+    for (uint64_t i = home(s, addr); addr && s->table[i]; i = (i + 1) & (s->cap - 1))
+        if (s->slot[s->table[i] - 1].addr == addr)
+            return 1;
+    return 0;
+}
+
 int mt_live_slot(const mt_live_set_t *s, uint64_t i, mt_live_block_t *out)
 {
     const mt_live_slot_t *x = &s->slot[i];

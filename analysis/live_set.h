@@ -36,6 +36,8 @@ void mt_live_fini(mt_live_set_t *s);
 int mt_live_add(mt_live_set_t *s, const mt_live_block_t *b);
 /* Removes the block at addr into *out: 1, or 0 when none is live there. */
 int mt_live_remove(mt_live_set_t *s, uint64_t addr, mt_live_block_t *out);
+/* 1 if a block is live at addr, else 0. */
+int mt_live_has(const mt_live_set_t *s, uint64_t addr);
 /* Slot i (below nslots) into *out: 1 if it holds a live block, else 0. */
 int mt_live_slot(const mt_live_set_t *s, uint64_t i, mt_live_block_t *out);
 

@@ -17,6 +17,7 @@
 #include "mtrace/suppress.h"
 #include "mtrace/symbolize.h"
 #include "mtrace/file_io.h"
+#include "causal.h"
 #include "live_set.h"
 #include "strset.h"
 #include "mtrace/vmap.h"
@@ -289,7 +290,7 @@ typedef struct call_points {
     uint64_t step, count;
 } call_points_t;
 
-static int call_point(call_points_t *c, double t, uint64_t live)
+static inline __attribute__((always_inline)) int call_point(call_points_t *c, double t, uint64_t live)
 {
     if (!c->v && !(c->v = malloc((CALL_POINTS_MAX + 1) * sizeof *c->v)))
         return -ENOMEM;
@@ -765,8 +766,11 @@ typedef struct build {
     mt_report_t *rep;
     priv_t *pv;
     pass_t p;
+    mt_trace_t *trace;
     trace_clock_t clk;
-    uint64_t peak_step, first_time, last_time;
+    uint64_t applied;   /* records applied so far, in causal.h's order */
+    uint64_t peak_step; /* records applied when the peak was reached */
+    uint64_t first_time, last_time;
     unsigned last_op; /* of the latest record */
     size_t series_cap;
     call_points_t cpoints;
@@ -826,8 +830,8 @@ static int report_open(mt_report_t *rep, priv_t *pv, const char *path, const mt_
 }
 
 /* A call of thread ti in the first pass: the counts, the block it ended, the block it made, the
- * live peak. 0, or -ENOMEM. */
-static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
+ * live peak; `stale`: a block lives at the address it returns (first_apply looked). 0, or -ENOMEM. */
+static inline __attribute__((always_inline)) int count_call(build_t *bs, uint32_t ti, const mt_record_t *r, int stale)
 {
     mt_report_t *rep = bs->rep;
     pass_t *p = &bs->p;
@@ -904,8 +908,8 @@ static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
         st->added = add_bytes(st->added, grown);
         st->shrunk = add_bytes(st->shrunk, shrunk);
     }
-    block_t stale;
-    if (block_remove(p, r->result, &stale) < 0) /* an address given again while we think it live */
+    block_t old;
+    if (stale && block_remove(p, r->result, &old) < 0) /* given again while we think it live: forced */
         return -ENOMEM;
     const block_t b = { .size = req, .time = r->time, .stack = st ? r->stack : 0 };
     if (block_add(p, r->result, &b) < 0)
@@ -917,41 +921,87 @@ static int count_call(build_t *bs, uint32_t ti, const mt_record_t *r)
         rep->peak_live_bytes = p->live.bytes;
         rep->peak_live_blocks = p->live.n;
         rep->peak_time_s = seconds(&bs->clk, r->time);
-        bs->peak_step = p->steps;
+        bs->peak_step = bs->applied;
     }
     return 0;
 }
 
-/* The first pass over every record: the events (RSS samples, the program's mappings, stacks,
- * modules) and the calls. rc of the pass. */
+/* Whether call r of a pass must wait (causal.h): MT_CAUSAL_WAIT_LIVE when it returns an address a
+ * block still holds (not the one it ends itself), MT_CAUSAL_WAIT_UNKNOWN when it ends one no block
+ * holds while another thread waits; 0 when it is applied, *stale then 1 if it returns a live address
+ * (forced). The first test is the one probe of the map that applying an allocation needs anyway. */
+static inline __attribute__((always_inline)) int call_waits(const pass_t *p, const mt_record_t *r, unsigned flags,
+                                                            int *stale)
+{
+    *stale = 0;
+    if (r->op > MT_OP_LAST_CALL)
+        return 0;
+    if (mt_op_allocates(r->op) && !(r->flags & MT_FLAG_NULL) && mt_live_has(&p->live, r->result) &&
+        r->result != mt_record_ends(r)) {
+        if (!(flags & MT_CAUSAL_FORCE))
+            return MT_CAUSAL_WAIT_LIVE;
+        *stale = 1;
+    }
+    if (__builtin_expect((flags & (MT_CAUSAL_OTHERS_WAIT | MT_CAUSAL_FORCE)) == MT_CAUSAL_OTHERS_WAIT, 0)) {
+        const uint64_t ends = mt_record_ends(r);
+        if (ends && !mt_live_has(&p->live, ends))
+            return MT_CAUSAL_WAIT_UNKNOWN;
+    }
+    return 0;
+}
+
+/* Applies one record of the first pass (mt_causal_apply_fn): the events (RSS samples, the program's
+ * mappings, stacks, modules) and the calls, or says what the call waits for (call_waits). */
+static inline __attribute__((always_inline)) int first_apply(void *ctx, uint32_t ti, const mt_record_t *r,
+                                                             unsigned flags)
+{
+    build_t *bs = ctx;
+    mt_report_t *rep = bs->rep;
+    int stale;
+    int rc = call_waits(&bs->p, r, flags, &stale);
+    if (rc)
+        return rc;
+    bs->applied++;
+    bs->last_op = r->op;
+    if (r->op == MT_EV_RSS && r->nargs >= 2) {
+        mt_trace_note_rss(bs->trace, r);
+        clock_update(&bs->clk, bs->trace);
+        if ((rc = add_point(rep, &bs->series_cap, seconds(&bs->clk, r->time), bs->p.live.bytes,
+                            (uint64_t)r->arg[1] * bs->page_kb, (uint64_t)r->arg[0] * bs->page_kb)) < 0)
+            return rc;
+        note_anon_sample(&rep->own, &bs->own, r, bs->page_kb, bs->p.live.bytes);
+    }
+    if (r->op == MT_EV_VM && (rc = note_vm_event(&rep->own, &bs->own, &bs->own_cuts, &bs->own_cap, r)) < 0)
+        return rc;
+    if (r->op <= MT_OP_LAST_CALL && (rc = call_point(&bs->cpoints, seconds(&bs->clk, r->time), bs->p.live.bytes)) < 0)
+        return rc;
+    if (r->op == MT_EV_STACK && (rc = note_stack_event(bs->pv, r)) < 0)
+        return rc;
+    if (r->op == MT_EV_MODULE && (rc = note_module_event(bs->pv, r)) < 0)
+        return rc;
+    if (r->op <= MT_OP_LAST_CALL && (rc = count_call(bs, ti, r, stale)) < 0)
+        return rc;
+    return 0;
+}
+
+/* The first pass over every record, in time order as causal.h applies it. rc of the pass. */
 static int first_pass(build_t *bs, mt_trace_t *t, mt_error_t *err)
 {
     mt_report_t *rep = bs->rep;
     uint32_t ti;
     const mt_record_t *r;
-    int rc;
-    while ((rc = pass_next(&bs->p, &ti, &r, err)) > 0) {
-        bs->last_op = r->op;
-        if (r->op == MT_EV_RSS && r->nargs >= 2) {
-            mt_trace_note_rss(t, r);
-            clock_update(&bs->clk, t);
-            if ((rc = add_point(rep, &bs->series_cap, seconds(&bs->clk, r->time), bs->p.live.bytes,
-                                (uint64_t)r->arg[1] * bs->page_kb, (uint64_t)r->arg[0] * bs->page_kb)) < 0)
-                break;
-            note_anon_sample(&rep->own, &bs->own, r, bs->page_kb, bs->p.live.bytes);
-        }
-        if (r->op == MT_EV_VM && (rc = note_vm_event(&rep->own, &bs->own, &bs->own_cuts, &bs->own_cap, r)) < 0)
-            break;
-        if (r->op <= MT_OP_LAST_CALL &&
-            (rc = call_point(&bs->cpoints, seconds(&bs->clk, r->time), bs->p.live.bytes)) < 0)
-            break;
-        if (r->op == MT_EV_STACK && (rc = note_stack_event(bs->pv, r)) < 0)
-            break;
-        if (r->op == MT_EV_MODULE && (rc = note_module_event(bs->pv, r)) < 0)
-            break;
-        if (r->op <= MT_OP_LAST_CALL && (rc = count_call(bs, ti, r)) < 0)
-            break;
+    mt_causal_t cz;
+    bs->trace = t;
+    int rc = mt_causal_init(&cz, bs->p.n, mt_causal_window(t), first_apply, bs);
+    while (rc == 0 && (rc = pass_next(&bs->p, &ti, &r, err)) > 0) {
+        if (!mt_causal_direct(&cz, ti, r))
+            rc = mt_causal_feed(&cz, ti, r);
+        else if ((rc = first_apply(bs, ti, r, mt_causal_direct_flags(&cz))) > 0)
+            rc = mt_causal_applied(&cz, ti, r, rc);
     }
+    if (rc == 0)
+        rc = mt_causal_finish(&cz);
+    mt_causal_fini(&cz);
     /* Fewer than two RSS samples draw no curve: the live bytes at the records' times instead, up to
      * the last call's. */
     if (rc >= 0 && rep->nseries < 2 && bs->cpoints.n) {
@@ -986,43 +1036,73 @@ static void count_leaks(build_t *bs)
     }
 }
 
+/* The second pass, up to the peak: the live blocks then, with their stacks. */
+typedef struct peak_walk {
+    pass_t p;
+    uint64_t applied, until;
+} peak_walk_t;
+
+/* Applies a call of the second pass (mt_causal_apply_fn) in the first pass's order, up to the peak. */
+static int peak_apply(void *ctx, uint32_t ti, const mt_record_t *r, unsigned flags)
+{
+    (void)ti;
+    peak_walk_t *w = ctx;
+    if (w->applied == w->until)
+        return 0;
+    int stale;
+    const int rc = call_waits(&w->p, r, flags, &stale);
+    if (rc)
+        return rc;
+    w->applied++;
+    if (r->op > MT_OP_LAST_CALL)
+        return 0;
+    block_t b;
+    const uint64_t ends = mt_record_ends(r);
+    if (ends)
+        block_remove(&w->p, ends, &b);
+    if (mt_op_allocates(r->op) && !(r->flags & MT_FLAG_NULL)) {
+        if (stale)
+            block_remove(&w->p, r->result, &b);
+        const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
+        if (block_add(&w->p, r->result, &nb) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* The callsites' shares of the peak: walk again up to the peak and add up the live blocks. */
 static int peak_shares(build_t *bs, mt_trace_t *t, unsigned jobs, mt_error_t *err)
 {
-    pass_t p;
-    int rc = pass_init(&p, t, jobs, err);
+    peak_walk_t w = { .until = bs->peak_step };
+    int rc = pass_init(&w.p, t, jobs, err);
     if (rc < 0) {
-        pass_fini(&p); /* what it set up before it failed */
+        pass_fini(&w.p); /* what it set up before it failed */
         return rc;
     }
+    mt_causal_t cz;
+    rc = mt_causal_init(&cz, w.p.n, mt_causal_window(t), peak_apply, &w);
     uint32_t ti;
     const mt_record_t *r;
-    while (p.steps < bs->peak_step && (rc = pass_next(&p, &ti, &r, err)) > 0) {
-        if (r->op > MT_OP_LAST_CALL)
-            continue;
-        const int nul = (r->flags & MT_FLAG_NULL) != 0;
-        block_t b;
-        if (r->op == MT_OP_FREE ||
-            ((r->op == MT_OP_REALLOC || r->op == MT_OP_REALLOCARRAY) && r->ptr && (!nul || requested(r) == 0)))
-            block_remove(&p, r->ptr, &b);
-        if (mt_op_allocates(r->op) && !nul) {
-            block_remove(&p, r->result, &b);
-            const block_t nb = { .size = requested(r), .stack = (r->flags & MT_FLAG_STACK) ? r->stack : 0 };
-            if (block_add(&p, r->result, &nb) < 0) {
-                rc = -ENOMEM;
-                break;
-            }
-        }
+    while (rc == 0 && w.applied < w.until && (rc = pass_next(&w.p, &ti, &r, err)) > 0) {
+        if (!mt_causal_direct(&cz, ti, r))
+            rc = mt_causal_feed(&cz, ti, r);
+        else if ((rc = peak_apply(&w, ti, r, mt_causal_direct_flags(&cz))) > 0)
+            rc = mt_causal_applied(&cz, ti, r, rc);
     }
-    for (uint64_t i = 0; rc >= 0 && i < p.live.nslots; i++) {
+    if (rc == 0)
+        rc = mt_causal_finish(&cz);
+    mt_causal_fini(&cz);
+    for (uint64_t i = 0; rc >= 0 && i < w.p.live.nslots; i++) {
         block_t b;
-        if (!mt_live_slot(&p.live, i, &b))
+        if (!mt_live_slot(&w.p.live, i, &b))
             continue;
         stack_stat_t *st = b.stack ? stack_at(bs->pv, b.stack) : NULL;
         if (st)
             st->peak_bytes += b.size;
     }
-    pass_fini(&p);
+    pass_fini(&w.p);
+    if (rc == -ENOMEM)
+        snprintf(err->msg, sizeof err->msg, "%s: out of memory", mt_trace_path(t));
     return rc;
 }
 
