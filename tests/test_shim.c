@@ -476,6 +476,40 @@ START_TEST(clock_read_every_8_calls_while_one_thread)
 }
 END_TEST
 
+/* A call that returns a block is stamped when the real call returns (libmtrace/shim_alloc.c,
+ * "When"): under an allocator whose 50th malloc of 4321 bytes sleeps 5 ms first
+ * (tests/sim/sleepy_malloc.c), as a call waiting for the allocator's lock would, that malloc's
+ * record is 5 ms after the free before it. Stamped at entry it came right after it, and another
+ * thread's free of the block it got during the wait could come after it by time. Every call reads
+ * the clock (MTRACE_CLOCK_EVERY=1): a shared read would stamp the malloc with an earlier call's time. */
+START_TEST(block_calls_stamped_when_they_return)
+{
+    char *trace = path_in(g_dir, "sleepy.mtr"), preload[8400];
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s:%s", MT_SHIM_PATH, MT_SLEEPY_MALLOC_PATH);
+    run_result_t r;
+    run(&(run_opts_t){ .prog = "prog_slowmalloc", .trace = trace, .env = { preload, "MTRACE_CLOCK_EVERY=1" } }, &r);
+    assert_exit(&r, 0);
+    ck_assert_str_eq(r.err, "");
+    mt_trace_t *t = open_ok(trace);
+    rec_list_t all = { 0 }, calls = { 0 };
+    thread_records_stored(t, 0, &all);
+    calls_of(&all, &calls);
+    size_t k = 0, seen = 0;
+    for (; k < calls.n; k++)
+        if (calls.v[k].op == MT_OP_MALLOC && calls.v[k].size == 4321 && ++seen == 50)
+            break;
+    ck_assert_msg(seen == 50 && k > 0, "50 mallocs of 4321 bytes: %zu", seen);
+    ck_assert_uint_eq(calls.v[k - 1].op, MT_OP_FREE);
+    const double waited = (double)(calls.v[k].time - calls.v[k - 1].time) / mt_trace_ticks_per_sec(t);
+    ck_assert_msg(waited >= 0.004, "the sleeping malloc's record %.3f ms after the free before it", waited * 1e3);
+    rec_list_free(&all);
+    rec_list_free(&calls);
+    mt_trace_close(t);
+    run_result_free(&r);
+    free(trace);
+}
+END_TEST
+
 /* ---- (b) threads ------------------------------------------------------------------------------- */
 
 START_TEST(threads_lose_nothing)
@@ -1487,6 +1521,7 @@ static Suite *shim_suite(void)
     tc = tcase(s, "threads");
     tcase_add_test(tc, threads_lose_nothing);
     tcase_add_test(tc, clock_read_every_8_calls_while_one_thread);
+    tcase_add_test(tc, block_calls_stamped_when_they_return);
     tcase_add_test(tc, thread_create_names_the_new_thread);
     tcase_add_test(tc, heap_grew_marks_the_calls_that_moved_the_top);
     tcase_add_test(tc, exit_without_destructors_finishes_the_trace);
