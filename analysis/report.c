@@ -53,7 +53,6 @@ typedef struct pass {
     mt_merge_heap_t heap; /* threads by the time of their next record */
     uint64_t *key;
     mt_live_set_t live;
-    uint64_t steps;
     uint64_t last_any; /* heaptrack's temporaries: the latest allocation of any thread, 0 after a free */
     mt_record_t rec;   /* the record pass_next hands out (jobs 1) */
     int damage;        /* jobs 1: the damage met after the record handed out, handed out next */
@@ -179,7 +178,6 @@ static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, 
     const int rc = mt_thread_cursor_next(&p->t[i].cur, &p->t[i].head, &p->damage_err);
     if (rc < 0) { /* x came before the damage, in order: it is handed out, the damage next time */
         p->damage = rc;
-        p->steps++;
         return 1;
     }
     p->t[i].has_head = rc;
@@ -194,7 +192,6 @@ static int pass_next_serial(pass_t *p, uint32_t *thread, const mt_record_t **r, 
             p->first_data[i] = NULL;
         }
     }
-    p->steps++;
     return 1;
 }
 
@@ -211,7 +208,6 @@ static inline int pass_next(pass_t *p, uint32_t *thread, const mt_record_t **r, 
     }
     *thread = p->batch_thread[p->batch_pos];
     *r = &p->batch[p->batch_pos++];
-    p->steps++;
     return 1;
 }
 
