@@ -198,6 +198,9 @@ static void dump_record(const mt_record_t *r, uint32_t thread, double rate, uint
         mt_pages_prints_t pr;
         if (mt_pages_prints(r, &pr)) /* after `when`: pages printed, changed, zero */
             printf(" %" PRIu64 " %" PRIu64 " %" PRIu64, pr.sampled, pr.changed, pr.zero);
+        const int edge = mt_pages_edge_written(r);
+        if (edge >= 0) /* after `when`: whether an edge block's last bytes were written */
+            printf(" %d", edge);
         if (r->op >= MT_FIRST_EVENT && !r->nargs && r->len)
             printf(" (%u bytes)", r->len);
     }

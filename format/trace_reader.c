@@ -1068,6 +1068,18 @@ int mt_pages_prints(const mt_record_t *r, mt_pages_prints_t *out)
     return 1;
 }
 
+int mt_pages_edge_written(const mt_record_t *r)
+{
+    if (r->op != MT_EV_PAGES || !r->data)
+        return -1;
+    const uint8_t *q = r->data, *end = r->data + r->len;
+    uint64_t v[5];
+    for (unsigned k = 0; k < 5; k++)
+        if (mt_get_uvarint(&q, end, &v[k]) < 0)
+            return -1;
+    return (v[3] & MT_PAGES_EDGE) && v[4] <= 1 ? (int)v[4] : -1;
+}
+
 int mt_cursor_next(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
 {
     return cursor_next(c, r, err);

@@ -202,6 +202,9 @@ uint32_t mt_stack_table_id(uint64_t hash, uint32_t (*number)(void *), void *arg)
 /* Writes an MT_EV_PAGES event for block p of `usable` bytes: its resident whole pages (none without
  * asking the kernel when `fresh`: a chunk glibc has just mapped). */
 void mt_pages_event(uint64_t now, const void *p, size_t usable, unsigned when, int fresh);
+/* An edge block (mt_edge_wanted, chunk header word h) made; one about to end at time `now`. */
+void mt_edge_made(const void *p, size_t h);
+void mt_edge_ended(uint64_t now, const void *p);
 /* At the process's end: an event AT_EXIT for each large block still live (their pages were never
  * counted at an end). */
 void mt_pages_at_exit(void);
@@ -257,6 +260,20 @@ static inline size_t mt_glibc_usable(size_t h)
 static inline int mt_pages_wanted(size_t h)
 {
     return h >= MT_PAGES_MIN + 2 * sizeof(size_t) && mt_glibc_usable(h) >= MT_PAGES_MIN;
+}
+
+/* Whether a glibc block with chunk header word h is an edge block (trace_format.h, MT_PAGES_EDGE): a
+ * chunk of 4 KiB to 64 KiB, not mapped, whose size is a multiple of 4096 or 16 more (the mask keeps
+ * IS_MMAPPED and the size's bits 3 and 5 to 11). */
+static inline int mt_edge_wanted(size_t h)
+{
+    return (h & 0xfeau) == 0 && h - MT_PAGES_EDGE_PAGE < MT_PAGES_MIN - MT_PAGES_EDGE_PAGE + 8;
+}
+
+/* Whether such a block has evidence of either kind: the hot paths' test. */
+static inline int mt_evidence_wanted(size_t h)
+{
+    return MT_UNLIKELY(mt_pages_wanted(h)) || MT_UNLIKELY(mt_edge_wanted(h));
 }
 
 /* The end of the space for call records in a chunk that starts at c: the tail reserve (final

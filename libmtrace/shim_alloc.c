@@ -81,7 +81,7 @@ MT_EXPORT void free(void *ptr)
      * makes no call before its last jump and saves no register. A hot path implies glibc's malloc,
      * whose chunk header ptr has. */
     uint8_t *p = rec_begin_fast(t, now);
-    if (MT_UNLIKELY(!p || (ptr && mt_pages_wanted(mt_glibc_chunk_word(ptr))))) {
+    if (MT_UNLIKELY(!p || (ptr && mt_evidence_wanted(mt_glibc_chunk_word(ptr))))) {
         t->busy = 0; /* left as it was found: the general path enters again */
         free_slow(now, ptr);
         return;

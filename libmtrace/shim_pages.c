@@ -219,7 +219,7 @@ static uint64_t charged(uint64_t took, uint64_t pages)
 
 typedef struct live_block {
     uintptr_t p;     /* 0: a free entry */
-    uint64_t usable; /* bits 0 and 1 (usable sizes are multiples of 8): LIVE_FRESH, LIVE_PRINTED */
+    uint64_t usable; /* bits 0 to 2 (sizes are multiples of 8): LIVE_FLAGS; of an edge block, its chunk's size */
     uint8_t print[PRINT_PAGES];
 } live_block_t;
 
@@ -235,7 +235,9 @@ typedef struct live_block {
 #define LIVE_FRESH 1u
 /* Its pages were printed when it was made (every whole page resident then). */
 #define LIVE_PRINTED 2u
-#define LIVE_FLAGS (LIVE_FRESH | LIVE_PRINTED)
+/* An edge block (trace_format.h, MT_PAGES_EDGE): `print` holds the bytes of its edge when it was made. */
+#define LIVE_EDGE 4u
+#define LIVE_FLAGS (LIVE_FRESH | LIVE_PRINTED | LIVE_EDGE)
 
 #define LIVE_FIRST 1024u
 #define LIVE_MAX (1u << 20)
@@ -427,6 +429,74 @@ static uint8_t *pages_payload(uint8_t *q, uintptr_t p, uint64_t whole, uint64_t 
     return q;
 }
 
+/* ---- edge blocks ---------------------------------------------------------------------------------
+ * A glibc chunk of 4 KiB to 64 KiB whose size is a multiple of 4096, or 16 more (mt_edge_wanted): its
+ * edge is the block's bytes from offset (the chunk's size rounded down to 4096) - 16 up to that
+ * multiple, or to its usable end, 16 or 8 bytes, those a chunk mapped for the block would hold alone
+ * on its last page. They are read when the block is made and kept in the live set, and read again
+ * when it ends, or at exit if it is still live; an MT_PAGES_EDGE event says whether they changed.
+ * Reading only, a word or two of the block, no system call but at exit, where mincore() first says the
+ * edge's page is still there (a block freed unseen may be gone). Bytes written with what they held
+ * count as not written. */
+
+/* The edge of the block at p with chunk header word h: its offset in the block, and its length. */
+static size_t edge_of(size_t h, size_t *off)
+{
+    const size_t c = h & ~(size_t)7, b = c & ~(size_t)(MT_PAGES_EDGE_PAGE - 1), u = mt_glibc_usable(h);
+    *off = b - MT_PAGES_EDGE_BYTES;
+    return (b < u ? b : u) - *off;
+}
+
+/* An edge event for live entry e (LIVE_EDGE), when AT_END or AT_EXIT, in t's stream (t busy). */
+static void edge_event(mt_thread_t *t, uint64_t now, const live_block_t *e, unsigned when)
+{
+    size_t off;
+    const size_t len = edge_of(e->usable & ~(uint64_t)LIVE_FLAGS, &off);
+    const uintptr_t a = e->p + off;
+    if (when == MT_PAGES_AT_EXIT) {
+        const uintptr_t pg = mt_g.page_size, lo = a & ~(pg - 1);
+        unsigned char vec[2] = { 0, 0 };
+        if (mincore((void *)lo, (a + len - 1) / pg * pg + pg - lo, vec) != 0 || !(vec[0] & 1) ||
+            (((a + len - 1) & ~(pg - 1)) != lo && !(vec[1] & 1)))
+            return; /* gone, or never written since it was made (its print was read from it then) */
+    }
+    uint8_t now_bytes[MT_PAGES_EDGE_BYTES] = { 0 };
+    memcpy(now_bytes, (const void *)a, len);
+    uint8_t payload[40], *q = pages_payload(payload, e->p, 0, 0, when | MT_PAGES_EDGE, NULL);
+    q = mt_put_uvarint(q, memcmp(now_bytes, e->print, len) != 0);
+    mt_emit_event_at(t, MT_EV_PAGES, now, payload, (size_t)(q - payload));
+}
+
+void mt_edge_made(const void *p, size_t h)
+{
+    mt_thread_t *t = &mt_self;
+    if (t->busy | atomic_load_explicit(&mt_g.off, memory_order_relaxed))
+        return;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    size_t off;
+    const size_t len = edge_of(h, &off);
+    uint8_t print[PRINT_PAGES] = { 0 };
+    memcpy(print, (const uint8_t *)p + off, len);
+    live_add((uintptr_t)p, (h & ~(size_t)7) | LIVE_EDGE, 0, 0, print);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
+void mt_edge_ended(uint64_t now, const void *p)
+{
+    mt_thread_t *t = &mt_self;
+    if (t->busy | atomic_load_explicit(&mt_g.off, memory_order_relaxed))
+        return;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    live_block_t e;
+    if (live_take((uintptr_t)p, &e) && (e.usable & LIVE_EDGE))
+        edge_event(t, now, &e, MT_PAGES_AT_END);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+
 /* Counts the large blocks live now, each an MT_EV_PAGES event AT_EXIT in this thread's stream: at the
  * process's end (destructor, _exit), before the trace is finished. Takes the lock only if it is free:
  * _exit may come from a signal handler that interrupted its holder. */
@@ -444,6 +514,10 @@ void mt_pages_at_exit(void)
         if (!live_tab[k].p)
             continue;
         const live_block_t *e = &live_tab[k];
+        if (e->usable & LIVE_EDGE) {
+            edge_event(t, now, e, MT_PAGES_AT_EXIT);
+            continue;
+        }
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(e->p, e->usable & ~(uint64_t)LIVE_FLAGS, mt_g.page_size, &lo);
         /* a block freed unseen may be unmapped: mincore fails, and nothing is said of it */

@@ -39,7 +39,10 @@ static inline void rec_end(mt_thread_t *t, uint8_t *end, uint64_t now)
  * Returns r. */
 void *mt_pages_at_alloc(uint64_t now, void *r, size_t h)
 {
-    mt_pages_event(now, r, mt_glibc_usable(h), MT_PAGES_AT_ALLOC, (h & 2) != 0);
+    if (mt_pages_wanted(h))
+        mt_pages_event(now, r, mt_glibc_usable(h), MT_PAGES_AT_ALLOC, (h & 2) != 0);
+    else
+        mt_edge_made(r, h);
     return r;
 }
 
@@ -58,7 +61,7 @@ void *mt_rec_block_slow(unsigned op_flags, uint64_t now, const void *arg, uint64
     if (p)
         rec_end(t, enc_block(t, p, op, now, arg, n1, n2, r, err, stack, mt_g.glibc, h, (op_flags & REC_MOVED) != 0),
                 now);
-    if (mt_pages_wanted(h))
+    if (mt_evidence_wanted(h))
         mt_pages_at_alloc(now, r, h);
     return r;
 }

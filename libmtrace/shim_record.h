@@ -101,7 +101,8 @@ static inline __attribute__((always_inline)) uint8_t *enc_block(mt_thread_t *t, 
                        r ? (uint64_t)(uintptr_t)r : (uint64_t)err, slack, stack);
 }
 
-/* Before the call that ends glibc block p (free, realloc): its page evidence, when it is large.
+/* Before the call that ends glibc block p (free, realloc): its page evidence, when it is large or an
+ * edge block.
  * Returns the time of the call: `now`, or for a large block a fresh read (mt_now_fresh), so that an
  * RSS sample due is taken while the block is still there, also where calls share the time of a
  * read made several calls ago. */
@@ -112,12 +113,15 @@ static inline uint64_t pages_at_end(mt_thread_t *t, uint64_t now, const void *p)
         if (MT_UNLIKELY(mt_pages_wanted(h))) {
             now = mt_now_fresh(t);
             mt_pages_event(now, p, mt_glibc_usable(h), MT_PAGES_AT_END, 0);
+        } else if (MT_UNLIKELY(mt_edge_wanted(h))) {
+            mt_edge_ended(now, p);
         }
     }
     return now;
 }
 
-/* Before realloc's real call on glibc block p: its page evidence, when it is large, at a fresh read.
+/* Before realloc's real call on glibc block p: its page evidence, when it is large (at a fresh read)
+ * or an edge block.
  * The call's record takes its time after the real call, as every call that makes a block does. */
 static inline void pages_before_end(mt_thread_t *t, const void *p)
 {
@@ -125,6 +129,8 @@ static inline void pages_before_end(mt_thread_t *t, const void *p)
         const size_t h = mt_glibc_chunk_word(p);
         if (MT_UNLIKELY(mt_pages_wanted(h)))
             mt_pages_event(mt_now_fresh(t), p, mt_glibc_usable(h), MT_PAGES_AT_END, 0);
+        else if (MT_UNLIKELY(mt_edge_wanted(h)))
+            mt_edge_ended(mt_now_of(t), p);
     }
 }
 
@@ -151,7 +157,7 @@ static inline __attribute__((always_inline)) void *rec_block(mt_thread_t *t, uns
                                  r ? (uint64_t)(uintptr_t)r : (uint64_t)(int64_t)err);
     const size_t h = r ? mt_glibc_chunk_word(r) : 0;
     rec_end_fast(t, enc_block(t, p, op, now, arg, n1, n2, r, err, 0, 1, h, moved));
-    if (MT_UNLIKELY(mt_pages_wanted(h)))     /* h 0: no block */
+    if (mt_evidence_wanted(h))               /* h 0: no block */
         return mt_pages_at_alloc(now, r, h); /* returns r: a jump, so r needs no saved register */
     return r;
 }

@@ -313,7 +313,29 @@ enum {
                              * fresh memory still live whose count changed (a reader that knows only the
                              * values above takes it as AT_END: the block's real end comes after and
                              * replaces it) */
+    MT_PAGES_EDGE = 16,     /* or'ed into AT_END or AT_EXIT: not a count but an edge block's last bytes
+                             * (MT_PAGES_EDGE_*): a fifth uvarint, 1 if the program wrote them since the
+                             * block was made, else 0; the whole and resident fields are 0 (a reader
+                             * that knows only the values above takes it as AT_END with no page) */
 };
+
+/* Edge blocks: glibc blocks of 4 KiB to 64 KiB whose chunk is a multiple of MT_PAGES_EDGE_PAGE bytes,
+ * or 16 more. Mapped for themselves (an mmap threshold below their size), such a block's last bytes
+ * lie alone on a page of their own behind the mapped chunk's 16-byte header: a block of 16384 bytes
+ * takes five pages, the fifth for its last 16 bytes. A pool that carves the block up leaves them
+ * unwritten, and the page is then never resident; a buffer filled to its end writes it. The heap the
+ * block was recorded in cannot tell (that page holds the next chunk's header), so the shim compares
+ * those bytes (MT_PAGES_EDGE_BYTES or fewer, up to the block's usable end) when the block is made and
+ * when it ends or the process exits. */
+#define MT_PAGES_EDGE_PAGE 4096u
+#define MT_PAGES_EDGE_BYTES 16u
+/* The bytes of a block of `requested` bytes that lie alone on the last page of a chunk mapped for it
+ * (behind a 16-byte header): 1 to MT_PAGES_EDGE_BYTES, else 0. */
+static inline uint64_t mt_pages_edge_bytes(uint64_t requested)
+{
+    const uint64_t last = (requested + 16) & (MT_PAGES_EDGE_PAGE - 1);
+    return requested >= MT_PAGES_EDGE_PAGE - 16 && last && last <= MT_PAGES_EDGE_BYTES ? last : 0;
+}
 
 /* MT_EV_VM: anonymous memory mapped or unmapped by the program itself (not by the allocator, not by
  * the shim), so that a replay holds the whole program's anonymous memory, not the heap's alone.

@@ -209,6 +209,9 @@ typedef struct mt_pages_prints {
 /* 1 when the event has them, 0 when not (also when they make no sense: none compared, more changed
  * or zero than compared). */
 int mt_pages_prints(const mt_record_t *r, mt_pages_prints_t *out);
+/* A PAGES event of an edge block (MT_PAGES_EDGE): 1 if its last bytes were written, 0 if not; -1 when
+ * the event is not one, or lacks the field. */
+int mt_pages_edge_written(const mt_record_t *r);
 int mt_decode_module(const mt_record_t *r, mt_module_def_t *m);
 
 /* Compresses a trace into a packed trace (one frame per chunk); never leaves a partial output.
