@@ -511,14 +511,16 @@ int mt_wl_read_touch(const mt_wl_t *w, mt_wl_touch_entry_t *buf, mt_error_t *err
         const int ordered =
             !prev || e->thread > prev->thread ||
             (e->thread == prev->thread && (e->op > prev->op || (e->op == prev->op && e->slot > prev->slot)));
-        const int fields = e->slot ? e->slot <= h->slots && e->size && e->frac <= MT_WL_TOUCH_ONE
-                                   : !e->size && e->frac < MT_WL_TOUCH_ONE;
+        const int fields = e->slot   ? e->slot <= h->slots && e->size && e->frac <= MT_WL_TOUCH_ONE
+                           : e->size ? h->version >= 7 && e->frac == MT_WL_TOUCH_ONE
+                                     : e->frac < MT_WL_TOUCH_ONE;
         if (e->thread >= h->threads || e->op == 0 || e->op > w->threads[e->thread].ops || !fields || !ordered)
             return mt_errorf(err, -EINVAL, w->path, h->touch_offset + k * entry,
                              "touch entry %llu (thread %u, op %llu, slot %llu, %llu bytes, share %u/65536): expected "
                              "a thread below %u, an op of that thread after the previous entry's (or the same op "
-                             "and a higher slot), and either slot 0, 0 bytes and a share below 65536 or a slot up "
-                             "to %llu, a size and a share up to 65536",
+                             "and a higher slot), and either slot 0, 0 bytes and a share below 65536, or slot 0, a "
+                             "size and a share of 65536 (version 7), or a slot up to %llu, a size and a share up to "
+                             "65536",
                              (unsigned long long)k, e->thread, (unsigned long long)e->op, (unsigned long long)e->slot,
                              (unsigned long long)e->size, e->frac, h->threads, (unsigned long long)h->slots);
     }

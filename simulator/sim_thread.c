@@ -173,8 +173,8 @@ static __attribute__((noinline)) void touch_share(const sim_t *s, volatile uint8
 }
 
 /* Writes the block (or, with `mapping`, the program's own mapping) as the program did after
- * allocating it: with TOUCH_EVIDENCE, the share its entry in the touch table gives (the op's number
- * is the thread's count of completed ops + 1), every page when it has none. */
+ * allocating it: with TOUCH_EVIDENCE, the share its entry in the touch table gives, or the bytes it
+ * names (the op's number is the thread's count of completed ops + 1), every page when it has none. */
 static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size, int mapping)
 {
     if (!p || !size || s->touch == TOUCH_NONE)
@@ -185,10 +185,14 @@ static inline void touch(const sim_t *s, sim_thread_t *t, void *p, uint64_t size
         while (t->touch_next < t->touch_end && t->touch_next->op < op)
             t->touch_next++;
         if (t->touch_next < t->touch_end && t->touch_next->op == op && !t->touch_next->slot) {
-            touch_share(s, b, size, t->touch_next->frac, mapping);
-            t->touch_next++;
+            const mt_wl_touch_entry_t *e = t->touch_next++;
             t->work->c.touched_in_part++;
-            return;
+            if (!e->size) {
+                touch_share(s, b, size, e->frac, mapping);
+                return;
+            }
+            if (e->size < size)
+                size = e->size; /* its first bytes (version 7), written below as a whole block is */
         }
     }
     if (s->touch != TOUCH_ENDS)

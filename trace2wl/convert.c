@@ -1105,11 +1105,28 @@ static int pages_counted(conv_t *c, uint32_t i, block_t *b, uint64_t p, uint64_t
     return mt_touch_sampled(&c->touch, p, i, mt_wl_writer_thread_ops(c->out, i), resident, sample);
 }
 
+/* An edge block's evidence (MT_PAGES_EDGE), before its end or at exit: the block is live. One whose
+ * allocation is held back (another thread's, later by the merge) goes without it. */
+static int apply_edge(conv_t *c, const mt_record_t *r)
+{
+    const int written = mt_pages_edge_written(r);
+    block_t *b = mt_ptr_map_find(&c->live, (uint64_t)r->arg[0]);
+    if (written < 0 || !b)
+        return 0;
+    const uint32_t slot = block_slot(b);
+    const uint64_t size = c->slots[slot].size, edge = mt_pages_edge_bytes(size);
+    if (!edge)
+        return 0; /* its requested bytes would not reach a page of their own */
+    return mt_touch_edge(&c->touch, block_toucher(b), c->slots[slot].seq, written ? 0 : size - edge);
+}
+
 /* Page evidence of a large block, at its allocation or before its end; held while the block is unknown. */
 static inline int apply_pages(conv_t *c, uint32_t i, const mt_record_t *r, uint64_t ns, int force, outcome_t *out)
 {
     if (r->nargs < 4)
         return 0;
+    if (r->arg[3] & MT_PAGES_EDGE)
+        return apply_edge(c, r);
     const uint64_t p = (uint64_t)r->arg[0], pages = (uint64_t)r->arg[1];
     const int counted = !(r->arg[3] & MT_PAGES_UNCOUNTED);
     const uint64_t resident = counted ? (uint64_t)r->arg[2] : 0; /* flagged below: not used */
@@ -1458,6 +1475,8 @@ static int conv_close_output(conv_t *c, const char *wl_path, const mt_wl_header_
     fin.large_exact = st->large_exact = c->touch.exact;
     fin.large_estimated = st->large_estimated = c->touch.estimated;
     st->large_printed = c->touch.printed;
+    st->edge_blocks = c->touch.edge_blocks;
+    st->edge_unwritten = c->touch.edge_unwritten;
     fin.large_pages = st->large_pages = c->touch.pages;
     fin.large_touched = st->large_touched = c->touch.written;
     fin.program_maps = st->program_maps = c->vmap.made;

@@ -41,6 +41,9 @@ const char mt_convert_help[] =
     "  large blocks         blocks of 64 KiB or more: of fresh memory (pages written counted), decided\n"
     "                       by their pages' prints (reused memory), or estimated from those; the share\n"
     "                       of their pages the program wrote (the replay writes those)\n"
+    "  edge blocks          blocks of 4 to 64 KiB whose last bytes would take a page of their own\n"
+    "                       where glibc maps them (16384 bytes: five pages), and of those the ones\n"
+    "                       the program left unwritten (the replay writes them up to those bytes)\n"
     "  program mappings     the program's own mmaps, the most MiB mapped at once and the share of\n"
     "                       their pages written\n"
     "Progress goes to stderr, and only when it is a terminal. A trace that ended at an exec gives the\n"
@@ -127,7 +130,10 @@ int mt_convert_main(const char *prog, int argc, char **argv)
                    " written in part, %" PRIu64 " written as the RSS samples rose\n",
                    st.large_blocks, st.large_exact, st.large_printed, st.large_estimated - st.large_printed,
                    st.large_pages ? 100.0 * (double)st.large_touched / (double)st.large_pages : 0.0,
-                   st.touch_entries - st.later_entries - st.large_later, st.large_later);
+                   st.touch_entries - st.later_entries - st.large_later - st.edge_unwritten, st.large_later);
+        if (st.edge_blocks)
+            printf("  edge blocks         %" PRIu64 " (%" PRIu64 " with their last bytes unwritten)\n", st.edge_blocks,
+                   st.edge_unwritten);
         if (st.program_maps)
             printf("  program mappings    %" PRIu64 " (at most %.1f MiB at once): %.1f %% of their pages written\n",
                    st.program_maps, (double)st.program_peak_bytes / 1048576.0,

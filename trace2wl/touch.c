@@ -305,6 +305,17 @@ int mt_touch_sampled(mt_touch_t *t, uint64_t p, uint32_t thread, uint64_t op, ui
     return 0;
 }
 
+int mt_touch_edge(mt_touch_t *t, uint32_t thread, uint64_t op, uint64_t written_bytes)
+{
+    t->seen = 1;
+    t->edge_blocks++;
+    if (!written_bytes)
+        return 0;
+    t->edge_unwritten++;
+    return put_entry(
+        t, (mt_wl_touch_entry_t){ .op = op, .thread = thread, .frac = MT_WL_TOUCH_ONE, .size = written_bytes });
+}
+
 void mt_touch_ending(mt_touch_t *t, uint64_t p, uint64_t resident, const mt_pages_prints_t *pr)
 {
     t->seen = 1;

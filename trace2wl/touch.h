@@ -61,6 +61,7 @@ typedef struct mt_touch {
     uint32_t nlater;                                   /* cells in use */
     uint64_t written_later, later_entries;             /* blocks the replay writes over their life; entries */
     uint64_t blocks, exact, estimated, pages, written; /* the workload header's large_* */
+    uint64_t edge_blocks, edge_unwritten;              /* edge blocks seen; of which last bytes unwritten */
     int seen;                                          /* the trace had any page evidence */
 } mt_touch_t;
 
@@ -90,6 +91,11 @@ void mt_touch_held(mt_touch_t *t, uint64_t p, uint64_t resident);
  * are estimated within what is known. */
 enum { MT_TOUCH_MADE_UNCOUNTED = 1, MT_TOUCH_ENDED_UNCOUNTED = 2 };
 void mt_touch_uncounted(mt_touch_t *t, uint64_t p, int which);
+/* An edge block (trace_format.h, MT_PAGES_EDGE), made by thread `thread`'s op number `op`. One whose
+ * last bytes the program left unwritten gets an entry (version 7) by which the replay writes its
+ * first `written_bytes` bytes only, as it writes a whole block, and so not the page its last bytes
+ * alone would take where it is mapped for itself; 0: they were written, no entry. 0 or -ENOMEM. */
+int mt_touch_edge(mt_touch_t *t, uint32_t thread, uint64_t op, uint64_t written_bytes);
 /* The block at p has ended: its entry is decided. 0 or -ENOMEM. */
 int mt_touch_ended(mt_touch_t *t, uint64_t p);
 /* The end of the trace: the blocks still live are decided, and the table sorted. 0 or -ENOMEM. */

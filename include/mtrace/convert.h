@@ -38,6 +38,9 @@ typedef struct mt_convert_stats {
      * entries (blocks written in part, and the later writes of blocks written over their life) */
     uint64_t large_blocks, large_exact, large_estimated, large_pages, large_touched;
     uint64_t large_printed; /* of the estimated, decided by their pages' prints */
+    /* edge blocks (trace_format.h, MT_PAGES_EDGE) with evidence, and of those, the ones whose last
+     * bytes the program left unwritten (a touch entry each: among touch_entries) */
+    uint64_t edge_blocks, edge_unwritten;
     uint64_t touch_entries, large_later, later_entries;
     /* the program's own mappings: made, the most mapped at once (bytes), their whole pages and
      * those written */

@@ -1,4 +1,4 @@
-/* mtrace workload format, version 6: what trace2wl writes and the simulator replays.
+/* mtrace workload format, version 7: what trace2wl writes and the simulator replays.
  *
  * doc/workload-format.md is the normative description. A workload is one op stream per traced
  * thread. Blocks are named by slots (1..slots; 0 = none), recycled when freed, so the replayer's
@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define MT_WL_MAGIC "\x89MTW\r\n\x1a\n"
-#define MT_WL_VERSION 6u
+#define MT_WL_VERSION 7u
 #define MT_WL_VERSION_MIN 2u          /* version 2: the same without the touch table */
 #define MT_WL_FRAME_MAGIC 0x46574c4du /* "MLWF" read as a little-endian u32 */
 #define MT_WL_INDEX_MAGIC 0x58494c4du /* "MLIX" */
@@ -82,15 +82,19 @@ enum {
 
 /* The touch table, sorted by thread, then op, then slot. An entry of slot 0 names an allocation op
  * whose block the program wrote only in part: the replay writes the first frac/65536 of the block's
- * whole pages (and its first byte, a block's only) instead of every page; an allocation op without
- * one writes every page. An entry of another slot (version 6) names a later op of the thread that
- * made the block, by which the program had written more of it: after that op the replay writes the
- * first frac/65536 of the whole pages of the block of `size` bytes that lives in that slot. */
+ * whole pages (and its first byte, a block's only) instead of every page; or (version 7, frac 65536
+ * and a size) the block's first `size` bytes as it writes a whole block, a byte every page from its
+ * first and their last: the program left the rest unwritten (an edge block, trace_format.h,
+ * MT_PAGES_EDGE). An allocation op without one writes every page. An entry of another slot (version
+ * 6) names a later op of the thread that made the block, by which the program had written more of
+ * it: after that op the replay writes the first frac/65536 of the whole pages of the block of `size`
+ * bytes that lives in that slot. */
 typedef struct mt_wl_touch_entry {
     uint64_t op;     /* the op's number in its thread's stream, from 1 (the count once it completes) */
     uint32_t thread; /* thread index, 0-based */
-    uint32_t frac;   /* share of the block's whole pages written, in 1/65536; below 65536 at its allocation */
-    uint64_t size;   /* slot != 0: the block's requested bytes; 0 otherwise */
+    uint32_t frac;   /* share of the block's whole pages written, in 1/65536; below 65536 at its allocation
+                      * but with a size (version 7) */
+    uint64_t size;   /* slot != 0: the block's requested bytes; slot 0: 0, or its bytes written (version 7) */
     uint64_t slot;   /* 0: the block op `op` makes; else the live block in this slot */
 } mt_wl_touch_entry_t;
 
