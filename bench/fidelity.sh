@@ -33,9 +33,9 @@
 # environment:
 #   REPS       runs of each native program and each replay (default 3)
 #   SETTING_RECORDINGS=0  skips recording each program again with each glibc setting (see above)
-#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby threads zstd git gnuplot
-#              memcached
-#              (default: all; node and ruby only where Debian's nodejs and ruby are installed, git
+#   PROGRAMS   subset of: partial trim python python-malloc cc1 clang node ruby tcl threads zstd git
+#              gnuplot memcached
+#              (default: all; node, ruby and tcl only where Debian's nodejs, ruby and tcl are installed, git
 #              only in a clone of mtrace that holds commit GITREV)
 # Programs (each isolates one effect, or is a real Debian program):
 #   partial        tests/prog_partial.c: large blocks of which about a quarter is written (page evidence)
@@ -52,6 +52,10 @@
 #   ruby           Debian's ruby (3.1) building a Hash of 300 000 strings and upcasing its values:
 #                  its heap's 16 KiB pages are mapped 32 KiB at a time and trimmed to alignment,
 #                  some kept unwritten to exit (the GC grows the heap ahead of its use)
+#   tcl            Debian's tclsh (8.6) building a dict of 300 000 strings and sorting its keys: its
+#                  allocator takes 16384 bytes at a time from malloc and carves them up, mostly leaving
+#                  the last 16 bytes unwritten, which a mapped chunk puts on a page of their own (the
+#                  edge blocks of doc/trace-format.md); 38400-byte blocks the same way, written whole
 #   threads        tests/prog_shortthreads.c: 300 threads created and joined one after another,
 #                  50000 calls each (per-thread caches and arenas of threads that end)
 #   zstd           Debian's zstd -T2 compressing 48 MiB of generated text (2 worker threads,
@@ -80,7 +84,7 @@ BUILD=${1:-build}
 REPS=${REPS:-3}
 SETTING_RECORDINGS=${SETTING_RECORDINGS:-1}
 GITREV=863b674f556f78a636ac7d6156206a536bf141bc
-PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) gnuplot memcached"}
+PROGRAMS=${PROGRAMS:-"partial trim python python-malloc cc1 clang $( [ -x /usr/bin/node ] && echo node) $( [ -x /usr/bin/ruby ] && echo ruby) $( [ -x /usr/bin/tclsh ] && echo tcl) threads zstd $(git -C "$ROOT" cat-file -e "$GITREV" 2>/dev/null && echo git) gnuplot memcached"}
 PY=/usr/bin/python3.11 # python3 on PATH may be a pyenv shim script: we want the real binary
 CLI=$BUILD/cli/mtrace
 PARTIAL=$BUILD/tests/e2e/prog_partial
@@ -96,7 +100,8 @@ ALLOCATORS="glibc jemalloc tcmalloc mimalloc"
 SETTINGS="mmap_threshold=4096 mmap_threshold=65536 mmap_threshold=1048576 mmap_threshold=33554432 arena_max=1"
 for f in "$CLI" "$PARTIAL" "$TRIM" "$THREADS" /usr/bin/time "$PY" "$CC1" "$CLANG" /usr/bin/zstd /usr/bin/memcached /usr/bin/gnuplot \
          "${LIB[@]}" $(case " $PROGRAMS " in *" node "*) echo /usr/bin/node ;; esac) \
-         $(case " $PROGRAMS " in *" ruby "*) echo /usr/bin/ruby ;; esac); do
+         $(case " $PROGRAMS " in *" ruby "*) echo /usr/bin/ruby ;; esac) \
+         $(case " $PROGRAMS " in *" tcl "*) echo /usr/bin/tclsh ;; esac); do
     [ -x "$f" ] || [ -f "$f" ] || {
         echo "fidelity.sh: $f missing; build first: meson setup $BUILD && ninja -C $BUILD" \
              "(packages: scripts/setup.sh)" >&2
@@ -138,6 +143,12 @@ set samples 400
 set isosamples 100
 splot sin(x)*cos(y) with pm3d
 GP
+cat >"$TMP/work.tcl" <<'TCL'
+set d [dict create]
+for {set i 0} {$i < 300000} {incr i} { dict set d k$i [string repeat x [expr {$i % 97}]] }
+set l [lsort [dict keys $d]]
+puts [llength $l]
+TCL
 cat >"$TMP/work.rb" <<'RB'
 h = {}
 300000.times { |i| h["k#{i}"] = "v" * (i % 300) }
@@ -185,6 +196,7 @@ prog_cmd() {
                 -o "$TMP/out.o") ;;
     node) CMD=(/usr/bin/node "$TMP/work.js") ;;
     ruby) CMD=(/usr/bin/ruby "$TMP/work.rb") ;;
+    tcl) CMD=(/usr/bin/tclsh "$TMP/work.tcl") ;;
     threads) CMD=("$THREADS" 300 50000) ;;
     zstd) CMD=(/usr/bin/zstd -T2 -q -c "$TMP/input.txt") ;;
     gnuplot) CMD=(/usr/bin/gnuplot "$TMP/plot.gp") ;;
