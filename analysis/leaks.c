@@ -154,7 +154,7 @@ void mt_leaks_free(mt_leaks_t *l)
 const char *mt_leak_kind_why(mt_leak_kind_t k)
 {
     static const char *const why[MT_LEAK_KINDS] = {
-        "made once and held to the end (the program exited normally)",
+        "made once and held to the end (the program exited normally, or exec'd)",
         "still made in the last quarter of the run and in at least 3 of its 4 quarters",
         "live when the trace stopped (it did not end: killed or crashed)",
     };

@@ -483,7 +483,10 @@ static int collect_leaks(mt_report_t *rep, priv_t *pv)
         return -ENOMEM;
     for (size_t i = 0; i < pv->ninput; i++)
         quarters[i] = pv->stacks[pv->input_id[i]].leak_quarters;
-    const int rc = mt_leaks_collect(&rep->leaks, pv->frames, pv->input, quarters, pv->ninput, &pv->supp, rep->complete);
+    /* A trace that ended at an exec ended as the program chose, as at an exit: its blocks went with
+     * the image it replaced, and their kinds are read as an exit's. */
+    const int rc = mt_leaks_collect(&rep->leaks, pv->frames, pv->input, quarters, pv->ninput, &pv->supp,
+                                    rep->complete || rep->ended_at_exec);
     free(quarters);
     return rc;
 }

@@ -308,7 +308,7 @@ void mt_report_calls_table(FILE *f, const uint64_t *calls, const uint64_t *bytes
                 calls[op], human(a, sizeof a, (double)bytes[op]), failures[op], mt_op_name(op));
     }
     fprintf(f, "------- ------------ ----------------- --------- ------------------\n");
-    fprintf(f, "100.00 %13" PRIu64 "                                    total\n", total);
+    fprintf(f, "%6s %13" PRIu64 "                                    total\n", total ? "100.00" : "0.00", total);
 }
 
 /* The text report's summary: the calls, the peak, leaks, temporaries, histograms, threads. */
@@ -333,6 +333,14 @@ static void print_text_summary(const mt_report_t *r, FILE *f)
     }
     fputs(r->truncated ? " (truncated)\n\n" : "\n\n", f);
     mt_report_calls_table(f, r->calls, r->bytes, r->failures);
+    uint64_t calls = 0;
+    for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
+        calls += r->calls[op];
+    if (!calls) /* a program that did not allocate, or whose allocator is linked into it (rustc's) */
+        fprintf(f,
+                "no calls       the program made no malloc-family call while tracing was on (one whose allocator\n"
+                "               is linked into it, as rustc's jemalloc is, makes none)%s\n",
+                r->own.maps ? "; its own mappings are below" : "");
     fputc('\n', f);
     fprintf(f, "peak live      %s in %" PRIu64 " blocks at %.3f s\n", human(a, sizeof a, (double)r->peak_live_bytes),
             r->peak_live_blocks, r->peak_time_s);

@@ -6,8 +6,8 @@
  *   - growing: blocks of it still live at the end were made in at least MT_LEAK_GROWING_QUARTERS of
  *     the four quarters, the last one included: the stack kept adding memory that stayed, up to the
  *     end; a longer run would have leaked more;
- *   - at exit: the other stacks of a trace that ended normally: memory made once (at startup, or in
- *     the last phase) and still held when the program exited;
+ *   - at exit: the other stacks of a trace that ended normally (an exit, or an exec that replaced the
+ *     image): memory made once (at startup, or in the last phase) and still held at the end;
  *   - at stop: every stack when the trace did not end (killed, crashed): what was live then, not a
  *     leak the trace can judge.
  */

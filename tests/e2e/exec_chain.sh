@@ -3,7 +3,8 @@
 # ".PID", then ".PID.1" ...). Each trace that ended at an exec names the one that follows it:
 # `mtrace info` (text and JSON), `mtrace report` (text and JSON) and a note on stderr from
 # `mtrace convert`, whose workload is the program up to the exec only. A forked child's trace, of
-# another pid, is never taken for a continuation; a continuation removed is said to be missing.
+# another pid, is never taken for a continuation; a continuation removed is said to be missing. The
+# blocks live at an exec are leaks "at exit", not "at stop".
 #   usage: exec_chain.sh MTRACE_BINARY
 set -u
 unset MALLOC_PERTURB_
@@ -70,6 +71,18 @@ rm -f "$second" "$third"
     fail "info with the continuation removed: $("$mtrace" info "$first" | grep '^state')"
 "$mtrace" report "$first" 2>&1 | grep -qF "no trace of what followed was found beside it" ||
     fail "report with the continuation removed"
+
+# with stacks, the blocks live at an exec are leaks of a trace that ended as the program chose
+# ("at exit"), not what a killed process left ("at stop")
+timeout -k 5 60 "$mtrace" record --stacks 4 -o "$work/s.mtr" -- sh -c 'exec true' >/dev/null 2>&1 ||
+    fail "record with stacks"
+"$mtrace" report "$work/s.mtr" >"$work/s.txt" 2>&1 || fail "report with stacks: $(cat "$work/s.txt")"
+grep -qF "killed or crashed" "$work/s.txt" && fail "report with stacks calls an exec a crash: $(grep -F killed "$work/s.txt")"
+"$mtrace" report --json "$work/s.mtr" | python3 -c '
+import json, sys
+k = json.load(sys.stdin)["leak_kinds"]
+sys.exit(0 if k["at_exit"]["blocks"] > 0 and k["at_stop"]["blocks"] == 0 else 1)' ||
+    fail "leak kinds at an exec: $("$mtrace" report --json "$work/s.mtr" | grep -o '"leak_kinds":{[^}]*}[^}]*}[^}]*}')"
 
 [ "$failures" = 0 ] || exit 1
 echo "ok"

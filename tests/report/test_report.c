@@ -626,6 +626,10 @@ START_TEST(empty_trace)
     mt_report_print(&rep, f, MT_TABLE_CSV, 0);
     fclose(f);
     ck_assert_uint_gt(len, 0);
+    /* no call is said in words, and the total is not 100 % of nothing */
+    ck_assert_msg(strstr(buf, "no calls       the program made no malloc-family call"), "%s", buf);
+    ck_assert_msg(strstr(buf, "\n  0.00             0 "), "%s", buf);
+    ck_assert_ptr_null(strstr(buf, "100.00"));
     free(buf);
     mt_report_free(&rep);
     free(path);
