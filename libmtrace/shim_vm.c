@@ -9,14 +9,15 @@
  * pages an madvise() drops, with those resident before it; and the pages the program's own brk()
  * and sbrk() add to or take from the break, as mappings of those pages.
  *
- * Not recorded: file mappings (not anonymous memory); the shim's own mappings (made while busy);
- * the allocator's, when it calls mmap, madvise or sbrk through the PLT (jemalloc, tcmalloc,
- * mimalloc: the caller's object is the allocator's; glibc's malloc calls its internal mmap,
- * madvise and sbrk, which do not come here); madvise() advice other than MADV_DONTNEED, MADV_FREE
- * and MADV_REMOVE (the others drop no page: hints, or MADV_PAGEOUT and MADV_POPULATE_*, which the
- * replay does not imitate). These calls are system calls already: the shim's work here, a dladdr()
- * for non-glibc allocators and a mincore() before an unmap, an madvise or a shrinking break, is of
- * the same order.
+ * Not recorded: file mappings and shared anonymous ones (shared memory, which the RSS counts with
+ * the file pages), except that one made with MAP_FIXED unmaps what it replaces; the shim's own
+ * mappings (made while busy); the allocator's, when it calls mmap, madvise or sbrk through the PLT
+ * (jemalloc, tcmalloc, mimalloc: the caller's object is the allocator's; glibc's malloc calls its
+ * internal mmap, madvise and sbrk, which do not come here); madvise() advice other than
+ * MADV_DONTNEED, MADV_FREE and MADV_REMOVE (the others drop no page: hints, or MADV_PAGEOUT and
+ * MADV_POPULATE_*, which the replay does not imitate). These calls are system calls already: the
+ * shim's work here, a dladdr() for non-glibc allocators and a mincore() before an unmap, an
+ * madvise or a shrinking break, is of the same order.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -113,15 +114,29 @@ static int real_munmap(void *addr, size_t len)
 void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) __asm__("mmap");
 void *hook_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) __asm__("mmap64");
 
+/* Whether a mapping of these flags is anonymous memory as the RSS counts it: private anonymous
+ * pages. A shared anonymous mapping (a server's shared buffers: postgres maps 143 MiB so) is shared
+ * memory, which statm counts with the file pages, so the traced program's anonymous RSS leaves it
+ * out and the replay's prediction takes it with the program's file-backed pages: replayed as a
+ * private mapping too, it was counted twice (postgres --single: 1.35 of native). */
+static int anonymous_private(int flags)
+{
+    return (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED); /* MAP_SHARED_VALIDATE has this bit too */
+}
+
 MT_EXPORT void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (!(flags & MAP_ANONYMOUS) || !recordable(__builtin_return_address(0)))
+    /* MAP_FIXED_NOREPLACE replaces nothing: it fails where anything is mapped */
+    const int fixed = (flags & MAP_FIXED) != 0;
+    if (!(anonymous_private(flags) || fixed) || !recordable(__builtin_return_address(0)))
         return real_mmap(addr, len, prot, flags, fd, off);
     sample_due();
     const uint64_t now = mt_now();
-    if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) /* what it replaces is unmapped */
+    if (fixed) /* what it replaces is unmapped, whatever takes its place (a file, shared memory) */
         vm_event(now, MT_VM_UNMAP, addr, len, resident((uintptr_t)addr, len));
     void *r = real_mmap(addr, len, prot, flags, fd, off);
+    if (!anonymous_private(flags))
+        return r;
     if (r != MAP_FAILED) {
         const int saved = errno;
         vm_event(now, MT_VM_MAP, r, len, (flags & MAP_POPULATE) ? resident((uintptr_t)r, len) : 0);
