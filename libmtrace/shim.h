@@ -315,6 +315,9 @@ void mt_release_ended(void);
 /* shim_rss.c */
 void mt_sample_rss(mt_thread_t *t, uint64_t now);
 void mt_sample_rss_at_exit(void);
+/* A sample now, due or not, outside the period's schedule: before the program gives back a large
+ * range of memory at once, while what may be its peak is still there. Called with t->busy held. */
+void mt_sample_rss_now(mt_thread_t *t);
 
 /* Recorded time is the clock shifted right by this much (the header's time_shift). Under the TSC, 4
  * ticks (1 to 2 ns at 2 to 4 GHz): a call's time delta then fits one byte where calls come less than

@@ -51,6 +51,12 @@ void mt_sample_rss(mt_thread_t *t, uint64_t now)
         mt_pages_sample(t, now);
 }
 
+void mt_sample_rss_now(mt_thread_t *t)
+{
+    if (mt_g.rss_period)
+        write_rss_sample(t);
+}
+
 /* The last sample, at the process's end whenever the last one was: a program whose memory peaks at
  * its end, or that ran for less than a period, had its peak missed (prog_partial -n 0: 14 MB at
  * exit, the samples' peak 1.8 MB). Not when sampling is off, nor from inside the shim. */

@@ -4,8 +4,8 @@
  * of a private anonymous mapping, which takes that half away. Beside them a private mapping and
  * malloc'd blocks, written, so that the heap and the program's own anonymous memory are there too.
  * Each phase holds its memory for a while, so that the recorder's RSS samples (every 10 ms) see it.
- * Prints "key value" lines: what each call returned, and the process's VmHWM and RssShmem in KiB
- * at the end. */
+ * With "write", FILE is mapped shared, written and unmapped instead (write_file_mapping). Prints
+ * "key value" lines: what each call returned, and the process's VmHWM in KiB at the end. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -22,10 +22,35 @@
 #define PRIVATE_MIB 16u /* mapped private and written; its second half then replaced by a file */
 #define HEAP_BLOCKS 64u /* of 256 KiB each, written */
 
+/* The output phase of a linker (ld.gold): FILE mapped shared and written whole, then unmapped,
+ * with no malloc call meanwhile. */
+static int write_file_mapping(const char *path)
+{
+    void *volatile first = malloc(64); /* a call before: the trace's first RSS sample is taken at it */
+    free(first);
+    const int fd = open(path, O_RDWR | O_CLOEXEC);
+    put("file_opened", fd >= 0);
+    if (fd < 0)
+        return 1;
+    const off_t len = lseek(fd, 0, SEEK_END);
+    uint8_t *m = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    put("file_mapped", m != MAP_FAILED);
+    close(fd);
+    if (m == MAP_FAILED)
+        return 1;
+    write_pages(m, (size_t)len);
+    put("file_unmapped", munmap(m, (size_t)len) == 0);
+    put("vmhwm_kb", (uint64_t)status_kb("VmHWM:"));
+    flush_out();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[2], "write") == 0)
+        return write_file_mapping(argv[1]);
     if (argc != 2)
-        return 2; /* usage: prog_shmem FILE (a file of at least PRIVATE_MIB / 2 MiB, to map) */
+        return 2; /* usage: prog_shmem FILE [write] (a file of at least PRIVATE_MIB / 2 MiB) */
     uint8_t *s = mmap(NULL, SHARED_MIB * MIB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     put("shared_mapped", s != MAP_FAILED);
     uint8_t *p = mmap(NULL, PRIVATE_MIB * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

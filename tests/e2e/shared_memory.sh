@@ -6,7 +6,10 @@
 # write it as the program's own anonymous memory, and the replay's predicted peak RSS (its anonymous
 # peak plus the traced program's file-backed and shared pages) lands near the program's native
 # VmHWM instead of counting those 32 MiB twice. The file mapped over the private mapping unmaps
-# that half. Memory only, wide bounds; no times asserted.
+# that half. Then a file mapped shared, written and unmapped with no call between (a linker's output,
+# as ld.gold writes it), recorded with RSS samples 100 s apart: the unmap takes a sample before it,
+# due or not, and the predicted peak holds the file's dirty pages. Memory only, wide bounds; no
+# times asserted.
 #   usage: shared_memory.sh MTRACE_BINARY PROG_SHMEM
 set -u
 unset MALLOC_PERTURB_ # meson test sets it: glibc would write every block it hands out
@@ -43,6 +46,29 @@ predicted = j["predicted_peak_rss_kb"]
 print("native VmHWM %d KiB, predicted peak RSS %d KiB (%.3f); replay anon %d KiB, traced anon %d KiB" %
       (native, predicted, predicted / native, j["max_anon_rss_kb"], j["source_peak_anon_kb"]))
 # counted twice, the shared pages put the prediction 32 MiB (about 1.5x) above the native peak
+if not 0.85 * native <= predicted <= 1.15 * native:
+    print("FAIL: predicted %d KiB against native %d KiB" % (predicted, native)); sys.exit(1)
+PY
+
+# the file written through a shared mapping and unmapped: its pages are the peak, and only a sample
+# taken before the unmap sees them
+head -c $((32 << 20)) /dev/zero >"$work/out.bin"
+"$prog" "$work/out.bin" write >"$work/native2" 2>&1 || fail "native write run failed: $(cat "$work/native2")"
+native=$(sed -n 's/^vmhwm_kb //p' "$work/native2")
+"$mtrace" record --rss-ms 100000 -o "$work/w.mtr" -- "$prog" "$work/out.bin" write >"$work/out2" 2>&1 ||
+    fail "record write failed: $(cat "$work/out2")"
+grep -q "^file_unmapped 1$" "$work/out2" || fail "the traced program's unmap: $(cat "$work/out2")"
+"$mtrace" convert "$work/w.mtr" -o "$work/w.wl" >"$work/convert2.out" 2>&1 ||
+    fail "convert write failed: $(cat "$work/convert2.out")"
+"$mtrace" replay "$work/w.wl" --allocator glibc --json "$work/w.json" >"$work/replay2.out" 2>&1 ||
+    fail "replay write failed: $(cat "$work/replay2.out")"
+python3 - "$work/w.json" "$native" <<'PY'
+import json, sys
+j, native = json.load(open(sys.argv[1])), int(sys.argv[2])
+predicted, traced = j["predicted_peak_rss_kb"], j["source_peak_rss_kb"]
+print("file written: native VmHWM %d KiB, traced peak (sampled) %d KiB, predicted %d KiB (%.3f)" %
+      (native, traced, predicted, predicted / native))
+# without the sample before the unmap the samples never see the file's 32 MiB
 if not 0.85 * native <= predicted <= 1.15 * native:
     print("FAIL: predicted %d KiB against native %d KiB" % (predicted, native)); sys.exit(1)
 PY
