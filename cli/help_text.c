@@ -70,7 +70,7 @@ static const char help_mtrace[] =
     "  mtrace replay app.wl --allocator glibc --allocator jemalloc\n";
 
 static const char help_record[] =
-    "usage: mtrace record [-o FILE] [--force] [--stacks N] [--paused] [--rss-ms N] -- CMD [ARGS...]\n"
+    "usage: mtrace record [-o FILE|DIR/] [--force] [--stacks N] [--paused] [--rss-ms N] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with the tracer (libmtrace.so, preloaded) and passes its exit status through. Every\n"
     "process of CMD gets a file of its own: a forked child, an exec'd image. Options end at CMD's name.\n"
@@ -78,7 +78,10 @@ static const char help_record[] =
     "Options:\n"
     "  -o, --output FILE  the trace; %p in FILE is the process id. Default mtrace.%p.mtr, in the current\n"
     "                     directory for every process of CMD, even one that changes directory\n"
-    "  -f, --force        replace FILE if it exists (without %p in it)\n"
+    "  -o, --output DIR/  every process's trace in DIR, as mtrace.%p.mtr (for mtrace report DIR and\n"
+    "                     mtrace export DIR); DIR/ is made if missing, an existing DIR needs no slash\n"
+    "  -f, --force        replace FILE if it exists (without %p in it); remove the traces already in\n"
+    "                     DIR (without it, a DIR that holds traces is refused)\n"
     "  -s, --stacks N     record N frames of each allocation's stack (0 to 64, default 0): callsites\n"
     "                     and caller trees in mtrace report\n"
     "  -p, --paused       start with tracing paused: the program starts it with mtrace_start()\n"
@@ -102,11 +105,12 @@ static const char help_record[] =
     "Exit status:\n"
     "  N    CMD's own exit status; 128+S when CMD was killed by signal S\n"
     "  127  CMD could not be run\n"
-    "  2    usage error, FILE exists (without --force), its directory cannot be written, or\n"
-    "       libmtrace.so not found\n"
+    "  2    usage error, FILE exists or DIR holds traces (without --force), the directory cannot be\n"
+    "       made or written, or libmtrace.so not found: CMD is not run\n"
     "\n"
     "Example:\n"
-    "  mtrace record --stacks 8 -o app.mtr -- ./app --its-options\n";
+    "  mtrace record --stacks 8 -o app.mtr -- ./app --its-options\n"
+    "  mtrace record -o traces/ -- make    (one trace per process in traces/; mtrace report traces/)\n";
 
 static const char help_info[] =
     "usage: mtrace info [--json] [-j N] FILE\n"

@@ -23,6 +23,8 @@
 #include "help_text.h"
 #include "mtrace/file_io.h" /* mt_put_safe: strings from files are shown as \xNN, never sent to the terminal */
 #include "mtrace/tmp_cleanup.h"
+#include "mtrace/trace_format.h"
+#include "trace_list.h"
 
 /* ---- mtrace record ----------------------------------------------------------------------------- */
 
@@ -120,10 +122,71 @@ static int warn_if_privileged(const char *cmd)
     return 1;
 }
 
+/* The name each process's trace takes inside a directory given to -o: the default's. */
+#define RECORD_DIR_TRACE_NAME "mtrace.%p.mtr"
+
+/* The traces of an earlier recording in dir (files with a trace's magic, as mtrace report DIR reads
+ * them) would be read with this one's: without force, refused, naming one; with force, removed.
+ * 0, or -1 said. */
+static int clear_earlier_traces(const char *dir, int force)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "mtrace: cannot read the directory %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
+            !mt_file_has_magic(path, MT_TRACE_MAGIC, MT_TRACE_MAGIC_LEN))
+            continue;
+        if (!force) {
+            fprintf(stderr, "mtrace: %s holds traces of an earlier recording (%s); remove them or pass --force\n", dir,
+                    e->d_name);
+            rc = -1;
+        } else if (unlink(path) != 0) {
+            fprintf(stderr, "mtrace: cannot remove %s: %s\n", path, strerror(errno));
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* -o DIR/, or -o naming a directory: one trace per process inside it (as `cp FILE DIR` puts the copy
+ * in DIR), which mtrace report DIR and mtrace export DIR then read whole. DIR/ is made if missing,
+ * as mtrace export -o makes its own; not its parents. The pattern in out, or NULL said. */
+static const char *record_dir_pattern(const char *dir, char out[PATH_MAX], int force)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') /* "d/" and "d//" are d; "/" stays the root */
+        len--;
+    snprintf(out, PATH_MAX, "%.*s", (int)len, dir); /* no longer than dir, itself under PATH_MAX */
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "mtrace: cannot make the directory %s: %s\n", out, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "mtrace: %s is not a directory\n", out);
+        return NULL;
+    }
+    if (clear_earlier_traces(out, force) < 0)
+        return NULL;
+    const char *sep = len > 1 ? "/" : "";
+    if (snprintf(out + len, PATH_MAX - len, "%s%s", sep, RECORD_DIR_TRACE_NAME) >= (int)(PATH_MAX - len)) {
+        fprintf(stderr, "mtrace: output path %s is too long\n", dir);
+        return NULL;
+    }
+    return out;
+}
+
 /* The trace's output path, absolute: a process of the command that changes directory must still
  * write next to the others (a shell script that cds, then runs a program, would otherwise leave its
- * trace there); its directory writable; an existing file replaced only with --force. NULL, said. */
-static const char *record_output(const char *out, char abs_out[PATH_MAX], int force)
+ * trace there); its directory writable; an existing file replaced only with --force; a directory
+ * given (DIR/, or an existing one) holds one trace per process. NULL, said. */
+static const char *record_output(const char *out, char abs_out[PATH_MAX], char dir_out[PATH_MAX], int force)
 {
     if (out[0] != '/') {
         char cwd[PATH_MAX];
@@ -136,6 +199,11 @@ static const char *record_output(const char *out, char abs_out[PATH_MAX], int fo
             return NULL;
         }
         out = abs_out;
+    }
+    struct stat st;
+    if (out[strlen(out) - 1] == '/' || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+        if (!(out = record_dir_pattern(out, dir_out, force)))
+            return NULL;
     }
     if (check_record_dir(out) < 0)
         return NULL;
@@ -221,9 +289,13 @@ int cmd_record(int argc, char **argv)
                 MT_SHIM_INSTALL_PATH);
         return 2;
     }
-    char abs_out[PATH_MAX];
+    char abs_out[PATH_MAX], dir_out[PATH_MAX];
     assert(out); /* -o takes a required argument: getopt_long never gives it NULL */
-    if (!(out = record_output(out, abs_out, force)))
+    if (!*out) {
+        fprintf(stderr, "mtrace record: -o: an empty path\n");
+        return mt_help_usage_error("record");
+    }
+    if (!(out = record_output(out, abs_out, dir_out, force)))
         return 2;
     char index[PATH_MAX];
     mt_tmp_template(index, sizeof index, "index", "");
