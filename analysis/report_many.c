@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mtrace/file_io.h" /* mt_put_safe: a file name is shown as \xNN where not printable */
 #include "mtrace/json_writer.h"
 #include "mtrace/ptr_map.h"
 #include "mtrace/report.h"
@@ -19,6 +20,9 @@ typedef struct total_priv {
     mt_strset_t strings;
     mt_ptr_map_t by_hash; /* a key's hash (rehashed past a collision, never 0) -> its callsite */
     size_t cap_sites;
+    struct failed_trace {
+        char *path, *error;
+    } * failed; /* the traces that could not be read, in order: t->failed of them */
 } total_priv_t;
 
 /* a + b, stopping at UINT64_MAX */
@@ -90,17 +94,25 @@ static mt_callsite_t *total_site(mt_report_total_t *t, const mt_callsite_t *c)
     return &t->callsites[i];
 }
 
-/* Adds a trace's callsites to the merged ones. 0, or -ENOMEM. */
-static int add_callsites(mt_report_total_t *t, const mt_report_t *r)
+/* The total's private part, made on first use; NULL when out of memory. */
+static total_priv_t *total_priv(mt_report_total_t *t)
 {
     if (!t->priv) {
         total_priv_t *p = calloc(1, sizeof *p);
         if (!p || mt_ptr_map_init(&p->by_hash) < 0) {
             free(p);
-            return -ENOMEM;
+            return NULL;
         }
         t->priv = p;
     }
+    return t->priv;
+}
+
+/* Adds a trace's callsites to the merged ones. 0, or -ENOMEM. */
+static int add_callsites(mt_report_total_t *t, const mt_report_t *r)
+{
+    if (!total_priv(t))
+        return -ENOMEM;
     for (size_t i = 0; i < r->ncallsites; i++) {
         const mt_callsite_t *c = &r->callsites[i];
         mt_callsite_t *s = total_site(t, c);
@@ -142,10 +154,32 @@ int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
     return add_callsites(t, r);
 }
 
+int mt_report_total_fail(mt_report_total_t *t, const char *path, const char *error)
+{
+    total_priv_t *p = total_priv(t);
+    struct failed_trace *f = p ? realloc(p->failed, (t->failed + 1) * sizeof *f) : NULL;
+    if (!f)
+        return -ENOMEM;
+    p->failed = f;
+    f[t->failed] = (struct failed_trace){ .path = strdup(path), .error = strdup(error) };
+    if (!f[t->failed].path || !f[t->failed].error) {
+        free(f[t->failed].path);
+        free(f[t->failed].error);
+        return -ENOMEM;
+    }
+    t->failed++;
+    return 0;
+}
+
 void mt_report_total_free(mt_report_total_t *t)
 {
     total_priv_t *p = t->priv;
     if (p) {
+        for (uint64_t i = 0; i < t->failed; i++) {
+            free(p->failed[i].path);
+            free(p->failed[i].error);
+        }
+        free(p->failed);
         mt_strset_fini(&p->strings);
         mt_ptr_map_fini(&p->by_hash);
         free(p);
@@ -178,6 +212,44 @@ static void json_callsites(mt_json_t *j, const mt_report_total_t *t, size_t *con
         }
         mt_json_end_array(j);
     }
+}
+
+/* "failed_traces": the traces that could not be read, each its file and its error; empty when the
+ * total is the whole that was asked for. */
+static void json_failed(mt_json_t *j, const mt_report_total_t *t)
+{
+    const total_priv_t *p = t->priv;
+    mt_json_key(j, "failed_traces");
+    mt_json_begin_array(j);
+    for (uint64_t i = 0; i < t->failed; i++) {
+        mt_json_begin_object(j);
+        mt_json_kv_cstr(j, "file", p->failed[i].path);
+        mt_json_kv_cstr(j, "error", p->failed[i].error);
+        mt_json_end_object(j);
+    }
+    mt_json_end_array(j);
+}
+
+/* The totals' first lines: the traces they cover, and, when some could not be read, how many of
+ * those given and which (their errors went to stderr as each was met). */
+static void print_total_head(const mt_report_total_t *t, FILE *f)
+{
+    if (!t->failed)
+        fprintf(f, "\nall %" PRIu64 " traces: ", t->traces);
+    else
+        fprintf(f, "\n%" PRIu64 " of %" PRIu64 " traces: ", t->traces, add_sat(t->traces, t->failed));
+    fprintf(f, "%" PRIu64 " threads%s\n", t->threads,
+            t->incomplete ? " (some traces did not finish: their process was killed or crashed, or ended at an exec)"
+                          : "");
+    if (!t->failed)
+        return;
+    const total_priv_t *p = t->priv;
+    fprintf(f, "not read       %" PRIu64 " trace%s, in no figure below:", t->failed, t->failed == 1 ? "" : "s");
+    for (uint64_t i = 0; i < t->failed; i++) {
+        fputs(i ? ", " : " ", f);
+        mt_put_safe(f, p->failed[i].path, strlen(p->failed[i].path));
+    }
+    fputc('\n', f);
 }
 
 /* The merged callsites' tables by bytes requested and by leaks, each row with how many traces
@@ -237,6 +309,7 @@ int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fm
         mt_json_init(&j, f);
         mt_json_begin_object(&j);
         mt_json_kv_u64(&j, "traces", t->traces);
+        json_failed(&j, t);
         mt_json_kv_u64(&j, "threads", t->threads);
         mt_report_json_calls(&j, t->calls, t->bytes, t->failures);
         mt_json_kv_u64(&j, "allocations", t->allocations);
@@ -254,9 +327,7 @@ int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fm
         free(both);
         return 0;
     }
-    fprintf(f, "\nall %" PRIu64 " traces: %" PRIu64 " threads%s\n", t->traces, t->threads,
-            t->incomplete ? " (some traces did not finish: their process was killed or crashed, or ended at an exec)"
-                          : "");
+    print_total_head(t, f);
     mt_report_calls_table(f, t->calls, t->bytes, t->failures);
     fprintf(f,
             "peak live      %" PRIu64 " bytes at most in one process; %" PRIu64

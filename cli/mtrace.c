@@ -339,9 +339,18 @@ static const char *stacks_asked(const mt_report_opts_t *o, int flame_is_users)
                                              : NULL;
 }
 
+static void no_stacks_error(mt_error_t *err, const char *path, const char *asked)
+{
+    /* a path that long is cut: the message still says what to do */
+    snprintf(err->msg, sizeof err->msg, "%.900s: the trace has no stacks for %s: record it with --stacks N", path,
+             asked);
+}
+
 static void say_no_stacks(const char *path, const char *asked)
 {
-    fprintf(stderr, "mtrace: %s: the trace has no stacks for %s: record it with --stacks N\n", path, asked);
+    mt_error_t err;
+    no_stacks_error(&err, path, asked);
+    mt_fail(&err);
 }
 
 /* Whether the user named an output of the stacks for a trace recorded without them: then says so
@@ -386,10 +395,22 @@ static int try_report_outputs(const char *html, const mt_report_opts_t *o)
     return 0;
 }
 
+/* A trace of several that cannot be read (its error said on stderr, as it comes) or that lacks the
+ * stacks asked for: the rest are still reported, as wc(1) and du(1) go on past a file they cannot
+ * read, and the totals, of the traces read, name it (text and JSON) so as never to pass for the
+ * whole. 0, or -ENOMEM. */
+static int report_many_failed(mt_report_total_t *total, const char *path, const mt_error_t *err)
+{
+    fflush(stdout); /* the reports before it, then its error */
+    mt_fail(err);
+    return mt_report_total_fail(total, path, err->msg);
+}
+
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
- * trace that cannot be read stops it: exit 1, and no total that would pass for all of them.
- * --callsites-csv writes the callsites merged across the traces (one trace's file would pass for
- * all of them). */
+ * trace that cannot be read is said and skipped (report_many_failed): exit 1. The JSON is one
+ * object whatever happens, closed even when memory runs out ("total": null). --callsites-csv writes
+ * the callsites merged across the traces, and only when every trace was read (one trace's file, or
+ * some traces', would pass for all of them). */
 static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
                        unsigned top)
 {
@@ -409,35 +430,35 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     mt_report_total_t total = { 0 };
     if (fmt == MT_TABLE_JSON)
         printf("{\"kind\":\"reports\",\"reports\":[\n");
-    for (size_t i = 0; i < traces->n && rc == 0; i++) {
+    int printed = 0, out_of_mem = 0;
+    for (size_t i = 0; i < traces->n && !out_of_mem; i++) {
         const char *path = traces->v[i];
         mt_report_t r;
-        if (mt_report_build(&r, path, &each, &err) < 0) {
+        const int built = mt_report_build(&r, path, &each, &err);
+        const char *asked = built < 0 || r.has_stacks ? NULL : stacks_asked(o, 1);
+        if (asked) /* as one trace's report: a file asked for would lack it */
+            no_stacks_error(&err, path, asked);
+        if (built < 0 || asked) {
             mt_report_free(&r);
-            fflush(stdout);
-            rc = mt_fail(&err);
-            break;
-        }
-        if (no_stacks_for(o, 1, &r)) { /* as one trace's report */
-            mt_report_free(&r);
-            fflush(stdout);
             rc = 1;
-            break;
+            out_of_mem = report_many_failed(&total, path, &err) < 0;
+            continue;
         }
-        if (fmt == MT_TABLE_JSON && i)
-            printf(",");
-        else if (fmt != MT_TABLE_JSON && i)
-            printf("\n");
+        if (printed++)
+            printf(fmt == MT_TABLE_JSON ? "," : "\n");
         mt_report_print(&r, stdout, fmt, top);
         if (mt_report_total_add(&total, &r) < 0)
-            rc = out_of_memory();
+            out_of_mem = 1;
         mt_report_free(&r);
     }
-    if (rc == 0 && fmt == MT_TABLE_JSON)
+    if (fmt == MT_TABLE_JSON)
         printf("],\"total\":");
-    if (rc == 0 && mt_report_total_print(&total, stdout, fmt, top) < 0)
+    if (out_of_mem || mt_report_total_print(&total, stdout, fmt, top) < 0) {
+        if (fmt == MT_TABLE_JSON)
+            printf("null"); /* mt_report_total_print printed nothing */
         rc = out_of_memory();
-    if (rc == 0 && fmt == MT_TABLE_JSON)
+    }
+    if (fmt == MT_TABLE_JSON)
         printf("}\n");
     if (rc == 0 && o->callsites_csv) {
         if (mt_report_total_callsites_csv(&total, csv.f) < 0)

@@ -141,7 +141,8 @@ void mt_callsite_row(FILE *f, const mt_callsite_t *c, mt_site_key_t k);
 
 /* Several traces as one (analysis/report_many.c): what adds up across processes. */
 typedef struct mt_report_total {
-    uint64_t traces, threads;
+    uint64_t traces, threads; /* traces read (added), and their threads */
+    uint64_t failed;          /* traces that could not be read (mt_report_total_fail): in no figure */
     uint64_t calls[MT_OP_LAST_CALL + 1], bytes[MT_OP_LAST_CALL + 1], failures[MT_OP_LAST_CALL + 1];
     uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
     uint64_t peak_sum, peak_max;    /* the processes' live peaks summed (not at one time), and the largest */
@@ -163,6 +164,10 @@ typedef struct mt_report_total {
 /* Adds a trace's report to the totals (zeroed first by the caller). 0, or -ENOMEM (the totals are
  * then incomplete, to be freed). */
 int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r);
+/* Notes a trace that could not be read, with its error (err->msg, which names the file and the
+ * offset): the totals then say that they are not the whole that was asked for, and name it. 0, or
+ * -ENOMEM. */
+int mt_report_total_fail(mt_report_total_t *t, const char *path, const char *error);
 /* The totals as text (after the traces' reports) or one JSON object (CSV: the text's table); `top`
  * as mt_report_print's, for the callsites. 0, or -ENOMEM before anything is printed. */
 int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fmt, unsigned top);

@@ -2,7 +2,8 @@
 # mtrace report of several traces: a process tree's files, or a directory of them. Each trace's
 # report in turn, then the totals; in JSON, "total" is the sum of the reports' figures, figure for
 # figure; a directory gives its trace files by name, and a file given beside its directory counts
-# once; a trace that cannot be read stops it with no total; --csv and --html refuse several traces.
+# once; a trace that cannot be read is said and skipped, the total names it and the exit is 1;
+# --csv and --html refuse several traces.
 #   usage: many.sh MTRACE REPORT_MKTRACE
 set -u
 mtrace=$1
@@ -45,13 +46,39 @@ t 60 "$mtrace" report tree >text.out 2>err || fail "text report of a directory: 
 [ "$(grep -c '^mtrace report: ' text.out)" = 3 ] || fail "text: not three reports"
 grep -q '^all 3 traces: 6 threads' text.out || fail "text: no totals line: $(tail -12 text.out)"
 
-# a damaged trace among them: its error, a non-zero exit, no total
+# a damaged trace among them: its error (file and offset) on stderr, exit 1, the others reported and
+# a total of them that names the trace not read, never "all"; the JSON one valid object whose total
+# lists it under failed_traces (empty when every trace was read)
 head -c 70000 tree/a.mtr.101 >cut.mtr
-t 60 "$mtrace" report tree/a.mtr cut.mtr >cut.out 2>err
+t 60 "$mtrace" report tree/a.mtr cut.mtr tree/a.mtr.102 >cut.out 2>err
 rc=$?
-[ "$rc" != 0 ] || fail "a cut trace among several: exit 0"
-grep -q "cut.mtr" err || fail "a cut trace among several: the error does not name it: $(cat err)"
-grep -q '^all ' cut.out && fail "a cut trace among several: a total was printed"
+[ "$rc" = 1 ] || fail "a cut trace among several: exit $rc, expected 1"
+grep -q "^mtrace: cut.mtr: offset 70000: " err || fail "a cut trace among several: the error does not name it: $(cat err)"
+[ "$(grep -c '^mtrace report: ' cut.out)" = 2 ] || fail "a cut trace among several: not the two other reports"
+grep -q '^all ' cut.out && fail "a cut trace among several: a total passed for all of them"
+grep -qx '2 of 3 traces: 3 threads' cut.out || fail "a cut trace among several: total line: $(grep traces: cut.out)"
+grep -qx 'not read       1 trace, in no figure below: cut.mtr' cut.out ||
+    fail "a cut trace among several: the total does not name it: $(tail -12 cut.out)"
+t 60 "$mtrace" report --json tree/a.mtr cut.mtr tree/a.mtr.102 >cut.json 2>err
+rc=$?
+[ "$rc" = 1 ] || fail "a cut trace among several, --json: exit $rc, expected 1"
+"$PY" - cut.json list.json <<'PY' || fail "a cut trace among several, --json: $(head -c 300 cut.json)"
+import json, sys
+d, whole = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [r["file"] for r in d["reports"]] == ["tree/a.mtr", "tree/a.mtr.102"], [r["file"] for r in d["reports"]]
+tot = d["total"]
+assert tot["traces"] == 2 and tot["threads"] == 3, (tot["traces"], tot["threads"])
+assert [f["file"] for f in tot["failed_traces"]] == ["cut.mtr"], tot["failed_traces"]
+assert "offset 70000" in tot["failed_traces"][0]["error"], tot["failed_traces"][0]
+assert whole["total"]["failed_traces"] == [], whole["total"]["failed_traces"]
+PY
+# every trace unreadable: still one object, no report, exit 1
+cp cut.mtr cut.mtr.2
+t 60 "$mtrace" report --json cut.mtr cut.mtr.2 >none.json 2>/dev/null
+rc=$?
+[ "$rc" = 1 ] || fail "only cut traces: exit $rc, expected 1"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert not d["reports"] and len(d["total"]["failed_traces"]) == 2' \
+    none.json || fail "only cut traces: $(cat none.json)"
 
 for opt in --csv "--html x.html"; do
     # shellcheck disable=SC2086 # the option and its argument
