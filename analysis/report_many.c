@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mtrace/file_io.h" /* mt_put_safe: a file name is shown as \xNN where not printable */
 #include "mtrace/json_writer.h"
@@ -23,7 +24,13 @@ typedef struct total_priv {
     struct failed_trace {
         char *path, *error;
     } * failed; /* the traces that could not be read, in order: t->failed of them */
+    /* The files met, by identity (their "dev:ino" in file_ids, whose copy's address is the key):
+     * FILE_READ, FILE_CONTINUES an exec of a trace read, or both. */
+    mt_strset_t file_ids;
+    mt_ptr_map_t files;
 } total_priv_t;
+
+enum { FILE_READ = 1, FILE_CONTINUES = 2, FILE_BOTH = FILE_READ | FILE_CONTINUES };
 
 /* a + b, stopping at UINT64_MAX */
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -99,7 +106,9 @@ static total_priv_t *total_priv(mt_report_total_t *t)
 {
     if (!t->priv) {
         total_priv_t *p = calloc(1, sizeof *p);
-        if (!p || mt_ptr_map_init(&p->by_hash) < 0) {
+        if (!p || mt_ptr_map_init(&p->by_hash) < 0 || mt_ptr_map_init(&p->files) < 0) {
+            if (p)
+                mt_ptr_map_fini(&p->by_hash);
             free(p);
             return NULL;
         }
@@ -132,6 +141,37 @@ static int add_callsites(mt_report_total_t *t, const mt_report_t *r)
     return 0;
 }
 
+/* Marks the file at path (by identity: a directory's listing and a continuation's name, found
+ * beside its trace, may spell one file two ways) with `bit`; a trace read that continues another
+ * read is counted once, whichever comes first. A file gone since is not counted. 0, or -ENOMEM. */
+static int mark_file(mt_report_total_t *t, total_priv_t *p, const char *path, unsigned bit)
+{
+    struct stat st;
+    char id[48];
+    if (stat(path, &st) != 0)
+        return 0;
+    snprintf(id, sizeof id, "%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+    const char *const key = mt_strset_get(&p->file_ids, id);
+    if (!key)
+        return -ENOMEM;
+    mt_ptr_entry_t *const e = mt_ptr_map_find(&p->files, (uintptr_t)key);
+    const unsigned was = e ? (unsigned)e->value : 0;
+    t->continuing += was != FILE_BOTH && (was | bit) == FILE_BOTH;
+    if (e)
+        e->value = was | bit;
+    return e ? 0 : mt_ptr_map_put(&p->files, (uintptr_t)key, bit);
+}
+
+/* Notes the trace read, and the trace its process went on in after an exec, if found. */
+static int add_exec_links(mt_report_total_t *t, const mt_report_t *r)
+{
+    total_priv_t *p = total_priv(t);
+    if (!p)
+        return -ENOMEM;
+    const int rc = mark_file(t, p, r->path, FILE_READ);
+    return rc < 0 || !r->continued_in ? rc : mark_file(t, p, r->continued_in, FILE_CONTINUES);
+}
+
 int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
 {
     t->traces++;
@@ -148,10 +188,12 @@ int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
     t->peak_sum = add_sat(t->peak_sum, r->peak_live_bytes);
     if (r->peak_live_bytes > t->peak_max)
         t->peak_max = r->peak_live_bytes;
-    t->incomplete += !r->complete;
+    t->ended_at_exec += r->ended_at_exec != 0;
+    t->incomplete += !r->complete && !r->ended_at_exec;
     t->truncated += r->truncated != 0;
     t->with_stacks += r->has_stacks != 0;
-    return add_callsites(t, r);
+    const int rc = add_exec_links(t, r);
+    return rc < 0 ? rc : add_callsites(t, r);
 }
 
 int mt_report_total_fail(mt_report_total_t *t, const char *path, const char *error)
@@ -180,6 +222,8 @@ void mt_report_total_free(mt_report_total_t *t)
             free(p->failed[i].error);
         }
         free(p->failed);
+        mt_strset_fini(&p->file_ids);
+        mt_ptr_map_fini(&p->files);
         mt_strset_fini(&p->strings);
         mt_ptr_map_fini(&p->by_hash);
         free(p);
@@ -235,12 +279,18 @@ static void json_failed(mt_json_t *j, const mt_report_total_t *t)
 static void print_total_head(const mt_report_total_t *t, FILE *f)
 {
     if (!t->failed)
-        fprintf(f, "\nall %" PRIu64 " traces: ", t->traces);
+        fprintf(f, "\nall %" PRIu64 " traces", t->traces);
     else
-        fprintf(f, "\n%" PRIu64 " of %" PRIu64 " traces: ", t->traces, add_sat(t->traces, t->failed));
-    fprintf(f, "%" PRIu64 " threads%s\n", t->threads,
-            t->incomplete ? " (some traces did not finish: their process was killed or crashed, or ended at an exec)"
-                          : "");
+        fprintf(f, "\n%" PRIu64 " of %" PRIu64 " traces", t->traces, add_sat(t->traces, t->failed));
+    const uint64_t processes = t->traces - t->continuing, threads = t->threads - t->continuing;
+    fprintf(f, " (%" PRIu64 " process%s): %" PRIu64 " thread%s\n", processes, processes == 1 ? "" : "es", threads,
+            threads == 1 ? "" : "s");
+    if (t->ended_at_exec)
+        fprintf(f, "ended at exec  %" PRIu64 " trace%s: the process went on in the program it ran\n", t->ended_at_exec,
+                t->ended_at_exec == 1 ? "" : "s");
+    if (t->incomplete)
+        fprintf(f, "not finished   %" PRIu64 " trace%s: the process was killed or crashed\n", t->incomplete,
+                t->incomplete == 1 ? "" : "s");
     if (!t->failed)
         return;
     const total_priv_t *p = t->priv;
@@ -310,7 +360,8 @@ int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fm
         mt_json_begin_object(&j);
         mt_json_kv_u64(&j, "traces", t->traces);
         json_failed(&j, t);
-        mt_json_kv_u64(&j, "threads", t->threads);
+        mt_json_kv_u64(&j, "processes", t->traces - t->continuing);
+        mt_json_kv_u64(&j, "threads", t->threads - t->continuing);
         mt_report_json_calls(&j, t->calls, t->bytes, t->failures);
         mt_json_kv_u64(&j, "allocations", t->allocations);
         mt_json_kv_u64(&j, "leaked_blocks", t->leaked_blocks);
@@ -318,6 +369,7 @@ int mt_report_total_print(const mt_report_total_t *t, FILE *f, mt_table_fmt_t fm
         mt_json_kv_u64(&j, "temporary", t->temporary);
         mt_json_kv_u64(&j, "peak_live_bytes_sum", t->peak_sum);
         mt_json_kv_u64(&j, "peak_live_bytes_max", t->peak_max);
+        mt_json_kv_u64(&j, "ended_at_exec_traces", t->ended_at_exec);
         mt_json_kv_u64(&j, "incomplete_traces", t->incomplete);
         mt_json_kv_u64(&j, "truncated_traces", t->truncated);
         mt_json_kv_u64(&j, "traces_with_stacks", t->with_stacks);

@@ -141,12 +141,17 @@ void mt_callsite_row(FILE *f, const mt_callsite_t *c, mt_site_key_t k);
 
 /* Several traces as one (analysis/report_many.c): what adds up across processes. */
 typedef struct mt_report_total {
-    uint64_t traces, threads; /* traces read (added), and their threads */
+    uint64_t traces, threads; /* traces read (added), and their threads summed */
     uint64_t failed;          /* traces that could not be read (mt_report_total_fail): in no figure */
+    /* Traces read that go on from another trace read, the same process after its exec (one file per
+     * program image): traces - continuing is the processes, threads - continuing the threads, since
+     * the thread that execs goes on in the new image. */
+    uint64_t continuing;
     uint64_t calls[MT_OP_LAST_CALL + 1], bytes[MT_OP_LAST_CALL + 1], failures[MT_OP_LAST_CALL + 1];
     uint64_t allocations, leaked_blocks, leaked_bytes, temporary;
     uint64_t peak_sum, peak_max;    /* the processes' live peaks summed (not at one time), and the largest */
-    uint64_t incomplete, truncated; /* traces not finished, traces truncated */
+    uint64_t ended_at_exec;         /* traces whose process went on in another program image */
+    uint64_t incomplete, truncated; /* traces not finished (killed, crashed) but at an exec; truncated */
     uint64_t with_stacks;           /* traces recorded with stacks: those the callsites come from */
     /* The traces' callsites merged by what they mean, never by address (ASLR moves each process's
      * code): by function, file, line and module; a frame without a symbol by module and offset in

@@ -4,7 +4,8 @@
 # `mtrace info` (text and JSON), `mtrace report` (text and JSON) and a note on stderr from
 # `mtrace convert`, whose workload is the program up to the exec only. A forked child's trace, of
 # another pid, is never taken for a continuation; a continuation removed is said to be missing. The
-# blocks live at an exec are leaks "at exit", not "at stop".
+# blocks live at an exec are leaks "at exit", not "at stop". The report of them all counts processes
+# and threads once, and the traces that ended at an exec apart from unfinished ones.
 #   usage: exec_chain.sh MTRACE_BINARY
 set -u
 unset MALLOC_PERTURB_
@@ -46,6 +47,20 @@ check_info "$second" "$third"
 check_info "$third" ""
 "$mtrace" info "$first" | grep -qxF "state         ended at an exec: the program went on in $second" ||
     fail "info text: $("$mtrace" info "$first" | grep '^state')"
+
+# the report of them all: 4 traces of 2 processes (env's, which went on in sh, then sort; ls's) and
+# 2 threads, 2 traces ended at an exec and none unfinished (before: "4 threads", 2 "incomplete")
+"$mtrace" report "$work" >"$work/all.txt" 2>&1 || fail "report of the directory: $(tail -3 "$work/all.txt")"
+grep -qx "all 4 traces (2 processes): 2 threads" "$work/all.txt" ||
+    fail "report of the directory: $(grep -A3 '^all ' "$work/all.txt")"
+grep -qx "ended at exec  2 traces: the process went on in the program it ran" "$work/all.txt" ||
+    fail "report of the directory does not count the exec'd traces apart: $(grep -A3 '^all ' "$work/all.txt")"
+grep -q "^not finished" "$work/all.txt" && fail "report of the directory calls an exec unfinished"
+"$mtrace" report --json "$work" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["total"]
+got = [t[k] for k in ("traces", "processes", "threads", "ended_at_exec_traces", "incomplete_traces")]
+sys.exit(0 if got == [4, 2, 2, 2, 0] else "report --json of the directory: %r" % got)' || fail "report --json totals"
 
 # report: text and JSON
 "$mtrace" report "$second" >"$work/report.txt" 2>&1 || fail "report $second: $(cat "$work/report.txt")"

@@ -44,7 +44,7 @@ PY
 
 t 60 "$mtrace" report tree >text.out 2>err || fail "text report of a directory: $(cat err)"
 [ "$(grep -c '^mtrace report: ' text.out)" = 3 ] || fail "text: not three reports"
-grep -q '^all 3 traces: 6 threads' text.out || fail "text: no totals line: $(tail -12 text.out)"
+grep -qx 'all 3 traces (3 processes): 6 threads' text.out || fail "text: no totals line: $(tail -12 text.out)"
 
 # a damaged trace among them: its error (file and offset) on stderr, exit 1, the others reported and
 # a total of them that names the trace not read, never "all"; the JSON one valid object whose total
@@ -56,7 +56,7 @@ rc=$?
 grep -q "^mtrace: cut.mtr: offset 70000: " err || fail "a cut trace among several: the error does not name it: $(cat err)"
 [ "$(grep -c '^mtrace report: ' cut.out)" = 2 ] || fail "a cut trace among several: not the two other reports"
 grep -q '^all ' cut.out && fail "a cut trace among several: a total passed for all of them"
-grep -qx '2 of 3 traces: 3 threads' cut.out || fail "a cut trace among several: total line: $(grep traces: cut.out)"
+grep -qx '2 of 3 traces (2 processes): 3 threads' cut.out || fail "a cut trace among several: total line: $(grep traces: cut.out)"
 grep -qx 'not read       1 trace, in no figure below: cut.mtr' cut.out ||
     fail "a cut trace among several: the total does not name it: $(tail -12 cut.out)"
 t 60 "$mtrace" report --json tree/a.mtr cut.mtr tree/a.mtr.102 >cut.json 2>err

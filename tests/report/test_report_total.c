@@ -241,6 +241,89 @@ START_TEST(total_ranks_callsites_by_bytes_and_by_leaks)
 }
 END_TEST
 
+/* The text total's lines and its JSON, printed to files in dir. text must hold 4096 bytes. */
+static mt_jval_t *print_total(const mt_report_total_t *t, const char *dir, char *text)
+{
+    char *txt = path_in(dir, "total.txt"), *js = path_in(dir, "total.json");
+    FILE *f = fopen(txt, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(mt_report_total_print(t, f, MT_TABLE_TEXT, 0), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    f = fopen(txt, "r");
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, 4095, f)] = 0;
+    fclose(f);
+    f = fopen(js, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(mt_report_total_print(t, f, MT_TABLE_JSON, 0), 0);
+    ck_assert_int_eq(fclose(f), 0);
+    mt_jval_t *root;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(js, &root, &err) == 0, "%s", err.msg);
+    free(txt);
+    free(js);
+    return root;
+}
+
+/* A shell that runs three commands and ends at an exec: 5 traces of 4 processes (the exec'd image's
+ * trace goes on from the shell's, whichever is added first), its thread once; one killed process
+ * apart. Before, every trace counted as a thread, and the exec as "did not finish". */
+START_TEST(total_tells_exec_from_unfinished_and_counts_processes)
+{
+    char *dir = make_temp_dir("report-total-exec");
+    static const char *const names[] = { "sh", "sh.1", "ls1", "ls2", "killed" };
+    char *path[5];
+    for (int i = 0; i < 5; i++) {
+        path[i] = path_in(dir, names[i]);
+        FILE *f = fopen(path[i], "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+    }
+    /* the continuation named through another spelling of the same directory */
+    char *via = path_in(dir, "./sh.1");
+    for (int order = 0; order < 2; order++) {
+        mt_report_total_t t = { 0 };
+        mt_report_t sh = { .path = path[0], .threads = 1, .ended_at_exec = 1, .continued_in = via };
+        mt_report_t next = { .path = path[1], .threads = 1, .complete = 1 };
+        mt_report_t ls1 = { .path = path[2], .threads = 1, .complete = 1 };
+        mt_report_t ls2 = { .path = path[3], .threads = 2, .complete = 1 };
+        mt_report_t killed = { .path = path[4], .threads = 1 };
+        mt_report_t *const in[2][5] = { { &sh, &next, &ls1, &ls2, &killed }, { &next, &ls1, &killed, &ls2, &sh } };
+        for (int i = 0; i < 5; i++)
+            ck_assert_int_eq(mt_report_total_add(&t, in[order][i]), 0);
+        ck_assert_uint_eq(t.traces, 5);
+        ck_assert_uint_eq(t.continuing, 1);
+        ck_assert_uint_eq(t.ended_at_exec, 1);
+        ck_assert_uint_eq(t.incomplete, 1);
+
+        char text[4096];
+        mt_jval_t *root = print_total(&t, dir, text);
+        static const char head[] = "\nall 5 traces (4 processes): 5 threads\n"
+                                   "ended at exec  1 trace: the process went on in the program it ran\n"
+                                   "not finished   1 trace: the process was killed or crashed\n";
+        ck_assert_msg(!strncmp(text, head, strlen(head)), "the total's first lines:\n%s", text);
+        ck_assert_int_eq(mt_json_num(root, "traces", -1), 5);
+        ck_assert_int_eq(mt_json_num(root, "processes", -1), 4);
+        ck_assert_int_eq(mt_json_num(root, "threads", -1), 5);
+        ck_assert_int_eq(mt_json_num(root, "ended_at_exec_traces", -1), 1);
+        ck_assert_int_eq(mt_json_num(root, "incomplete_traces", -1), 1);
+        mt_json_free(root);
+        mt_report_total_free(&t);
+    }
+    /* the continuation not among the traces: the shell's trace is one process still */
+    mt_report_total_t t = { 0 };
+    mt_report_t sh = { .path = path[0], .threads = 1, .ended_at_exec = 1, .continued_in = via };
+    ck_assert_int_eq(mt_report_total_add(&t, &sh), 0);
+    ck_assert_uint_eq(t.continuing, 0);
+    mt_report_total_free(&t);
+    for (int i = 0; i < 5; i++)
+        free(path[i]);
+    free(via);
+    remove_tree(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *report_total_suite(void)
 {
     Suite *s = suite_create("report-total");
@@ -250,6 +333,7 @@ static Suite *report_total_suite(void)
     tcase_add_test(tc, callsites_sums_saturate_and_traces_without_stacks_add_none);
     tcase_add_test(tc, callsites_bounded_by_distinct_callsites);
     tcase_add_test(tc, total_ranks_callsites_by_bytes_and_by_leaks);
+    tcase_add_test(tc, total_tells_exec_from_unfinished_and_counts_processes);
     suite_add_tcase(s, tc);
     return s;
 }
