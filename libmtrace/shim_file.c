@@ -458,8 +458,40 @@ void mt_file_finish(void)
     }
 }
 
-/* Called on exec: the image is about to go, so record how far time got. Tracing stays on in case
- * the exec fails. */
+/* Whether the process has no thread but the caller (the kernel's count: threads the shim never saw
+ * included). No /proc: not known, so no. */
+static int only_thread(void)
+{
+    char status[4096];
+    const size_t n = read_small_file("/proc/self/status", status, sizeof status - 1);
+    status[n] = 0;
+    const char *const line = strstr(status, "\nThreads:");
+    return line && strtoul(line + sizeof "\nThreads:" - 1, NULL, 10) == 1;
+}
+
+/* An exec that succeeds leaves the file as it stands, with the tail grow() preallocated past the
+ * chunks used (1 MiB at first): 45 MB for 80 images of a shell script, each of two chunks. So the
+ * file is cut to its chunks now, as mt_file_finish does. The exec may fail and the program record
+ * on: mapped_chunks is set back to the new end, so the next chunk claimed (claim_index) goes
+ * through grow(), which allocates the blocks again and maps them over the stale pages past the end
+ * (never written in between: only home chunks are written through the mapping, and every one
+ * claimed so far lies below the end). Only with no other thread: another one may have read
+ * mapped_chunks (without grow_lock) for a chunk it claimed and be about to write it through the
+ * mapping, past the new end (SIGBUS); then the tail stays. */
+static void trim_before_exec(void)
+{
+    if (!only_thread())
+        return;
+    lock_grow();
+    const uint64_t used = atomic_load(&mt_g.next_chunk);
+    if (used < atomic_load(&mt_g.mapped_chunks) && mt_file_fd_ours() == 0 &&
+        ftruncate(mt_g.fd, (off_t)(used * MT_CHUNK_SIZE)) == 0)
+        atomic_store(&mt_g.mapped_chunks, used);
+    unlock_grow();
+}
+
+/* Called on exec: the image is about to go, so record how far time got, and trim the file. Tracing
+ * stays on in case the exec fails. */
 void mt_file_note_exec(const char *path)
 {
     if (!mt_g.base)
@@ -467,6 +499,7 @@ void mt_file_note_exec(const char *path)
     mt_emit_event(&mt_self, MT_EV_EXEC, (const uint8_t *)path, strnlen(path, 4000));
     write_end_fields();
     header()->chunks_used = atomic_load(&mt_g.next_chunk);
+    trim_before_exec();
 }
 
 void mt_file_after_fork_child(void)
