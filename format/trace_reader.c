@@ -726,6 +726,28 @@ static inline __attribute__((always_inline)) int decode_block_args(rec_in_t *in,
     return get_u(in, &r->size);
 }
 
+/* glibc's blocks are 16-byte aligned on a 64-bit machine (MALLOC_ALIGNMENT, twice the size of a
+ * pointer), and the only traces read here are of 64-bit processes (ptr_size is checked). */
+#define MT_GLIBC_ALIGN_MASK 15u
+
+/* Whether a block with this result and usable size can have come from the trace's allocator. Of
+ * glibc's (MT_HDR_GLIBC_FLAGS: the usable size is from the chunk's size) a block is aligned and
+ * never smaller than the bytes asked for: a record that breaks this is damaged, a flipped varint
+ * that still decodes, but as other fields. Other allocators promise less (the recorder stores a
+ * usable size of 0 where it knows none), and their records are taken as they are. */
+static inline int block_possible(const mt_trace_t *t, const mt_record_t *r, uint64_t requested)
+{
+    return !(t->hdr.flags & MT_HDR_GLIBC_FLAGS) || (r->usable >= requested && !(r->result & MT_GLIBC_ALIGN_MASK));
+}
+
+static __attribute__((noinline, cold)) int bad_block(const rec_in_t *in, const mt_record_t *r, uint64_t requested)
+{
+    return mt_errorf(in->err, -EINVAL, in->c->trace->path, record_offset(in->c),
+                     "%s of %llu bytes returned 0x%llx with %llu usable bytes: no block of this trace's allocator",
+                     mt_op_name(r->op), (unsigned long long)requested, (unsigned long long)r->result,
+                     (unsigned long long)r->usable);
+}
+
 /* What a call that returned a block returned, after its fields: the block and its slack (usable
  * less requested bytes), or with MT_RF_NULL no block, and for posix_memalign the error number. */
 static inline __attribute__((always_inline)) int decode_block_result(rec_in_t *in, mt_record_t *r, const uint8_t b0)
@@ -738,7 +760,13 @@ static inline __attribute__((always_inline)) int decode_block_result(rec_in_t *i
         int64_t slack;
         if (get_s(in, &slack) != DEC_OK)
             return DEC_SHORT;
-        r->usable = mt_requested(op, r->count, r->size) + (uint64_t)slack;
+        const uint64_t requested = mt_requested(op, r->count, r->size);
+        r->usable = requested + (uint64_t)slack;
+        /* One branch, not taken in a glibc trace; a trace of another allocator pays one more test
+         * where it is. */
+        if (__builtin_expect(slack < 0 || (r->result & MT_GLIBC_ALIGN_MASK), 0) &&
+            !block_possible(in->c->trace, r, requested))
+            return bad_block(in, r, requested);
     } else if (op == MT_OP_POSIX_MEMALIGN) {
         uint64_t e;
         if (get_u(in, &e) != DEC_OK)
@@ -970,6 +998,21 @@ static __attribute__((noinline, cold)) int cursor_read_rest(mt_cursor_t *c, mt_e
     return 0;
 }
 
+/* A zero first byte at c->p, or the end of the bytes present: the chunk's records end here. A
+ * sealed chunk's records end exactly at `used` (the writer stores it as the end of its last record),
+ * and its bytes up to there are all records, also in a file cut short: a zero before it is a damaged
+ * record that decoded as a shorter one and left the decoder in the middle of the next. Reading on
+ * would drop the rest of the chunk without a word. */
+static __attribute__((noinline, cold)) int records_end(const mt_cursor_t *c, mt_error_t *err)
+{
+    if (!c->sealed || c->p >= c->end)
+        return 0;
+    return mt_errorf(err, -EINVAL, c->trace->path, record_offset(c),
+                     "expected a record, found a zero byte %zu bytes before the end of the sealed chunk's "
+                     "records (its header's used): a record before it is damaged",
+                     (size_t)(c->end - c->p));
+}
+
 /* The next record as stored. */
 static inline __attribute__((always_inline)) int cursor_next_stored(mt_cursor_t *c, mt_record_t *r, mt_error_t *err)
 {
@@ -977,11 +1020,11 @@ static inline __attribute__((always_inline)) int cursor_next_stored(mt_cursor_t 
         int rc;
         /* All but the last records of a chunk take the unchecked path. */
         if ((size_t)(c->end - c->p) >= MT_MAX_CALL_RECORD)
-            rc = *c->p ? decode_record(c, r, err, 1) : 0;
+            rc = *c->p ? decode_record(c, r, err, 1) : records_end(c, err);
         else if (c->unread)
             rc = 2;
         else
-            rc = c->p < c->end && *c->p ? decode_record(c, r, err, 0) : 0;
+            rc = c->p < c->end && *c->p ? decode_record(c, r, err, 0) : records_end(c, err);
         if (rc != 2)
             return rc;
         if ((rc = cursor_read_rest(c, err)) < 0)
