@@ -29,9 +29,9 @@
 
 /* The status of info and dump on a trace cut short. */
 #define EXIT_CUT                                                                                                       \
-    "  3  the trace was cut short after it was written (chunks its header counts are missing), or a\n"                 \
-    "     process is still recording into it: what is there is shown, and a line on stderr says it is\n"               \
-    "     not the whole\n"
+    "  3  the trace was cut short after it was written (chunks or packed frames its header counts are\n"               \
+    "     missing, or it ends inside one), or a process is still recording into it: what is there is\n"                \
+    "     shown, and a line on stderr says it is not the whole\n"
 
 /* The verdict rule, as replay, compare and sweep apply it (analysis/spread.c). */
 #define VERDICTS                                                                                                       \

@@ -26,6 +26,7 @@ struct mt_trace {
     mt_file_header_t hdr;
     mt_chunk_ref_t *chunks;
     size_t nchunks;
+    uint64_t cut_frame; /* packed: the offset of the frame the file ends inside; 0: none */
     mt_thread_info_t *threads;
     size_t nthreads;
     uint32_t *thread_chunks;
@@ -161,9 +162,13 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         const int rc = mt_pread_some(t->fd, fh, sizeof fh, off, &got);
         if (rc < 0)
             return mt_errorf(err, rc, t->path, off, "read failed: %s", strerror(-rc));
-        if (got < sizeof fh)
-            return mt_errorf(err, -EINVAL, t->path, off, "expected a %zu-byte packed frame header, the file ends",
-                             sizeof fh);
+        /* The file ends inside this frame: cut short after it was written, like a raw trace that
+         * ends inside a chunk. The frames before it are whole and independent; they are read, and
+         * mt_trace_check_whole says the file is truncated. */
+        if (got < sizeof fh) {
+            t->cut_frame = off;
+            break;
+        }
         if (mt_load_u32(fh) != MT_PACK_FRAME_MAGIC && mt_load_u32(fh) != MT_PACK_MODEL_MAGIC)
             return mt_errorf(err, -EINVAL, t->path, off,
                              "expected a packed frame (magic \"MTCZ\" or \"MTCM\"), found 0x%08x", mt_load_u32(fh));
@@ -173,10 +178,13 @@ static int index_packed(mt_trace_t *t, mt_error_t *err)
         const int bad = check_chunk_header(t, &h, off + MT_PACK_FRAME_HEADER_SIZE, err);
         if (bad < 0)
             return bad;
-        if (csize > ZSTD_compressBound(MT_CHUNK_SIZE) || off + sizeof fh + csize > t->size)
-            return mt_errorf(err, -EINVAL, t->path, off + 4,
-                             "truncated: a packed frame of %u bytes runs past the end of the file (%llu bytes)", csize,
-                             (unsigned long long)t->size);
+        if (csize > ZSTD_compressBound(MT_CHUNK_SIZE))
+            return mt_errorf(err, -EINVAL, t->path, off + 4, "expected a packed frame of at most %zu bytes, found %u",
+                             ZSTD_compressBound(MT_CHUNK_SIZE), csize);
+        if (off + sizeof fh + csize > t->size) {
+            t->cut_frame = off;
+            break;
+        }
         if (add_chunk(t, &cap, off, csize, &h) < 0)
             return mt_errorf(err, -ENOMEM, t->path, off, "out of memory indexing chunks");
         t->chunks[t->nchunks - 1].modeled = mt_load_u32(fh) == MT_PACK_MODEL_MAGIC;
@@ -339,6 +347,10 @@ int mt_trace_check_whole(const mt_trace_t *t, mt_error_t *err)
 {
     const mt_file_header_t *h = &t->hdr;
     if (t->packed) {
+        if (t->cut_frame)
+            return mt_errorf(err, -ENODATA, t->path, t->size,
+                             "truncated: the file ends at byte %llu, inside the packed frame at offset %llu",
+                             (unsigned long long)t->size, (unsigned long long)t->cut_frame);
         /* Frames end where the file does, so a cut between two frames is seen only by their count. */
         if (h->packed_frames && t->nchunks < h->packed_frames)
             return mt_errorf(err, -ENODATA, t->path, t->size,

@@ -1829,11 +1829,32 @@ START_TEST(cut_files_read_as_truncated)
     ck_assert_msg(strstr(err.msg, "truncated"), "%s", err.msg);
     ck_assert_int_ne(access(repacked, F_OK), 0);
 
-    /* packed: the whole file is whole; cut where its last frame starts, it is not */
+    /* packed: the whole file is whole; cut inside its last frame (header or data), or where that
+     * frame starts, it is not, and the frames before it read as the raw trace's chunks before the
+     * cut do (once a cut inside a frame made the file unreadable) */
     t = open_trace(packed);
     ck_assert_int_eq(mt_trace_check_whole(t, &err), 0);
     const uint64_t last = mt_trace_chunk(t, mt_trace_chunk_count(t) - 1)->offset;
+    mt_cursor_t c;
+    mt_record_t r;
+    size_t in_last = 0;
+    ck_assert_int_eq(mt_cursor_init(&c, t), 0);
+    ck_assert_int_eq(mt_cursor_load(&c, mt_trace_chunk_count(t) - 1, &err), 0);
+    while (mt_cursor_next(&c, &r, &err) > 0)
+        in_last++;
+    mt_cursor_fini(&c);
     mt_trace_close(t);
+    rec_list_t all = { 0 }, kept = { 0 };
+    ck_assert_int_eq(read_file_order(packed, &all, &err), 0);
+    ck_assert_uint_gt(all.n, in_last);
+    const uint64_t packed_cuts[] = { file_size(packed) - 1, last + MT_PACK_FRAME_HEADER_SIZE + 33, last + 5 };
+    for (size_t i = 0; i < sizeof packed_cuts / sizeof packed_cuts[0]; i++) {
+        expect_truncated_at(packed, packed_cuts[i], "inside the packed frame at offset");
+        ck_assert_int_eq(read_file_order(packed, &kept, &err), 0);
+        ck_assert_uint_eq(kept.n, all.n - in_last);
+        rec_list_free(&kept);
+    }
+    rec_list_free(&all);
     expect_truncated_at(packed, last, "frames");
 
     /* a killed process's trace: no end fields, whole chunks: unfinished, not truncated */

@@ -47,13 +47,31 @@ for cut in 131676 $((size - 65536)) 1000; do
     [ -e "$work/cut.mtz" ] && fail "pack of a cut trace left $work/cut.mtz"
 done
 
-# packed: whole reads as whole; cut inside its last frame is refused
+# packed: whole reads as whole; cut inside a frame (its data or its header), it reads as the raw
+# trace cut inside that chunk does: the records of the whole frames before it, exit 3 from info
+# and dump, report, convert and pack refuse it (once info and dump refused it too, exit 1)
 expect 0 "" "$mtrace" pack "$work/t.mtr" -o "$work/t.mtz"
 expect 0 "state         complete" "$mtrace" info "$work/t.mtz"
+"$mtrace" dump "$work/t.mtz" >"$work/whole.txt" 2>/dev/null
 psize=$(stat -c %s "$work/t.mtz")
-head -c $((psize - 5)) "$work/t.mtz" >"$work/cut.mtz"
-expect 1 "truncated" "$mtrace" info "$work/cut.mtz"
-expect 1 "truncated" "$mtrace" report "$work/cut.mtz"
+for cut in $((psize - 5)) $((psize / 2)) $((psize / 2 + 7)); do
+    head -c "$cut" "$work/t.mtz" >"$work/cut.mtz"
+    expect 3 "state         truncated" "$mtrace" info "$work/cut.mtz"
+    grep -q "cut.mtz: offset $cut: truncated: the file ends at byte $cut, inside the packed frame at offset" "$work/out" ||
+        fail "info of a packed trace cut at $cut: no message naming the file and offset: $(cat "$work/out")"
+    expect 1 "cut.mtz: offset $cut: truncated" "$mtrace" report "$work/cut.mtz"
+    expect 1 "truncated" "$mtrace" convert "$work/cut.mtz" -o "$work/cut.wl"
+    [ -e "$work/cut.wl" ] && fail "convert of a cut packed trace left $work/cut.wl"
+    expect 3 "cut.mtz: offset $cut: truncated" "$mtrace" dump "$work/cut.mtz"
+    # the records of the frames before the cut, as the raw trace cut in the same chunk gives them
+    "$mtrace" dump "$work/cut.mtz" >"$work/cut.txt" 2>/dev/null
+    chunks=$("$mtrace" info --json "$work/cut.mtz" 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["chunks"])')
+    # (frames are the raw chunks in file order; the raw cut leaves the next chunk's header short)
+    head -c $(((chunks + 1) * 65536 + 31)) "$work/t.mtr" >"$work/cut.mtr"
+    "$mtrace" dump "$work/cut.mtr" 2>/dev/null | cmp -s - "$work/cut.txt" ||
+        fail "dump of the packed trace cut at $cut differs from the raw trace cut in the same chunk"
+    [ -s "$work/cut.txt" ] || fail "dump of the packed trace cut at $cut printed no record"
+done
 
 # killed: unfinished, whole; info reads it with exit 0
 LD_PRELOAD=$shim MTRACE_OUT="$work/k.mtr" "$loop" >/dev/null 2>&1 &
