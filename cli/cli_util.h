@@ -48,10 +48,14 @@ static inline int mt_mallopt_usage(const char *cmd, const char *arg, const char 
         return 0;
     const int one = !strcmp(arg, setting);
     fprintf(stderr, "%s: --mallopt '%s': %s%s", cmd, arg, one ? "" : setting, one ? "" : ": ");
-    if (rc == -2)
+    char names[256];
+    if (rc == MT_MALLOPT_RANGE)
         fprintf(stderr, "out of range (mallopt takes an int: %d to %d)\n", INT_MIN, INT_MAX);
+    else if (rc == MT_MALLOPT_UNKNOWN)
+        fprintf(stderr, "unknown setting: known are %s (or M_NAME, or mallopt's number)\n",
+                mt_mallopt_names(names, sizeof names));
     else
-        fprintf(stderr, "expected NAME=VALUE, e.g. mmap_threshold=65536 (mtrace replay --help names them)\n");
+        fprintf(stderr, "expected NAME=VALUE, VALUE a number with an optional k or m, e.g. mmap_threshold=64k\n");
     return -1;
 }
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <malloc.h>
 #include <string.h>
 #include <strings.h>
@@ -30,11 +31,11 @@ int mt_mallopt_parse(const char *arg, int *param, int *value)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
-        return -1;
+        return MT_MALLOPT_UNREADABLE;
     char name[64];
     size_t n = (size_t)(eq - arg);
     if (n >= sizeof name)
-        return -1;
+        return MT_MALLOPT_UNKNOWN; /* longer than any name the table holds */
     memcpy(name, arg, n);
     name[n] = 0;
     const char *bare = !strncasecmp(name, "M_", 2) ? name + 2 : name;
@@ -50,9 +51,9 @@ int mt_mallopt_parse(const char *arg, int *param, int *value)
         errno = 0;
         const long v = strtol(name, &end, 0);
         if (*end)
-            return -1;
+            return MT_MALLOPT_UNKNOWN;
         if (errno == ERANGE || v > INT_MAX || v < INT_MIN)
-            return -2;
+            return MT_MALLOPT_RANGE;
         *param = (int)v;
     }
     errno = 0;
@@ -64,10 +65,19 @@ int mt_mallopt_parse(const char *arg, int *param, int *value)
     else if (*end == 'm' || *end == 'M')
         mult = 1024 * 1024, end++;
     if (*end || !digits)
-        return -1;
+        return MT_MALLOPT_UNREADABLE;
     /* checked multiplication: a wrapped product could land in range (2^44 m wraps to 1 m) */
     if (range || __builtin_mul_overflow(v, mult, &bytes) || bytes > INT_MAX || bytes < INT_MIN)
-        return -2;
+        return MT_MALLOPT_RANGE;
     *value = (int)bytes;
     return 0;
+}
+
+char *mt_mallopt_names(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof mallopt_names / sizeof mallopt_names[0] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", mallopt_names[i].name);
+    return buf;
 }

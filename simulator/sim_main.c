@@ -355,9 +355,17 @@ static int parse_args(int argc, char **argv, sim_t *s, sim_opts_t *o)
             const int rc = o->nopts == SIM_MAX_MALLOPTS
                                ? -1
                                : mt_mallopt_parse(optarg, &o->opt_param[o->nopts], &o->opt_value[o->nopts]);
-            if (rc == -2) {
+            if (rc == MT_MALLOPT_RANGE) {
                 fprintf(stderr, "mtrace-sim: the setting '%s': value out of range (mallopt takes an int: %d to %d)\n",
                         optarg, INT_MIN, INT_MAX);
+                return MT_EXIT_USAGE;
+            }
+            if (rc == MT_MALLOPT_UNKNOWN) {
+                char names[256];
+                fprintf(
+                    stderr,
+                    "mtrace-sim: the setting '%s': unknown setting: known are %s (or M_NAME, or mallopt's number)\n",
+                    optarg, mt_mallopt_names(names, sizeof names));
                 return MT_EXIT_USAGE;
             }
             if (rc < 0) {

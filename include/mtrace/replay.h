@@ -41,10 +41,19 @@ typedef struct mt_replay_opts {
  * is "" then. */
 int mt_allocator_path(const char *name, char *buf, size_t cap, mt_error_t *err);
 
+/* Why mt_mallopt_parse refused a setting. */
+enum {
+    MT_MALLOPT_UNREADABLE = -1, /* not NAME=VALUE, or VALUE not a number */
+    MT_MALLOPT_RANGE = -2,      /* a number that does not fit mallopt's int */
+    MT_MALLOPT_UNKNOWN = -3,    /* NAME is neither a setting the replays know nor a number */
+};
+
 /* A setting NAME=VALUE into mallopt's param and value: NAME as mmap_threshold, M_MMAP_THRESHOLD (any
- * case) or a number, VALUE a number with an optional k or m suffix. 0, -1 if it cannot be read, -2
- * if a number does not fit mallopt's int. */
+ * case) or a number, VALUE a number with an optional k or m suffix. 0, or an MT_MALLOPT_* code. */
 int mt_mallopt_parse(const char *arg, int *param, int *value);
+
+/* The setting names mt_mallopt_parse knows, ", " between them, into buf (cut to cap). Returns buf. */
+char *mt_mallopt_names(char *buf, size_t cap);
 
 /* How mt_replay_run's children ended, beyond its message: what a command needs to choose its exit
  * status. Each field is 0 unless that happened; at most one of the last three is set. */

@@ -159,8 +159,17 @@ value_error "sweep --timing bogus" "mtrace sweep:" "--timing" "'bogus'" -- \
 value_error "mtrace-sim --touch bogus" "mtrace-sim:" "--touch" "'bogus'" -- "$sim" w.wl --touch bogus
 # settings: read by mtrace-sim's own reader, in replay and in sweep before any replay (a sweep
 # replayed every point before the one it could not read)
-value_error "replay --mallopt bogus=1" "mtrace replay:" "--mallopt" "'bogus=1'" "NAME=VALUE" -- \
-    "$mtrace" replay w.wl --mallopt bogus=1
+# a name it does not know is said as such, with the names it knows (it was "expected NAME=VALUE",
+# of an argument that was NAME=VALUE)
+value_error "replay --mallopt bogus=1" "mtrace replay:" "--mallopt" "'bogus=1'" "unknown setting" \
+    "mmap_threshold, trim_threshold" -- "$mtrace" replay w.wl --mallopt bogus=1
+value_error "sweep --mallopt foo=1" "mtrace sweep:" "'foo=1'" "unknown setting" "arena_max" -- \
+    "$mtrace" sweep w.wl --mallopt foo=1
+grep -q "expected NAME=VALUE" "$work/err" && fail "sweep --mallopt foo=1: called not NAME=VALUE: $(cat "$work/err")"
+value_error "mtrace-sim --mallopt foo=1" "mtrace-sim:" "'foo=1'" "unknown setting" "mmap_threshold" -- \
+    "$sim" w.wl --mallopt foo=1
+value_error "replay --mallopt mmap_threshold=lots" "mtrace replay:" "'mmap_threshold=lots'" "NAME=VALUE" -- \
+    "$mtrace" replay w.wl --mallopt mmap_threshold=lots
 value_error "replay --mallopt mmap_threshold=4096m" "mtrace replay:" "--mallopt" "out of range" -- \
     "$mtrace" replay w.wl --mallopt mmap_threshold=4096m
 value_error "sweep --mallopt mmap_threshold=4k,x" "mtrace sweep:" "--mallopt" "mmap_threshold=x:" -- \
