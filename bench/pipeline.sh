@@ -383,7 +383,7 @@ for pin, label in ((None, f"{os.cpu_count()} (both threads free to run)"), ("0",
         call_ns = sum(j["avg_cycles"][op] * j["calls"][op] for op in j["calls"]) / ghz
         nw = syncw["pingpong"][2]
         rs.append(((j["wall_us"] * 1000 - call_ns) / nw / 1000, (j["cpu_us"] * 1000 - call_ns) / nw / 1000,
-                   j["sync_sleeps"] / max(j["syncs"], 1), j["avg_sync_wait_cycles"] / ghz / 1000))
+                   j["sync_sleeps"] / max(j["sync_waits"], 1), j["avg_sync_wait_cycles"] / ghz / 1000))
         jn = sim(syncw["nosync"][0], f"{W}/sync-nosync.{pin}.{k}.json", pin)
         ns.append(jn["wall_us"] / PP_N)
     md(f"| {label} | {med([r[0] for r in rs]):.2f} | {med([r[1] for r in rs]):.2f} | {100 * med([r[2] for r in rs]):.0f} % | "

@@ -23,7 +23,7 @@ import json, sys
 j = json.load(open(sys.argv[1])); waits = 2 * int(sys.argv[2]) - 1
 ghz = j["cycles"] / j["wall_us"] / 1000.0
 call_ns = sum(j["avg_cycles"][op] * j["calls"][op] for op in j["calls"]) / ghz
-print(sys.argv[3], (j["wall_us"] * 1000 - call_ns) / waits / 1000, 100.0 * j["sync_sleeps"] / max(j["syncs"], 1))
+print(sys.argv[3], (j["wall_us"] * 1000 - call_ns) / waits / 1000, 100.0 * j["sync_sleeps"] / max(j["sync_waits"], 1))
 PY
     done
 done | python3 -c '

@@ -437,9 +437,11 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     printf("%s Kb Max RSS (%s -> %s)\n", commas(a, sizeof a, (long long)(r->max_rss_kb - r->start_rss_kb)),
            commas(b, sizeof b, (long long)r->start_rss_kb), commas(c, sizeof c, (long long)r->max_rss_kb));
     printf("%s Kb Max Ideal RSS\n", commas(a, sizeof a, (long long)r->ideal_kb));
-    printf("allocator %s; sync points %" PRIu64 " (%" PRIu64 " slept), bookkeeping %" PRIu64
+    /* The workload's sync points (mtrace info's) are where a thread may have to wait for another;
+     * it waited at those the other thread had not reached yet. */
+    printf("allocator %s; waited at %" PRIu64 " of %" PRIu64 " sync points (%" PRIu64 " slept), bookkeeping %" PRIu64
            " Kb (%.1f %% of max RSS)\n",
-           r->allocator, r->waits, r->sleeps, r->bookkeeping_kb,
+           r->allocator, r->waits, h->waits, r->sleeps, r->bookkeeping_kb,
            r->max_rss_kb ? 100.0 * (double)r->bookkeeping_kb / (double)r->max_rss_kb : 0);
     uint64_t descheduled = 0;
     for (unsigned op = 1; op < SIM_OPS; op++)
@@ -622,7 +624,7 @@ static void json_prediction(mt_json_t *j, const sim_t *s, const sim_results_t *r
 }
 
 /* Per op: calls, emulations, syncs, and the distribution of call times. */
-static void json_calls(mt_json_t *j, const sim_results_t *r)
+static void json_calls(mt_json_t *j, const sim_t *s, const sim_results_t *r)
 {
     mt_json_key(j, "emulated");
     mt_json_begin_array(j);
@@ -630,7 +632,8 @@ static void json_calls(mt_json_t *j, const sim_results_t *r)
         if (r->emulated >> op & 1)
             mt_json_str(j, mt_wl_op_name(op), strlen(mt_wl_op_name(op)));
     mt_json_end_array(j);
-    mt_json_kv_u64(j, "syncs", r->waits);
+    mt_json_kv_u64(j, "sync_points", mt_wl_header(s->wl)->waits);
+    mt_json_kv_u64(j, "sync_waits", r->waits); /* at those of them the other thread had not reached */
     mt_json_kv_u64(j, "sync_sleeps", r->sleeps);
     mt_json_kv_double(j, "avg_sync_wait_cycles", r->waits ? (double)r->wait_cycles / (double)r->waits : 0);
     mt_json_key(j, "calls");
@@ -677,7 +680,7 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
     json_program_memory(&j, s, r);
     json_time_and_rss(&j, s, r);
     json_prediction(&j, s, r);
-    json_calls(&j, r);
+    json_calls(&j, s, r);
     mt_json_end_object(&j);
     mt_json_finish(&j);
 }

@@ -83,7 +83,7 @@ START_TEST(ideal_and_calls)
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         ck_assert_msg(jnum2(j, "calls", none[i]) == 0, "calls.%s = %g", none[i], jnum2(j, "calls", none[i]));
     ck_assert_uint_eq((uint64_t)jnum2(j, "failed", "malloc"), 0);
-    ck_assert_uint_eq((uint64_t)jnum(j, "syncs"), 0);
+    ck_assert_uint_eq((uint64_t)jnum(j, "sync_waits"), 0);
     ck_assert_str_eq(mt_json_str_at(j, "kind", ""), "replay");
     ck_assert_str_eq(mt_json_str_at(j, "touch", ""), "pages");
     /* recorded pacing unless asked otherwise: an allocator that purges on a timer sees the program's pace */
@@ -106,7 +106,8 @@ START_TEST(ideal_and_calls)
                                         "p99_cycles",
                                         "max_cycles",
                                         "failed",
-                                        "syncs",
+                                        "sync_waits",
+                                        "sync_points",
                                         "bookkeeping_kb",
                                         "source_peak_rss_kb",
                                         "fragmentation",

@@ -131,7 +131,7 @@ static void check_summary(const char *text, size_t first, const mt_jval_t *j, ui
         "^[0-9,]+ usec across [0-9]+ threads$",
         "^[0-9,]+ Kb Max RSS \\([0-9,]+ -> [0-9,]+\\)$",
         "^[0-9,]+ Kb Max Ideal RSS$",
-        "^allocator [^;]+; sync points [0-9]+ \\([0-9]+ slept\\), bookkeeping [0-9]+ Kb",
+        "^allocator [^;]+; waited at [0-9]+ of [0-9]+ sync points \\([0-9]+ slept\\), bookkeeping [0-9]+ Kb",
         "^averages below leave out [0-9,]+ calls timed at [0-9,]+ cycles or more",
         "^Avg malloc time: [0-9,]+ in [0-9,]+ calls$",
         "^Avg calloc time: [0-9,]+ in [0-9,]+ calls$",
@@ -160,6 +160,10 @@ static void check_summary(const char *text, size_t first, const mt_jval_t *j, ui
     ck_assert_int_eq(figure(strchr(l[3], '(') + 1), start);
     ck_assert_int_eq(figure(strstr(l[3], "-> ") + 3), max);
     ck_assert_int_eq(figure(l[4]), (long long)jnum(j, "ideal_rss_kb"));
+    /* the waits that happened, of the workload's sync points (mtrace info's), named apart */
+    ck_assert_int_eq(figure(strstr(l[5], "waited at ") + 10), (long long)jnum(j, "sync_waits"));
+    ck_assert_int_eq(figure(strstr(l[5], " of ") + 4), (long long)jnum(j, "sync_points"));
+    ck_assert_int_le(jnum(j, "sync_waits"), jnum(j, "sync_points"));
     if (threads == 1)
         ck_assert_int_ge(figure(l[4]), 2048);
     static const char *const ops[] = { "malloc", "calloc", "realloc", "free" };

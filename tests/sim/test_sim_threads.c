@@ -102,8 +102,8 @@ START_TEST(ring_of_four)
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "malloc"), RING * ROUNDS);
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "free"), RING * ROUNDS);
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "failed", "malloc"), 0);
-    ck_assert_msg(jnum(o.j, "syncs") > 0, "no WAIT ever had to wait");
-    ck_assert(jnum(o.j, "syncs") <= 2.0 * RING * ROUNDS);
+    ck_assert_msg(jnum(o.j, "sync_waits") > 0, "no WAIT ever had to wait");
+    ck_assert(jnum(o.j, "sync_waits") <= 2.0 * RING * ROUNDS);
     outcome_free(&o);
     free(wl);
 }
@@ -209,7 +209,7 @@ START_TEST(producer_consumer)
     ck_assert_uint_eq((uint64_t)jnum(o.j, "threads"), 2);
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "malloc"), PC_BLOCKS);
     ck_assert_uint_eq((uint64_t)jnum2(o.j, "calls", "free"), PC_BLOCKS);
-    ck_assert_msg(jnum(o.j, "syncs") > 0, "no WAIT ever had to wait");
+    ck_assert_msg(jnum(o.j, "sync_waits") > 0, "no WAIT ever had to wait");
     outcome_free(&o);
     free(wl);
 }
