@@ -27,14 +27,16 @@ static const column_t columns[] = {
     { "wall ms", "wall_ms", 1e-3, 1 },
     { "cpu ms", "cpu_ms", 1e-3, 1 },
     { "max RSS MiB", "max_rss_mib", 1.0 / 1024, 1 },
+    { "growth MiB", "rss_growth_mib", 1.0 / 1024, 0 },
     { "ideal MiB", "ideal_mib", 1.0 / 1024, 0 },
-    { "RSS/ideal", "fragmentation", 1, 0 },
+    { "growth/ideal", "rss_growth_over_ideal", 1, 0 },
     { "malloc cyc", "avg_malloc_cycles", 1, 1 },
     { "free cyc", "avg_free_cycles", 1, 1 },
     { "p99 malloc", "p99_malloc_cycles", 1, 0 },
 };
 #define NCOL (sizeof columns / sizeof columns[0])
 enum { COL_WALL = 0, COL_CPU = 1, COL_RSS = 2 }; /* the columns whose spread is shown and judged */
+enum { COL_GROWTH_OVER_IDEAL = 5 };              /* a ratio: two decimals */
 static const size_t spread_cols[] = { COL_CPU, COL_WALL, COL_RSS };
 #define NSPREAD (sizeof spread_cols / sizeof spread_cols[0])
 
@@ -42,6 +44,28 @@ double mt_replay_peak_kb(const mt_jval_t *r)
 {
     const double predicted = mt_json_num(r, "predicted_peak_rss_kb", 0);
     return predicted > 0 ? predicted : mt_json_num(r, "max_rss_kb", 0);
+}
+
+double mt_replay_growth_kb(const mt_jval_t *r)
+{
+    if (mt_json_get(r, "rss_growth_kb"))
+        return mt_json_num(r, "rss_growth_kb", 0);
+    const double max = mt_json_num(r, "max_rss_kb", 0), start = mt_json_num(r, "start_rss_kb", 0);
+    return max > start ? max - start : 0;
+}
+
+double mt_replay_growth_over_ideal(const mt_jval_t *r)
+{
+    const double ideal = mt_json_num(r, "ideal_pages_kb", 0);
+    return ideal > 0 ? mt_replay_growth_kb(r) / ideal : 0;
+}
+
+/* A column's width in the text table: a change beside the figure takes more room, and a long title
+ * its own length. */
+static int col_width(size_t c)
+{
+    const int title = (int)strlen(columns[c].title);
+    return columns[c].change ? 18 : title > 11 ? title : 11;
 }
 
 static double value(const mt_jval_t *r, size_t c)
@@ -54,12 +78,14 @@ static double value(const mt_jval_t *r, size_t c)
     case 2:
         return mt_replay_peak_kb(r);
     case 3:
-        return mt_json_num(r, "ideal_pages_kb", 0);
+        return mt_replay_growth_kb(r);
     case 4:
-        return mt_json_num(r, "fragmentation", 0);
+        return mt_json_num(r, "ideal_pages_kb", 0);
     case 5:
-        return mt_json_num(mt_json_get(r, "avg_cycles"), "malloc", 0);
+        return mt_replay_growth_over_ideal(r);
     case 6:
+        return mt_json_num(mt_json_get(r, "avg_cycles"), "malloc", 0);
+    case 7:
         return mt_json_num(mt_json_get(r, "avg_cycles"), "free", 0);
     default:
         return mt_json_num(mt_json_get(r, "p99_cycles"), "malloc", 0);
@@ -73,7 +99,8 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r, mt_error_t *err
     static const char *const figs[][2] = {
         { NULL, "wall_us" },        { NULL, "cpu_us" },
         { NULL, "max_rss_kb" },     { NULL, "predicted_peak_rss_kb" },
-        { NULL, "ideal_pages_kb" }, { NULL, "fragmentation" },
+        { NULL, "ideal_pages_kb" }, { NULL, "start_rss_kb" },
+        { NULL, "rss_growth_kb" },  { NULL, "rss_growth_over_ideal" },
         { "avg_cycles", "malloc" }, { "avg_cycles", "free" },
         { "p99_cycles", "malloc" },
     };
@@ -225,7 +252,7 @@ static void cell_text(char *cell, size_t cap, const row_t *rows, int i, size_t c
     if (columns[c].change && i > 0 && base != 0)
         snprintf(cell, cap, "%.1f (%+.1f%%)", v, mt_change_pct(v, base));
     else
-        snprintf(cell, cap, c == 4 ? "%.2f" : "%.1f", v);
+        snprintf(cell, cap, c == COL_GROWTH_OVER_IDEAL ? "%.2f" : "%.1f", v);
 }
 
 /* The same rows as put_text, as an HTML table: names escaped, one cell per figure. */
@@ -315,7 +342,7 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
     int repeated = 0;
     fprintf(f, "%-28s %4s", "allocator", "runs");
     for (size_t c = 0; c < NCOL; c++)
-        fprintf(f, " %*s", columns[c].change ? 18 : 11, columns[c].title);
+        fprintf(f, " %*s", col_width(c), columns[c].title);
     row_name(r[rows[0].first], name, sizeof name);
     fprintf(f, "  verdict against %s\n", mt_safe_str(shown, sizeof shown, name));
     for (int i = 0; i < nrows; i++) {
@@ -327,7 +354,7 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
         for (size_t c = 0; c < NCOL; c++) {
             char cell[48];
             cell_text(cell, sizeof cell, rows, i, c);
-            fprintf(f, " %*s", columns[c].change ? 18 : 11, cell);
+            fprintf(f, " %*s", col_width(c), cell);
         }
         char verdict[128];
         fprintf(f, "  %s\n",

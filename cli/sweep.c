@@ -36,8 +36,11 @@ typedef struct point {
     int baseline;                 /* the allocator with no setting at all */
     int base;                     /* the index of this allocator's baseline point */
     double x;                     /* value of the first parameter */
-    mt_spread_t wall_ms, cpu_ms, rss_mib, ideal_mib, frag;
+    mt_spread_t wall_ms, cpu_ms, rss_mib, growth_mib, ideal_mib, growth_over_ideal;
 } point_t;
+
+/* The figures read from each run, in this order (read_run). */
+enum { FIG_WALL, FIG_CPU, FIG_RSS, FIG_GROWTH, FIG_IDEAL, FIG_GROWTH_OVER_IDEAL, NFIG };
 
 typedef struct sweep {
     const char *workload, *dir, *timing, *touch;
@@ -191,18 +194,20 @@ static void make_points(sweep_t *s)
     }
 }
 
-/* The figures of one run, into fig[0..4][run]: wall ms, CPU ms, peak RSS MiB, ideal MiB, RSS/ideal.
- * 0, or -1 with the error in err. */
-static int read_run(const char *json, double *fig[5], int run, mt_error_t *err)
+/* The figures of one run, into fig[FIG_*][run]: wall ms, CPU ms, peak RSS MiB (the program's, as
+ * predicted), the replay's RSS growth MiB, ideal MiB, and the growth over the ideal. 0, or -1 with
+ * the error in err. */
+static int read_run(const char *json, double *fig[NFIG], int run, mt_error_t *err)
 {
     mt_jval_t *j;
     if (mt_json_load(json, &j, err) < 0)
         return -1;
-    fig[0][run] = mt_json_num(j, "wall_us", 0) / 1e3;
-    fig[1][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
-    fig[2][run] = mt_replay_peak_kb(j) / 1024;
-    fig[3][run] = mt_json_num(j, "ideal_pages_kb", 0) / 1024;
-    fig[4][run] = mt_json_num(j, "fragmentation", 0);
+    fig[FIG_WALL][run] = mt_json_num(j, "wall_us", 0) / 1e3;
+    fig[FIG_CPU][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
+    fig[FIG_RSS][run] = mt_replay_peak_kb(j) / 1024;
+    fig[FIG_GROWTH][run] = mt_replay_growth_kb(j) / 1024;
+    fig[FIG_IDEAL][run] = mt_json_num(j, "ideal_pages_kb", 0) / 1024;
+    fig[FIG_GROWTH_OVER_IDEAL][run] = mt_replay_growth_over_ideal(j);
     mt_json_free(j);
     return 0;
 }
@@ -271,7 +276,7 @@ static void progress_end(progress_t *pg)
  * change) then falls on the runs of every point alike, not on all the runs of one. */
 static int run_points(sweep_t *s)
 {
-    const size_t per_point = 5 * (size_t)s->repeat;
+    const size_t per_point = NFIG * (size_t)s->repeat;
     double *figs = calloc((size_t)s->total * per_point, sizeof *figs);
     if (!figs) {
         fprintf(stderr, "mtrace: out of memory\n");
@@ -304,8 +309,8 @@ static int run_points(sweep_t *s)
             progress_show(&pg, line);
             static char results[1][4096];
             int n = 0;
-            double *fig[5];
-            for (int f = 0; f < 5; f++)
+            double *fig[NFIG];
+            for (int f = 0; f < NFIG; f++)
                 fig[f] = figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat;
             mt_replay_outcome_t out;
             mt_error_t err;
@@ -321,8 +326,9 @@ static int run_points(sweep_t *s)
     progress_end(&pg);
     for (int k = 0; k < s->total && !rc; k++) {
         point_t *pt = &s->pts[k];
-        mt_spread_t *dst[5] = { &pt->wall_ms, &pt->cpu_ms, &pt->rss_mib, &pt->ideal_mib, &pt->frag };
-        for (int f = 0; f < 5; f++)
+        mt_spread_t *dst[NFIG] = { &pt->wall_ms,    &pt->cpu_ms,    &pt->rss_mib,
+                                   &pt->growth_mib, &pt->ideal_mib, &pt->growth_over_ideal };
+        for (int f = 0; f < NFIG; f++)
             mt_spread_of(dst[f], figs + (size_t)k * per_point + (size_t)f * (size_t)s->repeat, (size_t)s->repeat);
     }
     free(figs);
@@ -361,8 +367,9 @@ static void print_row(const sweep_t *s, const point_t *pt)
     printf("%-12s", pt->allocator);
     for (int p = 0; p < s->nparams; p++)
         printf(" %-34s", pt->setting[p]);
-    printf(" %4zu %9.1f %15s %9s %9.1f %15s %9s %12.1f %15s %14s %9.2f  %s\n", pt->cpu_ms.n, pt->cpu_ms.median, cs, cc,
-           pt->wall_ms.median, ws, wc, pt->rss_mib.median, rs, rc, pt->frag.median,
+    printf(" %4zu %9.1f %15s %9s %9.1f %15s %9s %12.1f %15s %14s %10.1f %9.2f  %s\n", pt->cpu_ms.n, pt->cpu_ms.median,
+           cs, cc, pt->wall_ms.median, ws, wc, pt->rss_mib.median, rs, rc, pt->growth_mib.median,
+           pt->growth_over_ideal.median,
            pt->baseline ? "baseline"
                         : mt_verdict_text(verdict, sizeof verdict, &pt->cpu_ms, &b->cpu_ms, &pt->rss_mib, &b->rss_mib));
 }
@@ -373,8 +380,8 @@ static void put_csv_row(FILE *fc, const sweep_t *s, const point_t *pt)
     fprintf(fc, "%s", pt->allocator);
     for (int p = 0; p < s->nparams; p++)
         fprintf(fc, ",%s", strchr(pt->setting[p], '=') + 1);
-    fprintf(fc, ",%.3f,%.3f,%.3f,%.3f,%.4f,%zu", pt->wall_ms.median, pt->cpu_ms.median, pt->rss_mib.median,
-            pt->ideal_mib.median, pt->frag.median, pt->cpu_ms.n);
+    fprintf(fc, ",%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%zu", pt->wall_ms.median, pt->cpu_ms.median, pt->rss_mib.median,
+            pt->growth_mib.median, pt->ideal_mib.median, pt->growth_over_ideal.median, pt->cpu_ms.n);
     const mt_spread_t *sp[] = { &pt->cpu_ms, &pt->wall_ms, &pt->rss_mib };
     for (size_t i = 0; i < 3; i++)
         fprintf(fc, ",%.3f,%.3f,%.3f,%.3f", sp[i]->min, sp[i]->q1, sp[i]->q3, sp[i]->max);
@@ -393,7 +400,7 @@ static void print_header(FILE *fc, const sweep_t *s)
     fprintf(fc, "allocator");
     for (int p = 0; p < s->nparams; p++)
         fprintf(fc, ",%s", s->pname[p]);
-    fprintf(fc, ",wall_ms,cpu_ms,max_rss_mib,ideal_mib,fragmentation,runs");
+    fprintf(fc, ",wall_ms,cpu_ms,max_rss_mib,rss_growth_mib,ideal_mib,rss_growth_over_ideal,runs");
     static const char *const spread_keys[] = { "cpu_ms", "wall_ms", "max_rss_mib" };
     for (size_t i = 0; i < 3; i++)
         fprintf(fc, ",%s_min,%s_q1,%s_q3,%s_max", spread_keys[i], spread_keys[i], spread_keys[i], spread_keys[i]);
@@ -402,9 +409,9 @@ static void print_header(FILE *fc, const sweep_t *s)
     printf("%-12s", "allocator");
     for (int p = 0; p < s->nparams; p++)
         printf(" %-34s", "setting");
-    printf(" %4s %9s %15s %9s %9s %15s %9s %12s %15s %14s %9s  %s\n", "runs", "cpu ms", "cpu spread", "cpu chg",
-           "wall ms", "wall spread", "wall chg", "peak RSS MiB", "RSS spread", "RSS chg %dflt", "RSS/ideal",
-           "verdict against the allocator's default");
+    printf(" %4s %9s %15s %9s %9s %15s %9s %12s %15s %14s %10s %9s  %s\n", "runs", "cpu ms", "cpu spread", "cpu chg",
+           "wall ms", "wall spread", "wall chg", "peak RSS MiB", "RSS spread", "RSS chg %dflt", "growth MiB",
+           "grw/ideal", "verdict against the allocator's default");
 }
 
 /* The plot's data: one block per group (the same allocator and the same values of the other
@@ -461,8 +468,9 @@ static void say_best(const sweep_t *s, const char *label, int cpu)
     if (cpu)
         printf(": %.1f ms CPU, %.1f MiB peak RSS", bp->cpu_ms.median, bp->rss_mib.median);
     else
-        printf(": %.1f MiB peak RSS (%.2f x ideal), %.1f ms CPU", bp->rss_mib.median, bp->frag.median,
-               bp->cpu_ms.median);
+        printf(": %.1f MiB peak RSS, %.1f ms CPU; the replay's RSS grew %.2f MiB, %.2f x the ideal %.2f MiB",
+               bp->rss_mib.median, bp->cpu_ms.median, bp->growth_mib.median, bp->growth_over_ideal.median,
+               bp->ideal_mib.median);
     if (s->repeat > 1)
         printf(" (medians of %d runs)", s->repeat);
     if (!bp->baseline) {

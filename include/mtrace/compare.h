@@ -35,6 +35,16 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r, mt_error_t *err
  * program's file-backed pages), else, for a trace without RSS samples, the replay's own max RSS. */
 double mt_replay_peak_kb(const mt_jval_t *r);
 
+/* A replay result's RSS growth in KiB: the replay's max RSS less its RSS at its start (rss_growth_kb;
+ * max_rss_kb less start_rss_kb in results written before it). The replay's start is its own code and
+ * libraries, not the program's: the growth is the allocator's heap, the program's own mappings and
+ * the replay's bookkeeping. */
+double mt_replay_growth_kb(const mt_jval_t *r);
+
+/* mt_replay_growth_kb over the ideal (ideal_pages_kb: the peak of live requested bytes, in whole
+ * pages); 0 without an ideal. A reader checks it from the growth and the ideal printed beside it. */
+double mt_replay_growth_over_ideal(const mt_jval_t *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,8 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     volatile double sink = walk(v, 0);
     static const char *const keys[] = {
-        "kind",       "allocator",      "settings",      "glibc_tunables", "rss_series", "wall_us", "cpu_us",
-        "max_rss_kb", "ideal_pages_kb", "fragmentation", "avg_cycles",     "p99_cycles", ""
+        "kind",   "allocator",  "settings",       "glibc_tunables",        "rss_series", "wall_us",
+        "cpu_us", "max_rss_kb", "ideal_pages_kb", "rss_growth_over_ideal", "avg_cycles", "p99_cycles",
+        ""
     };
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         sink += mt_json_num(v, keys[k], 0);

@@ -148,7 +148,7 @@ static path_t write_result(const char *file, const char *allocator, double cpu_u
     fprintf(f,
             "{\"kind\": \"replay\", \"allocator\": \"%s\", \"workload\": \"/w.wl\", \"settings\": [],"
             " \"timing\": \"asap\", \"touch\": \"pages\", \"wall_us\": %.0f, \"cpu_us\": %.0f,"
-            " \"max_rss_kb\": %.0f, \"ideal_pages_kb\": 1000, \"fragmentation\": 1}\n",
+            " \"max_rss_kb\": %.0f, \"start_rss_kb\": 1024, \"ideal_pages_kb\": 1000}\n",
             allocator, wall_us, cpu_us, rss_kb);
     ck_assert_int_eq(fclose(f), 0);
     return path;
@@ -243,6 +243,9 @@ START_TEST(compare_groups_runs_into_rows)
     assert_near(jnum(a, "cpu_ms_q1"), 10.5, "A cpu_ms_q1");
     assert_near(jnum(a, "cpu_ms_q3"), 11.5, "A cpu_ms_q3");
     assert_near(jnum(a, "max_rss_mib"), 100, "A max_rss_mib");
+    /* the replay's growth (max less start) and its ratio to the ideal, each checkable from the other */
+    assert_near(jnum(a, "rss_growth_mib"), 99, "A rss_growth_mib");
+    assert_near(jnum(a, "rss_growth_over_ideal"), (102400 - 1024) / 1000.0, "A rss_growth_over_ideal");
     /* the change is the medians' */
     assert_near(jnum(b, "cpu_ms_change_pct"), 100.0 * (12.5 - 11) / 11, "B cpu_ms_change_pct");
     assert_near(jnum(b, "max_rss_mib_change_pct"), 100, "B max_rss_mib_change_pct");
@@ -452,7 +455,31 @@ START_TEST(sweep_baseline_row_first_and_changes_against_it)
         mt_json_free(j1);
         mt_json_free(j2);
     }
+    /* RSS over the ideal is the replay's growth over it, both beside it: a reader can check it */
+    for (int row = 1; row < 4; row++) {
+        const double growth = csv_num(&c, row, "rss_growth_mib"), ideal = csv_num(&c, row, "ideal_mib"),
+                     ratio = csv_num(&c, row, "rss_growth_over_ideal");
+        ck_assert_msg(ideal > 0 && ratio > (growth - 0.001) / (ideal + 0.001) &&
+                          ratio < (growth + 0.001) / (ideal - 0.001),
+                      "row %d: growth over ideal %g, the growth %g MiB, the ideal %g MiB", row, ratio, growth, ideal);
+    }
+    mt_jval_t *r0 = load_json(in(dir, "run-000.1.json").s);
+    const double grew = jnum(r0, "rss_growth_kb");
+    ck_assert_msg(grew == jnum(r0, "max_rss_kb") - jnum(r0, "start_rss_kb"), "rss_growth_kb %g is not max less start",
+                  grew);
+    assert_near(jnum(r0, "rss_growth_over_ideal"), grew / jnum(r0, "ideal_pages_kb"), "rss_growth_over_ideal");
+    mt_json_free(r0);
     char *text = read_text(in(g_dir, "sweep.out").s, NULL);
+    const char *low = strstr(text, "\nlowest peak RSS: ");
+    double grown, times, ideal_mib;
+    ck_assert_msg(
+        low && (low = strstr(low, "the replay's RSS grew ")) &&
+            sscanf(low, "the replay's RSS grew %lf MiB, %lf x the ideal %lf MiB", &grown, &times, &ideal_mib) == 3,
+        "the lowest-RSS line does not give the growth, its ratio and the ideal:\n%s", text);
+    /* each figure rounded to 0.01 as printed */
+    ck_assert_msg(times + 0.005 > (grown - 0.005) / (ideal_mib + 0.005) &&
+                      times - 0.005 < (grown + 0.005) / (ideal_mib - 0.005),
+                  "%.2f x the ideal %.2f MiB is not the growth %.2f MiB", times, ideal_mib, grown);
     ck_assert_msg(strstr(text, "\nglibc        mmap_threshold=dynamic (default)"), "table:\n%s", text);
     ck_assert_msg(strstr(text, "RSS chg %dflt"), "the RSS change's header does not name its base:\n%s", text);
     ck_assert_msg(strstr(text, "\nfastest: "), "no fastest line:\n%s", text);
