@@ -166,6 +166,7 @@ typedef struct row {
     int n;                 /* its results (runs) */
     int *members;          /* their indexes, n of them */
     int recordings;        /* the distinct workloads they replayed (row_recordings) */
+    int not_applied;       /* a run's allocator did not take its settings (settings_not_applied) */
     mt_spread_t fig[NCOL]; /* per column: median and spread over the runs, scaled as shown */
 } row_t;
 
@@ -204,6 +205,43 @@ static int group_rows(mt_jval_t *const *r, int n, unsigned flags, row_t *rows, i
     return nrows;
 }
 
+/* Row i's verdicts against the first row, in words: time, memory, and both as the text table's
+ * phrase (into buf). A row whose settings the allocator did not take is a replay of its default:
+ * no verdict on the settings. */
+static const char *time_verdict(const row_t *rows, int i)
+{
+    return i == 0                ? "baseline"
+           : rows[i].not_applied ? "not applied"
+                                 : mt_time_verdict_name(mt_verdict(&rows[i].fig[COL_CPU], &rows[0].fig[COL_CPU]));
+}
+
+static const char *memory_verdict(const row_t *rows, int i)
+{
+    return i == 0                ? "baseline"
+           : rows[i].not_applied ? "not applied"
+                                 : mt_memory_verdict_name(mt_verdict(&rows[i].fig[COL_RSS], &rows[0].fig[COL_RSS]));
+}
+
+static const char *verdict_phrase(char *buf, size_t cap, const row_t *rows, int i)
+{
+    if (i == 0)
+        return "baseline";
+    if (rows[i].not_applied)
+        return "not applied: the allocator did not take the settings (its default replayed)";
+    return mt_verdict_text(buf, cap, &rows[i].fig[COL_CPU], &rows[0].fig[COL_CPU], &rows[i].fig[COL_RSS],
+                           &rows[0].fig[COL_RSS]);
+}
+
+static int row_not_applied(const mt_jval_t *const *r, const row_t *row)
+{
+    for (int m = 0; m < row->n; m++) {
+        const mt_jval_t *na = mt_json_get(r[row->members[m]], "settings_not_applied");
+        if (na && na->type == MT_JARR && na->n)
+            return 1;
+    }
+    return 0;
+}
+
 static void row_figures(row_t *row, mt_jval_t *const *r, double *scratch)
 {
     for (size_t c = 0; c < NCOL; c++) {
@@ -236,12 +274,8 @@ static void put_csv(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
             const mt_spread_t *sp = &w->fig[spread_cols[s]];
             fprintf(f, ",%.6g,%.6g,%.6g,%.6g", sp->min, sp->q1, sp->q3, sp->max);
         }
-        if (i == 0)
-            fprintf(f, ",baseline,baseline,%d,%d\n", w->n >= 2, w->recordings);
-        else
-            fprintf(f, ",%s,%s,%d,%d\n", mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])),
-                    mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])),
-                    mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]), w->recordings);
+        fprintf(f, ",%s,%s,%d,%d\n", time_verdict(rows, i), memory_verdict(rows, i),
+                i == 0 ? w->n >= 2 : mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]), w->recordings);
     }
 }
 
@@ -278,10 +312,7 @@ static void put_html(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
             fprintf(f, "<td>%s</td>", cell);
         }
         char verdict[128];
-        fprintf(f, "<td class=\"l\">%s</td></tr>\n",
-                i == 0 ? "baseline"
-                       : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
-                                         &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
+        fprintf(f, "<td class=\"l\">%s</td></tr>\n", verdict_phrase(verdict, sizeof verdict, rows, i));
     }
     fprintf(f, "</table>\n");
 }
@@ -323,12 +354,8 @@ static void put_json(FILE *f, mt_jval_t *const *r, const char *const *paths, con
                 mt_json_kv_double(&j, key, v[p]);
             }
         }
-        const int base = i == 0;
-        mt_json_kv_cstr(&j, "time_verdict",
-                        base ? "baseline" : mt_time_verdict_name(mt_verdict(&w->fig[COL_CPU], &rows[0].fig[COL_CPU])));
-        mt_json_kv_cstr(&j, "memory_verdict",
-                        base ? "baseline"
-                             : mt_memory_verdict_name(mt_verdict(&w->fig[COL_RSS], &rows[0].fig[COL_RSS])));
+        mt_json_kv_cstr(&j, "time_verdict", time_verdict(rows, i));
+        mt_json_kv_cstr(&j, "memory_verdict", memory_verdict(rows, i));
         mt_json_kv_bool(&j, "noise_measured", mt_noise_measured(&w->fig[COL_CPU], &rows[0].fig[COL_CPU]));
         mt_json_end_object(&j);
     }
@@ -357,10 +384,7 @@ static void put_text(FILE *f, mt_jval_t *const *r, const row_t *rows, int nrows)
             fprintf(f, " %*s", col_width(c), cell);
         }
         char verdict[128];
-        fprintf(f, "  %s\n",
-                i == 0 ? "baseline"
-                       : mt_verdict_text(verdict, sizeof verdict, &w->fig[COL_CPU], &rows[0].fig[COL_CPU],
-                                         &w->fig[COL_RSS], &rows[0].fig[COL_RSS]));
+        fprintf(f, "  %s\n", verdict_phrase(verdict, sizeof verdict, rows, i));
     }
     int most = 0;
     for (int i = 0; i < nrows; i++)
@@ -425,6 +449,7 @@ int mt_compare_print(FILE *f, const char *const *paths, int n, mt_table_fmt_t fm
     for (int k = 0; k < nrows; k++) {
         row_figures(&rows[k], r, scratch);
         rows[k].recordings = row_recordings((const mt_jval_t *const *)r, rows[k].members, rows[k].n);
+        rows[k].not_applied = row_not_applied((const mt_jval_t *const *)r, &rows[k]);
     }
     if (fmt == MT_TABLE_CSV)
         put_csv(f, r, rows, nrows);

@@ -37,8 +37,10 @@
 #define VERDICTS                                                                                                       \
     "Verdicts:\n"                                                                                                      \
     "Verdicts (faster/slower, less/more memory) compare the medians of CPU time (user+sys of the replay)\n"            \
-    "and of peak RSS, and say \"within noise\" when the two spreads overlap: min..max, or q1..q3 from 4\n"             \
-    "runs; with one run on either side they add \"(1 run: noise unknown)\".\n"
+    "and of peak RSS, and say \"within noise\" when the two spreads overlap (min..max, or q1..q3 from 4\n"             \
+    "runs) or the medians are less than 1 % apart; with one run on either side they add \"(1 run: noise\n"             \
+    "unknown)\". A row whose settings the allocator did not take (no mallopt, or it refused them: the\n"               \
+    "result's settings_not_applied) is its default again: \"not applied\", no verdict.\n"
 
 static const char help_mtrace[] =
     "usage: mtrace COMMAND [ARGS...]\n"
@@ -428,8 +430,8 @@ static const char help_compare[] =
     "the program's); ideal MiB: the peak of live requested bytes, in whole pages; growth/ideal\n"
     "(rss_growth_over_ideal): the one over the other. --csv and --json\n"
     "also give: runs; cpu_ms, wall_ms, max_rss_mib with _min, _q1, _q3, _max (the spread, same units);\n"
-    "time_verdict (baseline, faster, slower, within noise), memory_verdict (baseline, less memory, more\n"
-    "memory, within noise), noise_measured (both rows ran twice or more), recordings (the distinct\n"
+    "time_verdict (baseline, faster, slower, within noise, not applied), memory_verdict (baseline, less\n"
+    "memory, more memory, within noise, not applied), noise_measured (both rows ran twice or more), recordings (the distinct\n"
     "workloads of a row's runs).\n"
     "\n" VERDICTS "\n" EXIT_COMMON "\n"
     "Example:\n"

@@ -35,6 +35,8 @@ typedef struct point {
     char setting[MAX_PARAMS][96]; /* NAME=VALUE; the baseline's VALUE names the default */
     int baseline;                 /* the allocator with no setting at all */
     int base;                     /* the index of this allocator's baseline point */
+    int not_applied;              /* the allocator did not take a setting (mtrace-sim's settings_not_applied):
+                                   * a replay of its default, no verdict on the setting */
     double x;                     /* value of the first parameter */
     mt_spread_t wall_ms, cpu_ms, rss_mib, growth_mib, ideal_mib, growth_over_ideal;
 } point_t;
@@ -197,11 +199,14 @@ static void make_points(sweep_t *s)
 /* The figures of one run, into fig[FIG_*][run]: wall ms, CPU ms, peak RSS MiB (the program's, as
  * predicted), the replay's RSS growth MiB, ideal MiB, and the growth over the ideal. 0, or -1 with
  * the error in err. */
-static int read_run(const char *json, double *fig[NFIG], int run, mt_error_t *err)
+static int read_run(const char *json, double *fig[NFIG], int run, point_t *pt, mt_error_t *err)
 {
     mt_jval_t *j;
     if (mt_json_load(json, &j, err) < 0)
         return -1;
+    const mt_jval_t *ignored = mt_json_get(j, "settings_not_applied");
+    if (ignored && ignored->type == MT_JARR && ignored->n)
+        pt->not_applied = 1;
     fig[FIG_WALL][run] = mt_json_num(j, "wall_us", 0) / 1e3;
     fig[FIG_CPU][run] = mt_json_num(j, "cpu_us", 0) / 1e3;
     fig[FIG_RSS][run] = mt_replay_peak_kb(j) / 1024;
@@ -317,7 +322,7 @@ static int run_points(sweep_t *s)
             const int run_rc = mt_replay_run(&o, results, &n, &out, &err);
             progress_after_run(&pg, run_rc != 0);
             rc = mt_replay_exit_status(run_rc, &out, &err);
-            if (rc == 0 && read_run(json, fig, r, &err) < 0) {
+            if (rc == 0 && read_run(json, fig, r, pt, &err) < 0) {
                 progress_after_run(&pg, 1);
                 rc = mt_fail(&err);
             }
@@ -371,7 +376,9 @@ static void print_row(const sweep_t *s, const point_t *pt)
            cs, cc, pt->wall_ms.median, ws, wc, pt->rss_mib.median, rs, rc, pt->growth_mib.median,
            pt->growth_over_ideal.median,
            pt->baseline ? "baseline"
-                        : mt_verdict_text(verdict, sizeof verdict, &pt->cpu_ms, &b->cpu_ms, &pt->rss_mib, &b->rss_mib));
+           : pt->not_applied
+               ? "not applied: the allocator did not take the setting (its default replayed)"
+               : mt_verdict_text(verdict, sizeof verdict, &pt->cpu_ms, &b->cpu_ms, &pt->rss_mib, &b->rss_mib));
 }
 
 static void put_csv_row(FILE *fc, const sweep_t *s, const point_t *pt)
@@ -389,6 +396,8 @@ static void put_csv_row(FILE *fc, const sweep_t *s, const point_t *pt)
             mt_change_pct(pt->wall_ms.median, b->wall_ms.median), mt_change_pct(pt->rss_mib.median, b->rss_mib.median));
     if (pt->baseline)
         fprintf(fc, ",baseline,baseline");
+    else if (pt->not_applied)
+        fprintf(fc, ",not applied,not applied");
     else
         fprintf(fc, ",%s,%s", mt_time_verdict_name(mt_verdict(&pt->cpu_ms, &b->cpu_ms)),
                 mt_memory_verdict_name(mt_verdict(&pt->rss_mib, &b->rss_mib)));
@@ -455,10 +464,10 @@ static void say_best(const sweep_t *s, const char *label, int cpu)
 {
     int best = 0;
     const mt_spread_t *of[MAX_POINTS];
-    assert(s->total >= 1); /* every allocator's baseline at least, and parse_args gives one allocator */
-    for (int k = 0; k < s->total; k++) {
+    assert(s->total >= 1);               /* every allocator's baseline at least, and parse_args gives one allocator */
+    for (int k = 0; k < s->total; k++) { /* a setting not applied is its default again: not a candidate */
         of[k] = cpu ? &s->pts[k].cpu_ms : &s->pts[k].rss_mib;
-        if (of[k]->median < of[best]->median)
+        if (!s->pts[k].not_applied && of[k]->median < of[best]->median)
             best = k;
     }
     const point_t *bp = &s->pts[best], *base = &s->pts[bp->base];
@@ -485,7 +494,7 @@ static void say_best(const sweep_t *s, const char *label, int cpu)
     }
     int close = 0;
     for (int k = 0; k < s->total; k++)
-        close += k != best && mt_verdict(of[k], of[best]) == MT_VERDICT_NOISE;
+        close += k != best && !s->pts[k].not_applied && mt_verdict(of[k], of[best]) == MT_VERDICT_NOISE;
     printf("; %d other point%s within noise of it\n", close, close == 1 ? "" : "s");
 }
 

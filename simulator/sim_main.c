@@ -283,7 +283,9 @@ typedef struct sim_opts {
     int quiet, timing_asked, nopts;
     int opt_param[SIM_MAX_MALLOPTS], opt_value[SIM_MAX_MALLOPTS];
     const char *opt_text[SIM_MAX_MALLOPTS];
+    uint32_t opt_not_applied; /* bit i: setting i did not reach the allocator (setup) */
 } sim_opts_t;
+_Static_assert(SIM_MAX_MALLOPTS <= 32, "sim_opts_t.opt_not_applied holds a bit per setting");
 
 /* Reads the command line into s (the replay's settings) and o: 0, -1 after --help (exit 0), or the
  * usage error's exit status (the message said). */
@@ -538,6 +540,14 @@ static void json_run(mt_json_t *j, const sim_t *s, const sim_opts_t *o, const si
     for (int i = 0; i < o->nopts; i++)
         mt_json_str(j, o->opt_text[i], strlen(o->opt_text[i]));
     mt_json_end_array(j);
+    /* Those the allocator never applied (it has no mallopt, or refused it): a replay without them,
+     * whose figures say nothing of the setting. */
+    mt_json_key(j, "settings_not_applied");
+    mt_json_begin_array(j);
+    for (int i = 0; i < o->nopts; i++)
+        if (o->opt_not_applied >> i & 1)
+            mt_json_str(j, o->opt_text[i], strlen(o->opt_text[i]));
+    mt_json_end_array(j);
     const char *tun = getenv("GLIBC_TUNABLES");
     if (tun)
         mt_json_kv_cstr(j, "glibc_tunables", tun);
@@ -693,7 +703,7 @@ static void put_result_json(FILE *f, const sim_t *s, const sim_opts_t *o, const 
 
 /* Opens the workload and maps the replay's tables: the threads, their creation plan, the slots, the
  * series, the program's mappings and the touch table; then the settings. 0, or the exit status. */
-static int setup(sim_t *s, const sim_opts_t *o)
+static int setup(sim_t *s, sim_opts_t *o)
 {
     const char *const path = o->path;
     /* Before anything else: a library that is not an allocator would replay glibc under its name. */
@@ -755,14 +765,18 @@ static int setup(sim_t *s, const sim_opts_t *o)
         return 1;
     }
     sim_sync_init(s);
-    if (o->nopts && !s->alloc.has_mallopt) /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
+    if (o->nopts && !s->alloc.has_mallopt) { /* jemalloc, tcmalloc, mimalloc: mallopt would be glibc's */
+        o->opt_not_applied = (uint32_t)((1ull << o->nopts) - 1);
         fprintf(stderr,
                 "mtrace-sim: warning: %s does not define mallopt: the --mallopt settings would only reach "
                 "glibc's allocator, which this replay does not use; replayed without them\n",
                 s->alloc.lib);
+    }
     for (int i = 0; i < o->nopts && s->alloc.has_mallopt; i++) {
-        if (mallopt(o->opt_param[i], o->opt_value[i]) != 1)
+        if (mallopt(o->opt_param[i], o->opt_value[i]) != 1) {
+            o->opt_not_applied |= 1u << i;
             fprintf(stderr, "mtrace-sim: warning: the allocator refused mallopt %s\n", o->opt_text[i]);
+        }
     }
     s->first_op_ns = UINT64_MAX;
     for (uint32_t i = 0; i < s->nthreads; i++) /* threads without ops say nothing of time */

@@ -125,6 +125,30 @@ START_TEST(small_change_within_spread_is_noise)
 }
 END_TEST
 
+/* A sweep called a setting jemalloc never applied "-0.0 %: less memory" from one run each: a change
+ * below MT_VERDICT_FLOOR_PCT is within noise, whatever the spreads. */
+START_TEST(change_below_the_floor_is_noise)
+{
+    mt_spread_t base, x;
+    char t[128];
+    SPREAD(base, 37.027);
+    SPREAD(x, 37.020);
+    ck_assert_int_eq(mt_verdict(&x, &base), MT_VERDICT_NOISE);
+    SPREAD(x, 37.062);
+    ck_assert_int_eq(mt_verdict(&x, &base), MT_VERDICT_NOISE);
+    ck_assert_str_eq(mt_verdict_text(t, sizeof t, &x, &base, &x, &base),
+                     "CPU time within noise, RSS within noise (1 run: noise unknown)");
+    /* measured spreads that do not meet, medians 0.1 % apart: still within noise */
+    SPREAD(base, 1000, 1000.1, 1000.2);
+    SPREAD(x, 1001, 1001.1, 1001.2);
+    ck_assert_int_eq(mt_verdict(&x, &base), MT_VERDICT_NOISE);
+    /* beyond the floor, one run each: said, with its word on noise */
+    SPREAD(base, 100);
+    SPREAD(x, 100 + 2 * MT_VERDICT_FLOOR_PCT);
+    ck_assert_int_eq(mt_verdict(&x, &base), MT_VERDICT_HIGHER);
+}
+END_TEST
+
 START_TEST(verdict_text)
 {
     mt_spread_t cpu0, cpu1, rss0, rss1;
@@ -170,6 +194,7 @@ static Suite *spread_suite(void)
     tcase_add_test(tc, overlapping_spreads_are_within_noise);
     tcase_add_test(tc, separate_spreads_are_lower_or_higher);
     tcase_add_test(tc, small_change_within_spread_is_noise);
+    tcase_add_test(tc, change_below_the_floor_is_noise);
     tcase_add_test(tc, verdict_text);
     tcase_add_test(tc, change_pct);
     suite_add_tcase(s, tc);

@@ -295,6 +295,35 @@ START_TEST(compare_verdict_is_within_noise_when_spreads_overlap)
 }
 END_TEST
 
+/* A result whose settings the allocator did not take (settings_not_applied) is its default again:
+ * its row says "not applied" in every format, not a verdict on the settings. */
+START_TEST(compare_row_not_applied_gets_no_verdict)
+{
+    path_t paths[2];
+    paths[0] = write_result("A.json", "A", 10000, 50000, 102400);
+    paths[1] = in(g_dir, "N.json");
+    FILE *f = fopen(paths[1].s, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"kind\": \"replay\", \"allocator\": \"A\", \"workload\": \"/w.wl\","
+               " \"settings\": [\"mmap_threshold=4096\"], \"settings_not_applied\": [\"mmap_threshold=4096\"],"
+               " \"timing\": \"asap\", \"touch\": \"pages\", \"wall_us\": 50000, \"cpu_us\": 5000,"
+               " \"max_rss_kb\": 204800, \"start_rss_kb\": 1024, \"ideal_pages_kb\": 1000}\n");
+    ck_assert_int_eq(fclose(f), 0);
+    mt_jval_t *t = load_table(compare(paths, 2, "--json", "na.json").s);
+    const mt_jval_t *n = row_of(t, "A mmap_threshold=4096");
+    ck_assert_str_eq(mt_json_str_at(n, "time_verdict", ""), "not applied");
+    ck_assert_str_eq(mt_json_str_at(n, "memory_verdict", ""), "not applied");
+    mt_json_free(t);
+    char *csv = read_text(compare(paths, 2, "--csv", "na.csv").s, NULL);
+    ck_assert_msg(strstr(csv, ",not applied,not applied,"), "CSV:\n%s", csv);
+    char *text = read_text(compare(paths, 2, NULL, "na.txt").s, NULL);
+    ck_assert_msg(strstr(text, "  not applied: the allocator did not take the settings") && !strstr(text, "faster"),
+                  "text:\n%s", text);
+    free(csv);
+    free(text);
+}
+END_TEST
+
 /* From 4 runs the quartiles are the spread: one disturbed run of the baseline does not hide a
  * difference. */
 START_TEST(compare_uses_quartiles_from_four_runs)
@@ -402,16 +431,27 @@ static path_t sweep(const char *wl, const char *dir, const char *const *args)
     return in(dir, "sweep.csv");
 }
 
-static void assert_settings(const char *dir, const char *file, const char *want)
+/* The run's list `key` ("settings", "settings_not_applied"): [want], or [] when want is NULL. */
+static void assert_list(const char *dir, const char *file, const char *key, const char *want)
 {
     mt_jval_t *j = load_json(in(dir, file).s);
-    const mt_jval_t *set = mt_json_get(j, "settings");
-    ck_assert_msg(set && set->type == MT_JARR, "%s: no settings", file);
+    const mt_jval_t *list = mt_json_get(j, key);
+    ck_assert_msg(list && list->type == MT_JARR, "%s: no %s", file, key);
     if (!want)
-        ck_assert_msg(set->n == 0, "%s: the default was replayed with %zu settings", file, set->n);
+        ck_assert_msg(list->n == 0, "%s: %zu %s", file, list->n, key);
     else
-        ck_assert_msg(set->n == 1 && !strcmp(set->items[0].str, want), "%s: settings are not [%s]", file, want);
+        ck_assert_msg(list->n == 1 && !strcmp(list->items[0].str, want), "%s: %s is not [%s]", file, key, want);
     mt_json_free(j);
+}
+
+static void assert_settings(const char *dir, const char *file, const char *want)
+{
+    assert_list(dir, file, "settings", want);
+}
+
+static void assert_not_applied(const char *dir, const char *file, const char *want)
+{
+    assert_list(dir, file, "settings_not_applied", want);
 }
 
 START_TEST(sweep_baseline_row_first_and_changes_against_it)
@@ -515,6 +555,41 @@ START_TEST(sweep_every_allocator_has_its_baseline)
     ck_assert_msg(got > exp - 0.05 && got < exp + 0.05, "jemalloc's change %g, against its own default %g", got, exp);
     ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "baseline");
     assert_settings(dir.s, "run-001.json", NULL);
+    /* jemalloc has no mallopt: its row is its default again, said so, with no verdict */
+    ck_assert_str_eq(csv_at(&c, 4, "time_verdict"), "not applied");
+    ck_assert_str_eq(csv_at(&c, 4, "memory_verdict"), "not applied");
+    ck_assert_str_ne(csv_at(&c, 3, "time_verdict"), "not applied");
+    assert_not_applied(dir.s, "run-003.json", "arena_max=1");
+    assert_not_applied(dir.s, "run-002.json", NULL);
+    csv_free(&c);
+}
+END_TEST
+
+/* A setting the allocator refuses (glibc's mxfast above its limit: mallopt returns 0) is no setting
+ * of the replay: the row says "not applied", not a verdict on the setting, and is not named lowest
+ * or fastest. */
+START_TEST(sweep_setting_not_applied_gets_no_verdict)
+{
+    if (sanitizer_skip("mallopt under a sanitizer's allocator"))
+        return;
+    const path_t wl = write_wl(), dir = in(g_dir, "sw5");
+    const char *const args[] = { "--mallopt", "mxfast=100000", NULL };
+    csv_t c;
+    csv_read(&c, sweep(wl.s, dir.s, args).s);
+    ck_assert_int_eq(c.nrows, 3);
+    ck_assert_str_eq(csv_at(&c, 2, "mxfast"), "100000");
+    ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "not applied");
+    ck_assert_str_eq(csv_at(&c, 2, "memory_verdict"), "not applied");
+    assert_not_applied(dir.s, "run-001.json", "mxfast=100000");
+    assert_not_applied(dir.s, "run-000.json", NULL);
+    char *text = read_text(in(g_dir, "sweep.out").s, NULL);
+    ck_assert_msg(strstr(text, "mxfast=100000") &&
+                      strstr(text, "  not applied: the allocator did not take the setting"),
+                  "the row does not say so:\n%s", text);
+    ck_assert_msg(strstr(text, "\nlowest peak RSS: glibc mxfast=default: ") &&
+                      strstr(text, "\nfastest:         glibc mxfast=default: "),
+                  "a setting not applied named lowest or fastest:\n%s", text);
+    free(text);
     csv_free(&c);
 }
 END_TEST
@@ -560,10 +635,12 @@ static Suite *repeat_suite(void)
         { "compare_verdict_is_within_noise_when_spreads_overlap",
           compare_verdict_is_within_noise_when_spreads_overlap },
         { "compare_uses_quartiles_from_four_runs", compare_uses_quartiles_from_four_runs },
+        { "compare_row_not_applied_gets_no_verdict", compare_row_not_applied_gets_no_verdict },
         { "replay_repeat_prints_one_row_with_spread", replay_repeat_prints_one_row_with_spread },
         { "sweep_baseline_row_first_and_changes_against_it", sweep_baseline_row_first_and_changes_against_it },
         { "sweep_every_allocator_has_its_baseline", sweep_every_allocator_has_its_baseline },
         { "sweep_touch_passed_to_every_replay", sweep_touch_passed_to_every_replay },
+        { "sweep_setting_not_applied_gets_no_verdict", sweep_setting_not_applied_gets_no_verdict },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
