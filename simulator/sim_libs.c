@@ -7,9 +7,11 @@
  *
  * In this process the libraries loaded for the allocator alone are those its DT_NEEDED entries reach
  * (the allocator's library included) that mtrace-sim's own do not; their resident file pages are
- * summed from /proc/self/smaps. A program that loads one of them itself (libstdc++ in a C++
- * program) already has its pages among the traced file pages: they are then counted twice, which
- * this file cannot tell (the trace does not list the program's libraries unless it has stacks). */
+ * summed from /proc/self/smaps. A program traced on this very allocator has them all among its
+ * file pages: sim_main.c then adds none (the trace names the program's allocator). A program that
+ * loads one of them itself (libstdc++ in a C++ program on glibc) already has its pages among the
+ * traced file pages: they are then counted twice, which this file cannot tell (the trace does not
+ * list the program's libraries unless it has stacks). */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <inttypes.h>

@@ -398,6 +398,7 @@ typedef struct sim_results {
     uint64_t cycles, wall_ns, cpu_us, thread_cpu_ns;
     uint64_t max_rss_kb, start_rss_kb, ideal_kb, ideal_pages_kb, bookkeeping_kb;
     uint64_t allocator_file_kb; /* file pages of the libraries the allocator brings (sim_libs.c) */
+    int allocator_traced;       /* the traced program ran on this allocator: they are not extra */
     uint64_t own_static_kb;     /* mtrace-sim's stack and its objects' anonymous pages (sim_libs.c) */
     uint64_t waits, wait_cycles, sleeps, far_slots, touched_in_part, maps, map_failed;
     uint32_t emulated; /* 1u << op for ops the allocator does not define that the workload called */
@@ -509,10 +510,11 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
     if (predicted)
         printf("predicted peak RSS of the program on this allocator: %s Kb (the replay's anonymous peak less its "
                "bookkeeping, plus the traced program's file-backed pages, %s Kb, and the allocator's libraries', "
-               "%s Kb",
+               "%s Kb%s",
                commas(a, sizeof a, (long long)predicted),
                commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)),
-               commas(c, sizeof c, (long long)r->allocator_file_kb));
+               commas(c, sizeof c, (long long)r->allocator_file_kb),
+               r->allocator_traced ? ", among the program's: it ran on this allocator" : "");
     if (predicted && h->source_start_anon_kb)
         printf("; the program's anonymous pages at its start, %s Kb, for the replay's own, %s Kb",
                commas(a, sizeof a, (long long)h->source_start_anon_kb),
@@ -628,11 +630,13 @@ static void json_prediction(mt_json_t *j, const sim_t *s, const sim_results_t *r
     mt_json_kv_cstr(j, "predicted_peak_rule",
                     "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
                     "source_peak_anon_kb (the traced program's file-backed pages), plus "
-                    "allocator_file_kb (the file pages of the libraries the allocator brings); "
+                    "allocator_file_kb (the file pages of the libraries the allocator brings; 0 when "
+                    "allocator_traced: the traced program ran on this allocator); "
                     "where the trace has it, source_start_anon_kb (the program's anonymous pages at "
                     "its start: relocated data, static variables, stack) in place of "
                     "own_static_kb (the replay's own); 0 when the trace has no RSS samples");
     mt_json_kv_u64(j, "allocator_file_kb", r->allocator_file_kb);
+    mt_json_kv_bool(j, "allocator_traced", r->allocator_traced);
     mt_json_kv_u64(j, "source_start_anon_kb", h->source_start_anon_kb);
     mt_json_kv_u64(j, "own_static_kb", r->own_static_kb);
     mt_json_kv_u64(j, "bookkeeping_kb", r->bookkeeping_kb);
@@ -862,12 +866,32 @@ static int run(sim_t *s, const sim_opts_t *o, sim_run_t *run)
     return 0;
 }
 
+/* Whether the traced program ran on the replay's allocator: the trace names the library that
+ * answered its malloc (MT_STR_ALLOCATOR), compared by file name, as one system's paths to one
+ * library differ (/lib and /usr/lib). Its pages, and those of the libraries it needs, are then among
+ * the program's file pages already: redis-server, linked with jemalloc, was predicted 1.9 MB more
+ * for them. */
+static int traced_on_this_allocator(const sim_t *s)
+{
+    size_t len = 0;
+    const char *traced = mt_wl_string(s->wl, MT_STR_ALLOCATOR, 0, &len);
+    if (!traced || !len)
+        return 0;
+    const char *name = memrchr(traced, '/', len);
+    name = name ? name + 1 : traced;
+    const size_t name_len = len - (size_t)(name - traced);
+    const char *ours = strrchr(s->alloc.lib, '/');
+    ours = ours ? ours + 1 : s->alloc.lib;
+    return name_len && strlen(ours) == name_len && !memcmp(name, ours, name_len);
+}
+
 /* The results, from the totals each thread merged in as it ended and from what the run measured. */
 static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run)
 {
     const mt_wl_header_t *h = mt_wl_header(s->wl);
     const sim_opstat_t *const total = s->totals->stat;
     const sim_lib_pages_t pages = sim_lib_pages((const void *)s->alloc.malloc);
+    const int traced = traced_on_this_allocator(s);
     uint64_t max_rss_kb = s->peak_rss_kb;
     FILE *status = fopen("/proc/self/status", "r");
     char line[256];
@@ -905,7 +929,8 @@ static sim_results_t results(sim_t *s, const sim_opts_t *o, const sim_run_t *run
         .ideal_kb = (h->peak_live_bytes + 1023) / 1024,
         .ideal_pages_kb = (h->peak_live_bytes + s->page - 1) / s->page * (s->page / 1024),
         .bookkeeping_kb = bookkeeping_kb,
-        .allocator_file_kb = pages.allocator_file_kb,
+        .allocator_file_kb = traced ? 0 : pages.allocator_file_kb,
+        .allocator_traced = traced,
         .own_static_kb = pages.own_static_kb,
         .waits = s->totals->waits,
         .wait_cycles = s->totals->wait_cycles,

@@ -16,15 +16,27 @@
 
 /* ---- workload builder ---- */
 
-void wlb_open(wlb_t *b, const char *path)
+void wlb_open_traced(wlb_t *b, const char *path, const char *allocator)
 {
     memset(b, 0, sizeof *b);
     b->path = strdup(path);
     b->now_ns = 1000000;
     mt_wl_header_t tmpl;
     memset(&tmpl, 0, sizeof tmpl);
+    uint8_t strings[512], *end = strings;
+    if (allocator) {
+        end = mt_str_put(strings, strings + sizeof strings, MT_STR_ALLOCATOR, allocator, strlen(allocator));
+        ck_assert_msg(end != NULL, "allocator name too long: %s", allocator);
+        end = mt_str_close(end);
+    }
     mt_error_t err;
-    ck_assert_msg(mt_wl_writer_open(&b->w, path, &tmpl, NULL, 0, &err) == 0, "writer: %s", err.msg);
+    ck_assert_msg(mt_wl_writer_open(&b->w, path, &tmpl, allocator ? strings : NULL, (size_t)(end - strings), &err) == 0,
+                  "writer: %s", err.msg);
+}
+
+void wlb_open(wlb_t *b, const char *path)
+{
+    wlb_open_traced(b, path, NULL);
 }
 
 static void put(wlb_t *b, uint32_t th, mt_wl_rec_t *r)
@@ -218,6 +230,8 @@ void wlb_close(wlb_t *b)
     h.peak_live_bytes = b->peak;
     h.peak_live_time_ns = b->peak_ns;
     h.duration_ns = b->now_ns - 1000000;
+    h.source_peak_rss_kb = b->source_peak_rss_kb;
+    h.source_peak_anon_kb = b->source_peak_anon_kb;
     mt_error_t err;
     ck_assert_msg(mt_wl_writer_close(b->w, &h, &err) == 0, "writer: %s", err.msg);
     b->w = NULL;

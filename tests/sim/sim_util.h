@@ -38,9 +38,14 @@ typedef struct wlb {
     int pages_evidence; /* wlb_set_touch was called: the workload says it has page evidence */
     uint64_t maps;      /* MMAP ops written */
     uint64_t advises;   /* MADVISE ops written */
+    /* the traced program's RSS figures for the header (0: no RSS samples), set before wlb_close */
+    uint64_t source_peak_rss_kb, source_peak_anon_kb;
 } wlb_t;
 
 void wlb_open(wlb_t *b, const char *path);
+/* As wlb_open, with the header's strings naming `allocator` as the traced program's (MT_STR_ALLOCATOR;
+ * NULL: none). */
+void wlb_open_traced(wlb_t *b, const char *path, const char *allocator);
 /* The program's own mappings: MT_WL_MMAP of len bytes on a slot; MT_WL_MUNMAP of a part of it. */
 void wlb_mmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t len);
 void wlb_munmap(wlb_t *b, uint32_t th, uint64_t slot, uint64_t off, uint64_t len, int last);

@@ -250,6 +250,69 @@ out:
 }
 END_TEST
 
+/* The small workload as traced on the library `traced` (MT_STR_ALLOCATOR), with RSS samples (peak
+ * 20 MB, of which 5 anonymous), replayed on the allocator under test: the result. */
+static mt_jval_t *replay_traced_on(const char *traced, const char *file)
+{
+    char *wl = path_in(g_dir, file), *json = path_in(g_dir, "traced.json"), *err = path_in(g_dir, "stderr");
+    wlb_t b;
+    wlb_open_traced(&b, wl, traced);
+    const uint32_t t = wlb_thread(&b, 0);
+    for (uint64_t i = 0; i < 100; i++)
+        wlb_malloc(&b, t, 1 + i, 4000);
+    for (uint64_t i = 0; i < 100; i++)
+        wlb_free(&b, t, 1 + i);
+    b.source_peak_rss_kb = 20000;
+    b.source_peak_anon_kb = 5000;
+    wlb_close(&b);
+    const char *const argv[] = { MTRACE_EXE, "replay", wl, "--allocator", g_name, "--json", json, "--quiet", NULL };
+    const int rc = run(argv, NULL, err, NULL, 120);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, read_text(err, NULL));
+    mt_jval_t *j = load_json(json);
+    /* the prediction: the replay's anonymous peak less its bookkeeping, the program's file pages, and
+     * the allocator's libraries' pages where the program did not have them */
+    ck_assert_uint_eq(
+        (uint64_t)jnum(j, "predicted_peak_rss_kb"),
+        (uint64_t)(jnum(j, "max_anon_rss_kb") - jnum(j, "bookkeeping_kb") + 15000 + jnum(j, "allocator_file_kb")));
+    free(wl);
+    free(json);
+    free(err);
+    return j;
+}
+
+static int json_true(const mt_jval_t *j, const char *key)
+{
+    const mt_jval_t *v = mt_json_get(j, key);
+    ck_assert_msg(v && v->type == MT_JBOOL, "no boolean %s", key);
+    return v->num != 0;
+}
+
+/* A program that ran on this allocator (redis-server, linked with jemalloc) has its library and the
+ * libraries it needs among its file pages: the prediction does not add them again (it did: 1.9 MB,
+ * redis predicted 25 % over its native peak). One traced on glibc's does not have them. The trace
+ * may name the library by another path to the same file (/lib for /usr/lib). */
+START_TEST(allocator_pages_added_only_if_not_traced_on_it)
+{
+    if (!strcmp(g_name, "glibc"))
+        return; /* glibc's library is mtrace-sim's own: never added */
+    char path[PATH_MAX], elsewhere[PATH_MAX + 16];
+    mt_error_t why;
+    ck_assert_msg(mt_allocator_path(g_name, path, sizeof path, &why) == 0, "%s", why.msg);
+    snprintf(elsewhere, sizeof elsewhere, "/lib/elsewhere/%s", strrchr(path, '/') + 1);
+    mt_jval_t *same = replay_traced_on(elsewhere, "same.mtw");
+    ck_assert_msg(jnum(same, "allocator_file_kb") == 0, "traced on %s, replayed on %s: allocator_file_kb %g", elsewhere,
+                  path, jnum(same, "allocator_file_kb"));
+    ck_assert_msg(json_true(same, "allocator_traced"), "traced on %s, replayed on %s: not seen as one", elsewhere,
+                  path);
+    mt_json_free(same);
+    mt_jval_t *other = replay_traced_on("/lib/x86_64-linux-gnu/libc.so.6", "glibc.mtw");
+    ck_assert_msg(!json_true(other, "allocator_traced"), "traced on glibc, replayed on %s: seen as one", g_name);
+    ck_assert_msg(jnum(other, "allocator_file_kb") >= 8, "traced on glibc: allocator_file_kb %g",
+                  jnum(other, "allocator_file_kb"));
+    mt_json_free(other);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -277,6 +340,7 @@ int main(int argc, char **argv)
         { "replay_on_allocator", replay_on_allocator },
         { "driver_preloads", driver_preloads },
         { "more_through_replay", more_through_replay },
+        { "allocator_pages_added_only_if_not_traced_on_it", allocator_pages_added_only_if_not_traced_on_it },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
