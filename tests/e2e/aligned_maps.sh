@@ -20,7 +20,10 @@ grep -q "^kept 3000$" "$work/out" || fail "the traced program: $(cat "$work/out"
 exits=$("$mtrace" dump "$work/p.mtr" | awk '$3 == "vm" && $4 == 3' | wc -l)
 [ "$exits" -ge 3000 ] || fail "$exits mappings counted at exit, expected the 3000 kept"
 "$mtrace" convert "$work/p.mtr" -o "$work/p.wl" >"$work/convert.out" 2>&1 || fail "convert failed: $(cat "$work/convert.out")"
-grep -q "program mappings    4000 (at most 62.5 MiB at once): 50.0 % of their pages written" "$work/convert.out" ||
+# 50.0 %, or 49.9 in some runs (4 of 10 with the binaries of 53f3af1): where the address space's
+# random start lands the first mapping decides how its head and tail are trimmed (a 4 KiB head and a
+# 12 KiB tail in a run read by hand), and a few of the trims' pages then count in the share
+grep -Eq "program mappings    4000 \(at most 62.5 MiB at once\): (50\.0|49\.9) % of their pages written" "$work/convert.out" ||
     fail "convert: $(grep 'program mappings' "$work/convert.out")"
 "$mtrace" replay "$work/p.wl" --allocator glibc --json "$work/r.json" >"$work/replay.out" 2>&1 ||
     fail "replay failed: $(cat "$work/replay.out")"
