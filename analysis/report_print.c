@@ -190,6 +190,9 @@ void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c)
     mt_put_csv_field(f, c->file);
     fprintf(f, ",%u,", c->line);
     mt_put_csv_field(f, c->module);
+    fputc(',', f);
+    if (!strcmp(c->function, "??"))
+        fprintf(f, "0x%" PRIx64, c->offset);
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c->calls, c->bytes, c->leaked_blocks,
             c->leaked_bytes, c->peak_bytes);
 }

@@ -28,9 +28,11 @@ typedef struct mt_callsite {
 /* Where a callsite is, as people read it: file:line, else the module (module+0xOFFSET without a
  * symbol, "?? 0xADDRESS" outside every module). */
 void mt_callsite_where(const mt_callsite_t *c, char *buf, size_t cap);
-/* A callsite's fields function, file, line, module, calls, bytes, leaked_blocks, leaked_bytes,
- * peak_bytes as CSV (--callsites-csv), with no line end; the header line names them. */
-#define MT_CALLSITE_CSV_HEADER "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes"
+/* A callsite's fields function, file, line, module, offset, calls, bytes, leaked_blocks, leaked_bytes,
+ * peak_bytes as CSV (--callsites-csv), with no line end; the header line names them. offset is
+ * empty for a callsite with a symbol, and for one without (function "??") what tells it apart, as
+ * the JSON's "offset": the return address in its module (module "??": the address), in hex. */
+#define MT_CALLSITE_CSV_HEADER "function,file,line,module,offset,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes"
 void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c);
 
 typedef struct mt_report {

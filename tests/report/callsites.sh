@@ -92,14 +92,15 @@ check(has_lib, "no folded stack main;...;report_callee_alloc")
 
 # callsites CSV: a header, then one row per callsite, the same numbers
 rows = list(csv.reader(open(csvpath)))
-check(rows and rows[0] == ["function", "file", "line", "module", "calls", "bytes", "leaked_blocks", "leaked_bytes", "peak_bytes"],
-      "CSV header: %r" % (rows[0] if rows else None))
+check(rows and rows[0] == ["function", "file", "line", "module", "offset", "calls", "bytes", "leaked_blocks",
+                          "leaked_bytes", "peak_bytes"], "CSV header: %r" % (rows[0] if rows else None))
 check(len(rows) == len(sites) + 1, "CSV: %d rows for %d callsites" % (len(rows) - 1, len(sites)))
 for row, c in zip(rows[1:], sites):
-    check(len(row) == 9, "CSV row: %r" % row)
-    if len(row) == 9:
-        check(row[0] == c["function"] and int(row[2]) == c["line"] and int(row[4]) == c["calls"] and
-              int(row[8]) == c["peak_bytes"], "CSV row %r against %r" % (row, c))
+    check(len(row) == 10, "CSV row: %r" % row)
+    if len(row) == 10:
+        check(row[0] == c["function"] and int(row[2]) == c["line"] and int(row[5]) == c["calls"] and
+              int(row[9]) == c["peak_bytes"], "CSV row %r against %r" % (row, c))
+        check(row[4] == ("0x%x" % c["offset"] if "offset" in c else ""), "CSV offset %r against %r" % (row, c))
 for b in bad:
     print("  " + b)
 sys.exit(1 if bad else 0)

@@ -7,7 +7,8 @@
 # DIR` has one callsite for each (merged by file:line; by module and offset for the library's),
 # whatever the addresses: the top leaking one is the leak's line with 1500 bytes in 5 blocks, leaked
 # in 5 traces; every callsite's figures are the sums of the traces' callsites with its key. The
-# text total shows the same; --callsites-csv writes the merged callsites with the traces columns;
+# text total shows the same; --callsites-csv writes the merged callsites with the traces columns, the
+# library's with its offset (as the JSON's), no two rows alike;
 # --top N cuts the total's lists; a trace that cannot be read leaves no CSV. Not in sanitized builds (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
@@ -91,6 +92,14 @@ check(len(rows) == len(sites), "CSV: %d rows, %d callsites" % (len(rows), len(si
 lr = [x for x in rows if os.path.basename(x["file"]) == "prog_workers.c" and int(x["line"]) == leak_line]
 check(len(lr) == 1 and (int(lr[0]["leaked_bytes"]), int(lr[0]["traces"]), int(lr[0]["leaking_traces"])) ==
       (leaked, n, n), "CSV: the leak's row: %r" % lr)
+# a row without a symbol carries its offset, as the JSON does: no two rows alike
+if lib:
+    lrow = [x for x in rows if x["module"] == "libworkers_stripped.so"]
+    check(len(lrow) == 1 and lrow[0]["function"] == "??" and lrow[0]["offset"] == "0x%x" % lib[0]["offset"],
+          "CSV: the library's row %r, JSON offset 0x%x" % (lrow, lib[0]["offset"]))
+check(all(x["offset"] == "" for x in rows if x["function"] != "??"), "CSV: an offset beside a symbol")
+keys = [tuple(x[f] for f in ("function", "file", "line", "module", "offset")) for x in rows]
+check(len(set(keys)) == len(keys), "CSV: two rows alike in %r" % keys)
 for m in bad:
     print("  " + m)
 sys.exit(1 if bad else 0)
@@ -121,6 +130,6 @@ no_file "a cut trace among several" kept.csv.partial.*
 
 # one trace's --callsites-csv keeps its columns
 t 60 "$mtrace" report --callsites-csv one.csv "$one" >/dev/null 2>err || fail "report of $one: $(cat err)"
-[ "$(head -1 one.csv)" = "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes" ] ||
+[ "$(head -1 one.csv)" = "function,file,line,module,offset,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes" ] ||
     fail "one trace's CSV header: $(head -1 one.csv)"
 finish

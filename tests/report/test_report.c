@@ -973,9 +973,9 @@ START_TEST(stored_stacks_callsites)
     text = read_text_ok(csv);
     char *want = NULL;
     ck_assert_int_ge(asprintf(&want,
-                              "function,file,line,module,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
-                              "\"site_one\",\"%s\",%u,\"test_report\",3,610,2,510,510\n"
-                              "\"site_two\",\"%s\",%u,\"test_report\",2,1200,1,200,1000\n",
+                              "function,file,line,module,offset,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
+                              "\"site_one\",\"%s\",%u,\"test_report\",,3,610,2,510,510\n"
+                              "\"site_two\",\"%s\",%u,\"test_report\",,2,1200,1,200,1000\n",
                               rep.callsites[0].file, one_line, rep.callsites[1].file, two_line),
                      0);
     ck_assert_str_eq(text, want);
@@ -1124,6 +1124,43 @@ END_TEST
 START_TEST(many_stacks_one_callsite_with_flame)
 {
     many_stacks_one_site(1);
+}
+END_TEST
+
+/* Callsites without a symbol are told apart by their offset: the JSON's "offset", and in
+ * --callsites-csv the offset column (in hex, as the text shows it), empty where there is a symbol.
+ * regression csv_unnamed_alike (fixed): the CSV had no offset, and two frames outside every module
+ * (as two frames of one stripped module) wrote the same row "??","",0,"??" twice. */
+START_TEST(csv_tells_unnamed_callsites_apart)
+{
+    char *path = path_in(g_dir, "unnamed.mtr"), *csv = path_in(g_dir, "unnamed.csv");
+    unsigned one_line = 0, two_line = 0;
+    mt_writer_t *w = open_stacks_trace(path, &one_line, &two_line);
+    const uint64_t s5[] = { 0x10000 }, s6[] = { 0x20000 };
+    w_stack(w, 5, s5, 1);
+    w_stack(w, 6, s6, 1);
+    w_malloc_at(w, 100, 30, 0xa0, 5);
+    w_malloc_at(w, 200, 20, 0xb0, 5);
+    w_malloc_at(w, 300, 10, 0xc0, 6);
+    w_malloc_at(w, 400, 5, 0xd0, 1);
+    close_trace(w);
+    mt_report_opts_t o = { .callsites_csv = csv };
+    mt_report_t rep;
+    build(&rep, path, &o);
+    char *text = read_text_ok(csv), *want = NULL;
+    ck_assert_int_ge(asprintf(&want,
+                              "function,file,line,module,offset,calls,bytes,leaked_blocks,leaked_bytes,peak_bytes\n"
+                              "\"??\",\"\",0,\"??\",0x10000,2,50,2,50,50\n"
+                              "\"??\",\"\",0,\"??\",0x20000,1,10,1,10,10\n"
+                              "\"site_one\",\"%s\",%u,\"test_report\",,1,5,1,5,5\n",
+                              rep.callsites[2].file, one_line),
+                     0);
+    ck_assert_str_eq(text, want);
+    free(want);
+    free(text);
+    mt_report_free(&rep);
+    free(csv);
+    free(path);
 }
 END_TEST
 
@@ -1893,6 +1930,7 @@ static Suite *report_suite(void)
     tc = tcase_create("callsite_split_with_flame");
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
     tcase_add_test(tc, many_stacks_one_callsite_with_flame);
+    tcase_add_test(tc, csv_tells_unnamed_callsites_apart);
     suite_add_tcase(s, tc);
     tc = tcase_create("huge_values");
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
