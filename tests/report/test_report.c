@@ -575,6 +575,20 @@ START_TEST(own_memory_beside_the_heap)
     ck_assert_uint_eq(o->anon_start_kb, 200 * 4);
     ck_assert_uint_eq(o->mapped_at_anon_peak, 10 * MiB);
     ck_assert_uint_eq(o->live_at_anon_peak, 1000);
+    /* The text says which figure is resident: the 10 MiB mapped then are address space, more than
+     * the 9.8 MiB of RSS they are beside.
+     * regression own_mapped_read_as_resident (fixed): the line read "9.8 MiB at most ...: then 10.0 MiB
+     * mapped by the program itself", a part bigger than the whole. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    mt_report_print(&rep, f, MT_TABLE_TEXT, 0);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_msg(strstr(text, "anonymous RSS  9.8 MiB at most (sampled; resident pages less file-backed ones): then "
+                               "1000 B live in malloc's blocks (bytes requested) and 10.0 MiB of address space mapped "
+                               "by the program itself (mapped, not resident: "),
+                  "the anonymous RSS line: %s", text);
+    free(text);
     mt_report_free(&rep);
     free(path);
 }
