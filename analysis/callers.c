@@ -271,25 +271,87 @@ static int pattern_skips(mt_callers_t *c, const mt_frame_in_t *frames, const mt_
 
 /* ---- where the top-down tree starts ------------------------------------------------------------ */
 
-/* The outermost frame the top-down tree shows: the one inside the run of entry frames a stack begins
- * with, outermost first (the C runtime's _start and __libc_start_main, glibc's clone3 and
- * start_thread, the loader calling constructors): main, a thread's start routine, a constructor.
- * An entry frame is one by name (mt_symbol_is_entry_frame) or any frame of the C library or the
- * loader (allocator frames by module: a C library without symbols names none of its own); the
- * outermost frame may also have no symbol (a stripped program's _start). A stack without such a
- * run (one cut at its depth ends with [truncated]) starts at its last frame. */
-static uint32_t top_of(const mt_frame_in_t *frames, const mt_stack_in_t *s, uint32_t leaf)
+/* What the whole stacks (those not cut at the frame limit) show of the entry: the frames above their
+ * top (the C runtime's and the thread library's, a libc without symbols' included), and the tops
+ * under the C runtime's process entry (main, with or without a symbol). */
+enum { ENTRY_ABOVE_TOP = 1, ENTRY_MAIN = 2 };
+
+static int is_entry(const mt_frame_in_t *f)
 {
-    uint32_t k = s->nframes - 1;
-    int entry = 0;
+    return mt_symbol_is_entry_frame(&f->sym) || f->allocator;
+}
+
+/* The outermost frame the top-down tree shows, walking from frame `end` out: the one inside the run
+ * of entry frames a stack begins with, outermost first (the C runtime's _start and
+ * __libc_start_main, glibc's clone3 and start_thread, the loader calling constructors): main, a
+ * thread's start routine, a constructor. An entry frame is one by name (mt_symbol_is_entry_frame) or
+ * any frame of the C library or the loader (allocator frames by module: a C library without symbols
+ * names none of its own); the outermost frame may also have no symbol (a stripped program's _start).
+ * A stack without such a run starts at its last frame. */
+static uint32_t top_from(const mt_frame_in_t *frames, const mt_stack_in_t *s, uint32_t leaf, uint32_t end, int entry)
+{
+    uint32_t k = end;
     for (; k > leaf; k--) {
         const mt_frame_in_t *f = &frames[s->frame[k]];
-        if (mt_symbol_is_entry_frame(&f->sym) || f->allocator)
+        if (is_entry(f))
             entry = 1;
         else if (!(f->unnamed && k == s->nframes - 1))
             break;
     }
     return entry ? k : s->nframes - 1;
+}
+
+/* The same for any stack. One cut at the frame limit ends with a marker ([truncated]); where the cut
+ * fell inside the entry (the frame under the marker is an entry frame, by name or as whole stacks
+ * have it above their top, or main), the stack lost only frames the tree leaves out, and starts at
+ * main or the start routine as the whole stacks do: without this, every stack within a few frames
+ * of the limit made a second root beside main, and main's figures were short of them (gdb under
+ * --stacks 16: 1470 calls under "[truncated] -> __libc_start_main", 8778 under main). A stack cut in
+ * the program's own frames (or in a C library function that called back into them, qsort's) keeps
+ * the marker as its root. */
+static uint32_t top_of(const mt_frame_in_t *frames, const mt_stack_in_t *s, uint32_t leaf, const mt_ptr_map_t *seen)
+{
+    const uint32_t last = s->nframes - 1;
+    if (!frames[s->frame[last]].cut || last == 0 || last - 1 < leaf)
+        return top_from(frames, s, leaf, last, 0);
+    const mt_frame_in_t *under = &frames[s->frame[last - 1]];
+    const mt_ptr_entry_t *e = mt_ptr_map_find(seen, (uint64_t)(uintptr_t)under->sym.function);
+    if ((e && (e->value & ENTRY_MAIN)) || !strcmp(under->sym.function, "main"))
+        return last - 1;
+    if (mt_symbol_is_entry_frame(&under->sym) || (e && (e->value & ENTRY_ABOVE_TOP)))
+        return top_from(frames, s, leaf, last - 1, 1);
+    return last;
+}
+
+static int note_seen(mt_ptr_map_t *seen, const char *function, uint64_t what)
+{
+    mt_ptr_entry_t *e = mt_ptr_map_find(seen, (uint64_t)(uintptr_t)function);
+    if (e) {
+        e->value |= what;
+        return 0;
+    }
+    return mt_ptr_map_put(seen, (uint64_t)(uintptr_t)function, what);
+}
+
+/* The entry as the whole stacks show it (ENTRY_*), by function. */
+static int note_whole_stacks_entry(mt_ptr_map_t *seen, const mt_frame_in_t *frames, const mt_stack_in_t *stacks,
+                                   size_t nstacks, const uint32_t *leaf)
+{
+    for (size_t i = 0; i < nstacks; i++) {
+        const mt_stack_in_t *s = &stacks[i];
+        if (leaf[i] >= s->nframes || frames[s->frame[s->nframes - 1]].cut)
+            continue;
+        const uint32_t top = top_from(frames, s, leaf[i], s->nframes - 1, 0);
+        int process = 0;
+        for (uint32_t k = top + 1; k < s->nframes; k++) {
+            process |= mt_symbol_is_process_entry_frame(&frames[s->frame[k]].sym);
+            if (note_seen(seen, frames[s->frame[k]].sym.function, ENTRY_ABOVE_TOP) < 0)
+                return -ENOMEM;
+        }
+        if (process && note_seen(seen, frames[s->frame[top]].sym.function, ENTRY_MAIN) < 0)
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 /* Notes the named functions of the frames above `top`, outermost first. */
@@ -303,7 +365,7 @@ static void note_entry_cut(mt_callers_t *c, const mt_frame_in_t *frames, const m
         size_t i = 0;
         while (i < c->nentry_cut && c->entry_cut[i] != f->sym.function)
             i++;
-        if (!f->unnamed && i == c->nentry_cut && i < MT_ENTRY_CUT_MAX)
+        if (!f->unnamed && !f->cut && i == c->nentry_cut && i < MT_ENTRY_CUT_MAX)
             c->entry_cut[c->nentry_cut++] = f->sym.function;
     }
 }
@@ -335,14 +397,20 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
     if (rc == 0 &&
         (!(c->leaf = calloc(nstacks + 1, sizeof *c->leaf)) || !(c->top = calloc(nstacks + 1, sizeof *c->top))))
         rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < nstacks; i++)
+        c->leaf[i] = leaf_of(frames, &stacks[i], &skipped);
+    mt_ptr_map_t seen;
+    const int have_seen = rc == 0 && mt_ptr_map_init(&seen) == 0;
+    if (rc == 0)
+        rc = have_seen ? note_whole_stacks_entry(&seen, frames, stacks, nstacks, c->leaf) : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < nstacks; i++) {
         const mt_stack_in_t *s = &stacks[i];
-        const uint32_t leaf = c->leaf[i] = leaf_of(frames, s, &skipped);
+        const uint32_t leaf = c->leaf[i];
         c->top[i] = s->nframes ? s->nframes - 1 : 0;
         if (leaf >= s->nframes || (!s->fig.calls && !s->fig.leaked_blocks))
             continue;
         rc = tree_add(&c->bottom_up, frames, s, leaf, s->nframes - 1, 1);
-        const uint32_t top = c->top[i] = top_of(frames, s, leaf);
+        const uint32_t top = c->top[i] = top_of(frames, s, leaf, &seen);
         note_entry_cut(c, frames, s, top);
         if (rc == 0)
             rc = tree_add(&c->top_down, frames, s, top, leaf, -1);
@@ -362,6 +430,8 @@ int mt_callers_build(mt_callers_t *c, const mt_frame_in_t *frames, const mt_stac
     }
     if (rc == 0 && c->nskipped)
         qsort(c->skipped, c->nskipped, sizeof *c->skipped, cmp_skipped);
+    if (have_seen)
+        mt_ptr_map_fini(&seen);
     mt_ptr_map_fini(&skipped);
     if (rc < 0)
         mt_callers_free(c);

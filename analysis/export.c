@@ -435,6 +435,7 @@ static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *
     mt_frame_in_t *f = &y->frames[y->nframes];
     f->allocator = mt_symbol_is_allocator_frame(&s);
     f->unnamed = !strcmp(s.function, "??");
+    f->cut = !ra; /* a frame 0 ends a stack cut at the frame limit */
     f->sym = (mt_symbol_t){ mt_strset_get(&y->strings, label),
                             mt_strset_get(&y->strings, s.file),
                             s.line,

@@ -439,6 +439,7 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
             mt_frame_in_t *f = &pv->frames[pv->nframes];
             f->allocator = mt_symbol_is_allocator_frame(&y);
             f->unnamed = !strcmp(y.function, "??");
+            f->cut = !s->frames[k];
             f->sym =
                 (mt_symbol_t){ intern(pv, label), intern(pv, y.file), y.line, intern(pv, y.module), y.offset, y.start };
             if (!f->sym.function || !f->sym.module || (y.file && !f->sym.file))

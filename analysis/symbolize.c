@@ -906,20 +906,18 @@ int mt_symbol_is_allocator_frame(const mt_symbol_t *sym)
     return 0;
 }
 
+int mt_symbol_is_process_entry_frame(const mt_symbol_t *sym)
+{
+    static const char *const functions[] = {
+        "_start", "__libc_start_main", "__libc_start_main_impl", "__libc_start_call_main", NULL,
+    };
+    return sym && sym->function && name_in(sym->function, functions);
+}
+
 int mt_symbol_is_entry_frame(const mt_symbol_t *sym)
 {
     static const char *const functions[] = {
-        "_start",
-        "__libc_start_main",
-        "__libc_start_main_impl",
-        "__libc_start_call_main",
-        "start_thread",
-        "clone",
-        "clone3",
-        "__clone",
-        "__clone3",
-        "__clone_internal",
-        NULL,
+        "start_thread", "clone", "clone3", "__clone", "__clone3", "__clone_internal", NULL,
     };
-    return sym && sym->function && name_in(sym->function, functions);
+    return mt_symbol_is_process_entry_frame(sym) || (sym && sym->function && name_in(sym->function, functions));
 }

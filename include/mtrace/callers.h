@@ -35,6 +35,7 @@ typedef struct mt_frame_in {
     mt_symbol_t sym;
     int allocator; /* mt_symbol_is_allocator_frame */
     int unnamed;   /* no symbol: the label is module+0xOFFSET */
+    int cut;       /* no frame: the marker that ends a stack cut at the recorder's frame limit */
 } mt_frame_in_t;
 
 typedef struct mt_figures {
@@ -77,7 +78,9 @@ typedef struct mt_callers {
     size_t nskipped;
     /* The top-down tree starts at main, or a thread's start routine, where a stack goes through the C
      * runtime's or the thread library's entry (mt_symbol_is_entry_frame): the frames above are left
-     * out. Their functions, outermost first (those without a symbol not named), and the stacks cut. */
+     * out. Their functions, outermost first (those without a symbol and the marker of a stack cut at
+     * the frame limit not named), and the stacks cut. A stack cut at the frame limit inside that
+     * entry starts at main or the start routine too: it lost only frames that are left out. */
     const char *entry_cut[MT_ENTRY_CUT_MAX];
     size_t nentry_cut;
     uint64_t entry_cut_stacks;

@@ -45,6 +45,9 @@ int mt_symbol_is_allocator_frame(const mt_symbol_t *sym);
  * process entry (_start, __libc_start_main, __libc_start_call_main) and glibc's thread entry
  * (start_thread, clone, clone3), by name. */
 int mt_symbol_is_entry_frame(const mt_symbol_t *sym);
+/* Of those, the C runtime's process entry alone (_start, __libc_start_main, __libc_start_call_main):
+ * the frame under them is main. */
+int mt_symbol_is_process_entry_frame(const mt_symbol_t *sym);
 
 /* True for a source file of the system rather than the program: under /usr/include,
  * /usr/local/include, /usr/lib/gcc or /usr/lib/llvm-* (the C++ library's headers among them). */

@@ -3,8 +3,10 @@
  * caller; a frame without a symbol is no wrapper; a free through a function keeps it; a wrapper over a
  * wrapper is found in the second round; a stack cut inside a wrapper keeps the wrapper; patterns skip without
  * detection; the first frame of the user's code stands for out-of-line code of a system header; the trees add
- * up; the top-down tree starts at main and the threads' start routines. */
+ * up; the top-down tree starts at main and the threads' start routines, a stack cut at the frame limit
+ * inside their entry included. */
 #include <check.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,8 @@ enum {
     F_WORKER,
     F_STRIPPED_START,
     F_TRUNCATED,
+    F_STRIPPED_MAIN,
+    F_QSORT, /* a C library function that calls the program back */
     NFRAMES
 };
 static const char *const names[NFRAMES] = {
@@ -50,6 +54,8 @@ static const char *const names[NFRAMES] = {
     "worker",
     "prog+0x1040",
     "[truncated]",
+    "prog+0x1200",
+    "msort_with_tmp",
 };
 static mt_frame_in_t g_frames[NFRAMES];
 
@@ -60,11 +66,13 @@ static void setup(void)
         g_frames[i].allocator = i == F_MALLOC;
     }
     g_frames[F_HEADER].sym.file = "/usr/include/c++/12/bits/vector.tcc";
-    static const int libc[] = { F_LIBC_START, F_CALL_MAIN, F_START_THREAD, F_CLONE3 };
+    static const int libc[] = { F_LIBC_START, F_CALL_MAIN, F_START_THREAD, F_CLONE3, F_QSORT };
     for (size_t i = 0; i < sizeof libc / sizeof libc[0]; i++)
         g_frames[libc[i]].sym.module = "libc.so.6", g_frames[libc[i]].allocator = 1;
-    g_frames[F_CALL_MAIN].unnamed = g_frames[F_STRIPPED_START].unnamed = 1;
-    g_frames[F_CALL_MAIN].sym.file = g_frames[F_STRIPPED_START].sym.file = NULL;
+    g_frames[F_CALL_MAIN].unnamed = g_frames[F_STRIPPED_START].unnamed = g_frames[F_STRIPPED_MAIN].unnamed = 1;
+    g_frames[F_CALL_MAIN].sym.file = g_frames[F_STRIPPED_START].sym.file = g_frames[F_STRIPPED_MAIN].sym.file = NULL;
+    g_frames[F_TRUNCATED].cut = 1;
+    g_frames[F_TRUNCATED].sym.file = NULL;
 }
 
 #define STACK(calls, ...)                                                                                              \
@@ -291,6 +299,56 @@ START_TEST(top_down_starts_at_main_and_thread_routines)
 }
 END_TEST
 
+/* A stack cut at the frame limit inside the C runtime's or the thread library's entry lost only
+ * frames the top-down tree leaves out: it starts at main or the start routine, as the whole stacks
+ * do, whether the frame under the cut is an entry frame by name, one that whole stacks have above
+ * main (a libc frame without symbol), main itself, or a stripped main that whole stacks start at. A
+ * stack cut in the program's own frames, or in a C library function that called the program back,
+ * keeps its [truncated] root.
+ * regression cut_entry_second_root (fixed): gdb under --stacks 16 showed a root "[truncated] ->
+ * __libc_start_main -> __libc_start_call_main -> main" (1040 calls) beside main (8778). */
+START_TEST(a_stack_cut_in_the_entry_starts_at_main)
+{
+    const mt_stack_in_t s[] = {
+        STACK(4, F_MALLOC, F_A, F_MAIN, F_CALL_MAIN, F_LIBC_START, F_START),
+        STACK(2, F_MALLOC, F_B, F_MAIN, F_CALL_MAIN, F_LIBC_START, F_TRUNCATED),
+        STACK(3, F_MALLOC, F_C, F_MAIN, F_CALL_MAIN, F_TRUNCATED),
+        STACK(1, F_MALLOC, F_A, F_MAIN, F_TRUNCATED),
+        STACK(1, F_MALLOC, F_A, F_STRIPPED_MAIN, F_CALL_MAIN, F_LIBC_START, F_START),
+        STACK(5, F_MALLOC, F_B, F_STRIPPED_MAIN, F_TRUNCATED),
+        STACK(3, F_MALLOC, F_B, F_WORKER, F_START_THREAD, F_TRUNCATED),
+        STACK(1, F_MALLOC, F_C, F_B, F_TRUNCATED),
+        STACK(1, F_MALLOC, F_A, F_QSORT, F_TRUNCATED),
+    };
+    const size_t n = sizeof s / sizeof s[0];
+    const mt_callers_opts_t no_wrappers = { .no_auto = 1 }; /* a, called from four places, is none */
+    mt_callers_t c;
+    ck_assert_int_eq(mt_callers_build(&c, g_frames, s, n, &no_wrappers), 0);
+    static const struct {
+        const char *fn;
+        uint64_t calls;
+    } want[] = { { "main", 10 }, { "prog+0x1200", 6 }, { "worker", 3 }, { "[truncated]", 2 } };
+    uint32_t nroots;
+    uint32_t *roots = mt_caller_children(&c.top_down, 0, &nroots);
+    ck_assert_uint_eq(nroots, 4);
+    for (size_t i = 0; i < 4; i++) {
+        const mt_caller_node_t *r = &c.top_down.node[roots[i]];
+        ck_assert_msg(!strcmp(r->sym->function, want[i].fn) && r->fig.calls == want[i].calls,
+                      "root %zu: %s with %" PRIu64 " calls, expected %s with %" PRIu64, i, r->sym->function,
+                      r->fig.calls, want[i].fn, want[i].calls);
+    }
+    free(roots);
+    /* under [truncated]: the program's b and the C library's msort_with_tmp, both cut */
+    const mt_caller_node_t *t = root_named(&c.top_down, "[truncated]");
+    ck_assert(t && t->first_child && c.top_down.node[t->first_child].next_sibling);
+    /* the left-out frames name no [truncated]: it is no function */
+    for (size_t i = 0; i < c.nentry_cut; i++)
+        ck_assert_str_ne(c.entry_cut[i], "[truncated]");
+    ck_assert_uint_eq(c.entry_cut_stacks, 7);
+    mt_callers_free(&c);
+}
+END_TEST
+
 static Suite *callers_suite(void)
 {
     Suite *s = suite_create("callers");
@@ -305,6 +363,7 @@ static Suite *callers_suite(void)
     tcase_add_test(tc, patterns_without_detection);
     tcase_add_test(tc, system_header_code_stands_aside);
     tcase_add_test(tc, top_down_starts_at_main_and_thread_routines);
+    tcase_add_test(tc, a_stack_cut_in_the_entry_starts_at_main);
     suite_add_tcase(s, tc);
     return s;
 }
