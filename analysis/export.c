@@ -426,8 +426,8 @@ static int symbolize_frame(symbolized_t *y, mt_symbolizer_t *sym, mt_ptr_map_t *
     }
     mt_symbol_t s;
     mt_symbolize(sym, ra, &s);
-    char label[600];
-    mt_symbol_label(&s, label, sizeof label);
+    char buf[MT_SYMBOL_LABEL_MAX];
+    const char *label = mt_symbol_label(&s, buf, sizeof buf);
     uint64_t cap = y->capframes;
     if (grow((void **)&y->frames, &cap, y->nframes + 1, sizeof *y->frames) < 0)
         return -ENOMEM;

@@ -423,10 +423,10 @@ static int symbolize_stacks(priv_t *pv, mt_error_t *err)
                 continue;
             }
             mt_symbol_t y = { .function = MT_TRUNCATED_FRAME, .module = MT_TRUNCATED_FRAME };
-            char label[600];
+            char buf[MT_SYMBOL_LABEL_MAX];
             if (s->frames[k]) /* a frame 0 ends a stack cut at the frame limit */
                 mt_symbolize(sym, s->frames[k], &y);
-            mt_symbol_label(&y, label, sizeof label);
+            const char *label = mt_symbol_label(&y, buf, sizeof buf);
             if (pv->nframes == cap_frames) {
                 cap_frames = cap_frames ? cap_frames * 2 : 1024;
                 mt_frame_in_t *n = realloc(pv->frames, cap_frames * sizeof *n);

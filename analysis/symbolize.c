@@ -738,14 +738,15 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
         user_call_site(s, m, pc, &out->file, &out->line);
 }
 
-void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
+const char *mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap)
 {
     if (sym->function && strcmp(sym->function, UNKNOWN) != 0)
-        snprintf(buf, cap, "%s", sym->function);
-    else if (sym->module && strcmp(sym->module, UNKNOWN) != 0)
+        return sym->function;
+    if (sym->module && strcmp(sym->module, UNKNOWN) != 0)
         snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->start ? sym->start : sym->offset);
     else
         snprintf(buf, cap, "?? 0x%" PRIx64, sym->offset);
+    return buf;
 }
 
 int mt_symbolize(mt_symbolizer_t *s, uint64_t return_address, mt_symbol_t *out)

@@ -53,11 +53,14 @@ int mt_symbol_is_process_entry_frame(const mt_symbol_t *sym);
  * /usr/local/include, /usr/lib/gcc or /usr/lib/llvm-* (the C++ library's headers among them). */
 int mt_source_is_system(const char *file);
 
-/* The frame's name as people read it: the function; where there is no symbol, module+0xSTART, its
- * function's start (so that the frames of one stripped function are one, and it can be symbolized
- * later), or module+0xOFFSET where the unwind tables do not tell the function; "?? 0xADDRESS"
- * outside every module. */
-void mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap);
+/* The frame's name as people read it: the function, whole (sym->function itself: a C++ name runs to
+ * kilobytes); where there is no symbol, module+0xSTART, its function's start (so that the frames of
+ * one stripped function are one, and it can be symbolized later), or module+0xOFFSET where the
+ * unwind tables do not tell the function; "?? 0xADDRESS" outside every module. Those are written in
+ * buf (MT_SYMBOL_LABEL_MAX bytes hold any: a file's base name is at most 255 bytes), which is
+ * returned. */
+#define MT_SYMBOL_LABEL_MAX 300
+const char *mt_symbol_label(const mt_symbol_t *sym, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

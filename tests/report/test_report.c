@@ -1356,6 +1356,19 @@ static char *print_to_file(const mt_report_t *rep, mt_table_fmt_t fmt, const cha
     return path;
 }
 
+/* The report's JSON, parsed. */
+static mt_jval_t *report_json(const mt_report_t *rep, const char *name)
+{
+    char *text;
+    char *path = print_to_file(rep, MT_TABLE_JSON, name, &text);
+    mt_jval_t *j;
+    mt_error_t err;
+    ck_assert_msg(mt_json_load(path, &j, &err) == 0, "%s", err.msg);
+    free(text);
+    free(path);
+    return j;
+}
+
 static double jnum(const mt_jval_t *obj, const char *key)
 {
     const mt_jval_t *v = mt_json_get(obj, key);
@@ -1504,6 +1517,63 @@ START_TEST(csv_output)
     ck_assert_msg(strstr(text, "450 B in 2 blocks"), "text report: no leak of 450 B in 2 blocks:\n%s", text);
     free(text);
     free(tpath);
+    mt_report_free(&rep);
+    free(path);
+}
+END_TEST
+
+/* A function named with 1024 characters, as C++ template names run to kilobytes: a_long_function_
+ * 64 times over. */
+#define NAME_PASTE_(a, b) a##b
+#define NAME_PASTE(a, b) NAME_PASTE_(a, b)
+#define NAME_TWICE(a) NAME_PASTE(a, a)
+#define LONG_NAME NAME_TWICE(NAME_TWICE(NAME_TWICE(NAME_TWICE(NAME_TWICE(NAME_TWICE(a_long_function_))))))
+#define NAME_STR_(x) #x
+#define NAME_STR(x) NAME_STR_(x)
+
+static __attribute__((noinline)) void LONG_NAME(unsigned *line)
+{
+    /* clang-format off */
+    capture(); *line = __LINE__;
+    /* clang-format on */
+}
+
+/* A function's name is shown whole, however long, in the callsites, the trees, the text and the JSON.
+ * regression long_names_cut (fixed): the frames' labels went through a buffer of 600 bytes, and a
+ * name of 600 characters or more was cut to 599 with no mark (cppcheck's C++ templates). */
+START_TEST(long_function_names_stay_whole)
+{
+    char *path = path_in(g_dir, "long.mtr");
+    unsigned one_line = 0, two_line = 0, long_line = 0;
+    mt_writer_t *w = open_stacks_trace(path, &one_line, &two_line);
+    LONG_NAME(&long_line);
+    const uint64_t s5[] = { g_ra };
+    w_stack(w, 5, s5, 1);
+    w_malloc_at(w, 100, 30, 0xa0, 5);
+    close_trace(w);
+    const char *const name = NAME_STR(LONG_NAME);
+    ck_assert_uint_eq(strlen(name), 1024);
+    mt_report_t rep;
+    build(&rep, path, NULL);
+    ck_assert_uint_eq(rep.ncallsites, 1);
+    ck_assert_msg(!strcmp(rep.callsites[0].function, name), "the callsite's function, %zu characters: %.40s...",
+                  strlen(rep.callsites[0].function), rep.callsites[0].function);
+    ck_assert_uint_eq(rep.callsites[0].line, long_line);
+    const mt_caller_tree_t *t = &rep.callers.top_down;
+    ck_assert(t->node[0].first_child && !strcmp(t->node[t->node[0].first_child].sym->function, name));
+    char *text;
+    char *tpath = print_to_file(&rep, MT_TABLE_TEXT, "long.txt", &text);
+    char *row = NULL;
+    ck_assert_int_ge(asprintf(&row, "  %s  ", name), 0);
+    ck_assert_msg(strstr(text, row), "the text has no whole name: %.3000s", text);
+    free(row);
+    free(text);
+    free(tpath);
+    mt_jval_t *j = report_json(&rep, "long.json");
+    const mt_jval_t *sites = mt_json_get(j, "callsites");
+    ck_assert(sites && sites->type == MT_JARR && sites->n == 1);
+    ck_assert_str_eq(mt_json_str_at(&sites->items[0], "function", ""), name);
+    mt_json_free(j);
     mt_report_free(&rep);
     free(path);
 }
@@ -1945,6 +2015,7 @@ static Suite *report_suite(void)
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
     tcase_add_test(tc, many_stacks_one_callsite_with_flame);
     tcase_add_test(tc, csv_tells_unnamed_callsites_apart);
+    tcase_add_test(tc, long_function_names_stay_whole);
     suite_add_tcase(s, tc);
     tc = tcase_create("huge_values");
     tcase_add_unchecked_fixture(tc, dir_setup, dir_teardown);
