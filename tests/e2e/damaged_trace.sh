@@ -68,14 +68,14 @@ before=$(grep -c . "$work/z.txt")
 [ "$before" -gt 1000 ] || fail "dump printed $before records before the damage, expected a chunk's"
 head -n "$before" "$work/whole.txt" | cmp -s - "$work/z.txt" || fail "dump's records before the damage differ from the whole trace's"
 
-# The sweep: 8 bytes of each sealed chunk's records flipped (0xff). Each reader either fails with a
+# The sweep: 4 bytes of each sealed chunk's records flipped (0xff). Each reader either fails with a
 # message naming the file and an offset, or reads the chunk to its end: pack, which keeps the
 # records a reader decodes, keeps each sealed chunk's `used` bytes. (Damage that still decodes as
 # valid records, a time delta or a pointer changed into another value, reads without an error: a
 # raw chunk has no checksum.)
 errors=0 clean=0
 while read -r chunk used; do
-    for ((off = chunk + 32 + used / 16; off < chunk + 32 + used; off += used / 8)); do
+    for ((off = chunk + 32 + used / 8; off < chunk + 32 + used; off += used / 4)); do
         flip "$work/t.mtr" "$work/f.mtr" "$off" 0xff
         readers "$work/f.mtr"
         for name in info dump report convert export pack; do
