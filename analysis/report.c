@@ -511,6 +511,13 @@ static int site_outputs_open(site_outputs_t *so, mt_error_t *err)
     return rc;
 }
 
+static void free_folded(mt_folded_t *fl, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        free((void *)fl[k].frames);
+    free(fl);
+}
+
 /* Renames the outputs into place, in order, while rc is 0; removes those not renamed, and when one
  * cannot be renamed those renamed before it (none of a half-done set stays); frees the folded
  * stacks. Returns rc, or the first rename's failure. */
@@ -525,9 +532,7 @@ static int site_outputs_close(site_outputs_t *so, int rc, mt_error_t *err)
             unlink(so->path[j]);
     for (int k = 0; k < NOUT; k++)
         mt_out_abort(&so->out[k]);
-    for (size_t k = 0; k < so->nfl; k++)
-        free((void *)so->fl[k].frames);
-    free(so->fl);
+    free_folded(so->fl, so->nfl);
     return rc;
 }
 
@@ -617,7 +622,7 @@ static int add_to_callsite(mt_report_t *rep, priv_t *pv, size_t si, size_t *cap)
  * stacks or the flame graph is asked for. */
 static int add_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_t *o, site_outputs_t *so)
 {
-    const int want_flame = o && (o->folded || o->flamegraph);
+    const int want_flame = o && (o->folded || o->flamegraph || o->keep_folded);
     size_t cap = 0;
     for (size_t si = 0; si < pv->ninput; si++) {
         const stack_stat_t *s = &pv->stacks[pv->input_id[si]];
@@ -684,6 +689,12 @@ static int resolve_callsites(mt_report_t *rep, priv_t *pv, const mt_report_opts_
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", rep->path);
     if (rc == 0)
         rc = write_site_outputs(rep, o, &so, err);
+    if (rc == 0 && o && o->keep_folded) { /* the report's now, freed with it */
+        rep->folded = so.fl;
+        rep->nfolded = so.nfl;
+        so.fl = NULL;
+        so.nfl = 0;
+    }
     return site_outputs_close(&so, rc, err);
 }
 
@@ -798,6 +809,7 @@ static int report_open(mt_report_t *rep, priv_t *pv, const char *path, const mt_
     rep->truncated = (h->flags & MT_HDR_TRUNCATED) != 0;
     rep->complete = (h->flags & MT_HDR_COMPLETE) != 0;
     rep->has_stacks = (h->flags & MT_HDR_STACKS) != 0;
+    rep->pid = h->pid;
     rep->tree_depth = o && o->tree_depth ? o->tree_depth : MT_TREE_DEPTH;
     rep->temporary_rule = o ? o->temporary_rule : MT_TEMP_THREAD;
     if (o && o->suppress && (rc = mt_suppressions_load(&pv->supp, o->suppress, err)) < 0) {
@@ -1183,6 +1195,7 @@ void mt_report_free(mt_report_t *rep)
     free(rep->thread);
     free(rep->series);
     free(rep->callsites);
+    free_folded(rep->folded, rep->nfolded);
     mt_callers_free(&rep->callers);
     mt_leaks_free(&rep->leaks);
     memset(rep, 0, sizeof *rep);

@@ -172,6 +172,51 @@ static int add_exec_links(mt_report_total_t *t, const mt_report_t *r)
     return rc < 0 || !r->continued_in ? rc : mark_file(t, p, r->continued_in, FILE_CONTINUES);
 }
 
+/* "COMMAND (pid N)", COMMAND the base name of the command's first word: the frame that a process's
+ * stacks stand on in the one flame graph of several traces. */
+static void process_frame(const mt_report_t *r, char *buf, size_t cap)
+{
+    const char *name = r->command;
+    size_t len = strcspn(name, " ");
+    for (const char *slash; (slash = memchr(name, '/', len)) != NULL;) {
+        len -= (size_t)(slash + 1 - name);
+        name = slash + 1;
+    }
+    snprintf(buf, cap, "%.*s (pid %" PRIu32 ")", (int)len, len ? name : "?", r->pid);
+}
+
+/* Adds a trace's folded stacks (r->folded: built with keep_folded) to the total's, each under its
+ * process's frame, with the total's copies of the names. 0, or -ENOMEM. */
+static int add_folded(mt_report_total_t *t, total_priv_t *p, const mt_report_t *r)
+{
+    char frame[600];
+    process_frame(r, frame, sizeof frame);
+    const char *const root = mt_strset_get(&p->strings, frame);
+    if (!r->nfolded)
+        return 0;
+    mt_folded_t *g = realloc(t->folded, (t->nfolded + r->nfolded) * sizeof *g);
+    if (g)
+        t->folded = g;
+    if (!root || !g)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->nfolded; i++) {
+        const mt_folded_t *in = &r->folded[i];
+        if (!in->weight)
+            continue; /* drawn nowhere (mt_folded_write) */
+        const char **names = calloc(in->nframes + 2, sizeof *names);
+        if (!names)
+            return -ENOMEM;
+        names[0] = root;
+        for (uint32_t k = 0; k < in->nframes; k++)
+            if (in->frames[k] && !(names[k + 1] = mt_strset_get(&p->strings, in->frames[k]))) {
+                free(names);
+                return -ENOMEM;
+            }
+        t->folded[t->nfolded++] = (mt_folded_t){ .frames = names, .nframes = in->nframes + 1, .weight = in->weight };
+    }
+    return 0;
+}
+
 int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
 {
     t->traces++;
@@ -192,7 +237,9 @@ int mt_report_total_add(mt_report_total_t *t, const mt_report_t *r)
     t->incomplete += !r->complete && !r->ended_at_exec;
     t->truncated += r->truncated != 0;
     t->with_stacks += r->has_stacks != 0;
-    const int rc = add_exec_links(t, r);
+    int rc = add_exec_links(t, r);
+    if (rc == 0)
+        rc = add_folded(t, t->priv, r);
     return rc < 0 ? rc : add_callsites(t, r);
 }
 
@@ -230,6 +277,9 @@ void mt_report_total_free(mt_report_total_t *t)
     }
     free(t->callsites);
     free(t->site_traces);
+    for (size_t i = 0; i < t->nfolded; i++)
+        free((void *)t->folded[i].frames);
+    free(t->folded);
     memset(t, 0, sizeof *t);
 }
 

@@ -406,11 +406,52 @@ static int report_many_failed(mt_report_total_t *total, const char *path, const 
     return mt_report_total_fail(total, path, err->msg);
 }
 
+/* The outputs of several traces' report that hold all of them at once: written only when every
+ * trace was read (one trace's file, or some traces', would pass for all of them). */
+enum { MANY_FOLDED, MANY_FLAME, MANY_CSV, MANY_NOUT };
+
+/* Opens the outputs asked for, before the work, as one trace's report does. 0, or the exit status
+ * with the error said. */
+static int many_outputs_open(mt_out_t out[MANY_NOUT], const mt_report_opts_t *o)
+{
+    const char *const path[MANY_NOUT] = { o->folded, o->flamegraph, o->callsites_csv };
+    mt_error_t err;
+    for (int k = 0; k < MANY_NOUT; k++)
+        if (path[k] && mt_out_open(&out[k], path[k], &err) < 0)
+            return mt_fail(&err);
+    return 0;
+}
+
+/* Writes the outputs opened from the totals and renames them into place: the folded stacks and the
+ * flame graph of every process (each under its "COMMAND (pid N)" frame), the merged callsites. The
+ * exit status. */
+static int many_outputs_write(mt_out_t out[MANY_NOUT], const mt_report_total_t *total, const mt_report_opts_t *o)
+{
+    const char *weight = o->flame_weight ? o->flame_weight : "bytes";
+    char title[200];
+    snprintf(title, sizeof title, "mtrace: %" PRIu64 " traces (%s)", total->traces, weight);
+    int wrc = 0;
+    if (out[MANY_FOLDED].f)
+        wrc = mt_folded_write(out[MANY_FOLDED].f, total->folded, total->nfolded);
+    if (wrc == 0 && out[MANY_FLAME].f)
+        wrc = mt_flamegraph_svg(out[MANY_FLAME].f, title, weight, total->folded, total->nfolded);
+    if (wrc == 0 && out[MANY_CSV].f)
+        wrc = mt_report_total_callsites_csv(total, out[MANY_CSV].f);
+    if (wrc < 0 && wrc != -EIO) /* a failed write is the commit's to say, with its reason */
+        return out_of_memory();
+    mt_error_t err;
+    for (int k = 0; k < MANY_NOUT; k++)
+        if (out[k].f && mt_out_commit(&out[k], &err) < 0)
+            return mt_fail(&err);
+    return 0;
+}
+
 /* The report of each trace in turn (one in memory at a time), then what adds up across them. A
  * trace that cannot be read is said and skipped (report_many_failed): exit 1. The JSON is one
- * object whatever happens, closed even when memory runs out ("total": null). --callsites-csv writes
- * the callsites merged across the traces, and only when every trace was read (one trace's file, or
- * some traces', would pass for all of them). */
+ * object whatever happens, closed even when memory runs out ("total": null). --folded and
+ * --flamegraph draw the stacks of every trace, each process under a frame of its own;
+ * --callsites-csv writes the callsites merged across the traces; each only when every trace was
+ * read (many_outputs_write). */
 static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o, mt_table_fmt_t fmt, const char *html,
                        unsigned top)
 {
@@ -422,11 +463,15 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     if (rc)
         return rc;
     mt_report_opts_t each = *o;
-    each.callsites_csv = NULL;
-    mt_out_t csv = { 0 };
+    each.folded = each.flamegraph = each.callsites_csv = NULL;
+    each.keep_folded = o->folded || o->flamegraph;
+    mt_out_t out[MANY_NOUT] = { { 0 } };
     mt_error_t err;
-    if (o->callsites_csv && mt_out_open(&csv, o->callsites_csv, &err) < 0)
-        return mt_fail(&err); /* before the work, as one trace's report */
+    if ((rc = many_outputs_open(out, o)) != 0) {
+        for (int k = 0; k < MANY_NOUT; k++)
+            mt_out_abort(&out[k]);
+        return rc;
+    }
     mt_report_total_t total = { 0 };
     if (fmt == MT_TABLE_JSON)
         printf("{\"kind\":\"reports\",\"reports\":[\n");
@@ -460,13 +505,10 @@ static int report_many(const mt_trace_list_t *traces, const mt_report_opts_t *o,
     }
     if (fmt == MT_TABLE_JSON)
         printf("}\n");
-    if (rc == 0 && o->callsites_csv) {
-        if (mt_report_total_callsites_csv(&total, csv.f) < 0)
-            rc = out_of_memory();
-        else if (mt_out_commit(&csv, &err) < 0)
-            rc = mt_fail(&err);
-    }
-    mt_out_abort(&csv);
+    if (rc == 0)
+        rc = many_outputs_write(out, &total, o);
+    for (int k = 0; k < MANY_NOUT; k++)
+        mt_out_abort(&out[k]);
     mt_report_total_free(&total);
     return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "mtrace/callers.h"
 #include "mtrace/compare.h"
+#include "mtrace/flamegraph.h"
 #include "mtrace/leaks.h"
 #include "mtrace/trace_reader.h"
 
@@ -38,6 +39,7 @@ void mt_callsite_csv_fields(FILE *f, const mt_callsite_t *c);
 typedef struct mt_report {
     const char *path;
     char command[512];
+    uint32_t pid; /* the traced process's, from the trace's header */
     uint32_t threads;
     double duration_s;
     uint64_t calls[MT_OP_LAST_CALL + 1];
@@ -75,6 +77,9 @@ typedef struct mt_report {
     int truncated, complete;
     int ended_at_exec;  /* not complete: the process went on in another image (mt_trace_ended_at_exec) */
     char *continued_in; /* ended at an exec: the trace of what followed, if found beside this one */
+    /* With keep_folded: the folded stacks --folded would write (their strings the report's). */
+    mt_folded_t *folded;
+    size_t nfolded;
     /* The program's own memory outside malloc (trace format 3's VM events), beside the heap's. */
     struct mt_report_own {
         uint64_t maps, brk_maps;        /* mappings made; of them, pages added to the break */
@@ -100,6 +105,7 @@ typedef struct mt_report_opts {
     const char *suppress; /* --suppress: a file of leak suppressions (mtrace/suppress.h) */
     int temporary_rule;   /* --temporary: MT_TEMP_THREAD (default) or MT_TEMP_HEAPTRACK */
     unsigned jobs;        /* -j: threads reading the trace (0 or 1: the calling thread alone) */
+    int keep_folded;      /* keep the folded stacks in r->folded (several traces' one --folded) */
 } mt_report_opts_t;
 
 /* Which allocations are temporary (doc/report.md, "Temporary allocations"):
@@ -166,6 +172,10 @@ typedef struct mt_report_total {
         uint64_t leaking; /* of them, those that leaked there */
     } * site_traces;      /* by callsite */
     size_t ncallsites;
+    /* The folded stacks of the reports built with keep_folded, each under a first frame that names
+     * its process, "COMMAND (pid N)": one flame graph of the process tree, a tower per process. */
+    mt_folded_t *folded;
+    size_t nfolded;
     void *priv; /* the callsites' strings and their index */
 } mt_report_total_t;
 /* Adds a trace's report to the totals (zeroed first by the caller). 0, or -ENOMEM (the totals are

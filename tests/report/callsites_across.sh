@@ -8,8 +8,10 @@
 # whatever the addresses: the top leaking one is the leak's line with 1500 bytes in 5 blocks, leaked
 # in 5 traces; every callsite's figures are the sums of the traces' callsites with its key. The
 # text total shows the same; --callsites-csv writes the merged callsites with the traces columns, the
-# library's with its offset (as the JSON's), no two rows alike;
-# --top N cuts the total's lists; a trace that cannot be read leaves no CSV. Not in sanitized builds (the recorder is an LD_PRELOAD shim).
+# library's with its offset (as the JSON's), no two rows alike; --top N cuts the total's lists;
+# --folded and --flamegraph hold every trace's stacks, each under its process's frame; a trace that
+# cannot be read leaves no CSV, folded stacks or flame graph. Not in sanitized builds (the recorder
+# is an LD_PRELOAD shim).
 set -u
 mtrace=$1
 prog=$2
@@ -120,13 +122,43 @@ case $row in
 esac
 grep -q "^top callsites by bytes requested, all [0-9]* traces\$" total.txt || fail "text: no table by bytes: $(cat total.txt)"
 
-# a trace that cannot be read among them: no total, and the CSV already there is left as it was
+# --folded and --flamegraph of several traces: every trace's stacks, each under a first frame of its
+# own, "COMMAND (pid N)"; past that frame, the lines of each trace's own --folded
+t 60 "$mtrace" report --folded all.folded --flamegraph all.svg tree >/dev/null 2>err ||
+    fail "report --folded --flamegraph of several traces: $(cat err)"
+# (a trace without calls has no stack to show: the pid of each that has)
+ntraces=0
+: >each.folded
+: >pids.want
+for trace in tree/*; do
+    rm -f one.folded
+    t 60 "$mtrace" report --folded one.folded "$trace" >/dev/null 2>err || fail "report --folded $trace: $(cat err)"
+    [ -s one.folded ] || continue
+    cat one.folded >>each.folded
+    t 60 "$mtrace" info "$trace" | awk '$1 == "process" { print $3 }' | tr -d , >>pids.want
+    ntraces=$((ntraces + 1))
+done
+sed 's/^[^;]*;//' all.folded | sort >all.rest
+sort each.folded >each.sorted
+cmp -s all.rest each.sorted ||
+    fail "--folded of $ntraces traces: not each trace's stacks ($(wc -l <all.folded) lines, $(wc -l <each.folded) in the traces')"
+roots=$(cut -d';' -f1 all.folded | sort -u)
+[ "$(printf '%s\n' "$roots" | sed -n 's/^prog_workers (pid \([0-9]*\))$/\1/p' | sort)" = "$(sort -u pids.want)" ] ||
+    fail "--folded of $ntraces traces: the processes' frames: $roots; expected the pids $(sort -u pids.want | tr '\n' ' ')"
+grep -q "<title>$(printf '%s\n' "$roots" | tail -1 | sed 's/[()]/./g') " all.svg ||
+    fail "--flamegraph of several traces: no process frame in the graph"
+
+# a trace that cannot be read among them: no total, and the CSV, folded stacks and flame graph
+# already there are left as they were
 one=$(ls tree/*.mtr.* | head -1)
 head -c 3000 "$one" >cut.mtr
-echo "kept" >kept.csv
-t 60 "$mtrace" report --callsites-csv kept.csv tree cut.mtr >/dev/null 2>err && fail "a cut trace among several: exit 0"
-[ "$(cat kept.csv)" = kept ] || fail "a cut trace among several: the CSV was replaced: $(head -3 kept.csv)"
-no_file "a cut trace among several" kept.csv.partial.*
+for f in kept.csv kept.folded kept.svg; do echo "kept" >$f; done
+t 60 "$mtrace" report --callsites-csv kept.csv --folded kept.folded --flamegraph kept.svg tree cut.mtr >/dev/null 2>err &&
+    fail "a cut trace among several: exit 0"
+for f in kept.csv kept.folded kept.svg; do
+    [ "$(cat $f)" = kept ] || fail "a cut trace among several: $f was replaced: $(head -3 $f)"
+done
+no_file "a cut trace among several" kept.csv.partial.* kept.folded.partial.* kept.svg.partial.*
 
 # one trace's --callsites-csv keeps its columns
 t 60 "$mtrace" report --callsites-csv one.csv "$one" >/dev/null 2>err || fail "report of $one: $(cat err)"
