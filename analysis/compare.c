@@ -26,7 +26,7 @@ typedef struct column {
 static const column_t columns[] = {
     { "wall ms", "wall_ms", 1e-3, 1 },
     { "cpu ms", "cpu_ms", 1e-3, 1 },
-    { "max RSS MiB", "max_rss_mib", 1.0 / 1024, 1 },
+    { "peak RSS MiB", "peak_rss_mib", 1.0 / 1024, 1 }, /* mt_replay_peak_kb: the program's, predicted */
     { "growth MiB", "rss_growth_mib", 1.0 / 1024, 0 },
     { "ideal MiB", "ideal_mib", 1.0 / 1024, 0 },
     { "growth/ideal", "rss_growth_over_ideal", 1, 0 },

@@ -409,8 +409,8 @@ static void print_header(FILE *fc, const sweep_t *s)
     fprintf(fc, "allocator");
     for (int p = 0; p < s->nparams; p++)
         fprintf(fc, ",%s", s->pname[p]);
-    fprintf(fc, ",wall_ms,cpu_ms,max_rss_mib,rss_growth_mib,ideal_mib,rss_growth_over_ideal,runs");
-    static const char *const spread_keys[] = { "cpu_ms", "wall_ms", "max_rss_mib" };
+    fprintf(fc, ",wall_ms,cpu_ms,peak_rss_mib,rss_growth_mib,ideal_mib,rss_growth_over_ideal,runs");
+    static const char *const spread_keys[] = { "cpu_ms", "wall_ms", "peak_rss_mib" };
     for (size_t i = 0; i < 3; i++)
         fprintf(fc, ",%s_min,%s_q1,%s_q3,%s_max", spread_keys[i], spread_keys[i], spread_keys[i], spread_keys[i]);
     fprintf(fc, ",cpu_change_pct,wall_change_pct,rss_change_pct_of_default_peak_rss,time_verdict,memory_verdict,"

@@ -48,7 +48,7 @@ t 60 "$mtrace" compare "$work/a.json" "$work/b.json" "$work/c.json" >"$work/tabl
 [ -s "$work/err" ] && fail "compare wrote to stderr: $(cat "$work/err")"
 lines=$(wc -l <"$work/table.txt")
 [ "$lines" = 4 ] || fail "compare: $lines lines, expected a header and 3 rows:$(cat "$work/table.txt")"
-head -1 "$work/table.txt" | grep -q '^allocator .*wall ms.*max RSS MiB' || fail "compare: header: $(head -1 "$work/table.txt")"
+head -1 "$work/table.txt" | grep -q '^allocator .*wall ms.*peak RSS MiB' || fail "compare: header: $(head -1 "$work/table.txt")"
 # rows after the first carry the % change against the first
 sed -n 2p "$work/table.txt" | grep -q '^glibc ' || fail "compare: first row: $(sed -n 2p "$work/table.txt")"
 sed -n 2p "$work/table.txt" | grep -q '%)' && fail "compare: the first row has a change against itself"
@@ -128,7 +128,7 @@ import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 a = json.load(open(sys.argv[2]))
 assert [r["name"] for r in rows] == ["glibc", "glibc mmap_threshold=65536", "other"], rows
-assert abs(float(rows[0]["max_rss_mib"]) - a["max_rss_kb"] / 1024) < 0.01, (rows[0], a["max_rss_kb"])
+assert abs(float(rows[0]["peak_rss_mib"]) - a["max_rss_kb"] / 1024) < 0.01, (rows[0], a["max_rss_kb"])
 assert abs(float(rows[0]["wall_ms"]) - a["wall_us"] / 1000) < 0.01 * max(1, a["wall_us"] / 1000)
 PY
 
@@ -140,7 +140,7 @@ import json, sys
 t = json.load(open(sys.argv[1]))
 assert isinstance(t, list) and len(t) == 2, t
 assert t[0]["name"] == "glibc" and t[1]["name"] == "glibc mmap_threshold=65536", t
-assert t[0]["max_rss_mib_change_pct"] == 0, t[0]
+assert t[0]["peak_rss_mib_change_pct"] == 0, t[0]
 assert "wall_ms_change_pct" in t[1]
 PY
 
@@ -167,7 +167,7 @@ if [ ! -f "$csv" ]; then
     fail "sweep: no sweep.csv"
 else
     [ "$(wc -l <"$csv")" = 4 ] || fail "sweep.csv: $(wc -l <"$csv") lines, expected a header, the default and 2"
-    head -1 "$csv" | grep -q '^allocator,mmap_threshold,wall_ms,cpu_ms,max_rss_mib' || fail "sweep.csv header: $(head -1 "$csv")"
+    head -1 "$csv" | grep -q '^allocator,mmap_threshold,wall_ms,cpu_ms,peak_rss_mib' || fail "sweep.csv header: $(head -1 "$csv")"
     sed -n 2p "$csv" | grep -q '^glibc,dynamic (default),' || fail "sweep.csv row 1 (the default): $(sed -n 2p "$csv")"
     sed -n 3p "$csv" | grep -q '^glibc,4096,' || fail "sweep.csv row 2: $(sed -n 3p "$csv")"
     sed -n 4p "$csv" | grep -q '^glibc,1048576,' || fail "sweep.csv row 3: $(sed -n 4p "$csv")"
@@ -178,7 +178,7 @@ else
         python3 - "$csv" <<'PY' || fail "sweep.csv: figures"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-low, high = float(rows[1]["max_rss_mib"]), float(rows[2]["max_rss_mib"])
+low, high = float(rows[1]["peak_rss_mib"]), float(rows[2]["peak_rss_mib"])
 assert high > low + 30, (low, high)
 PY
     fi

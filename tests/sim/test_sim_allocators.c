@@ -219,7 +219,7 @@ START_TEST(more_through_replay)
             free(p);
         }
         char *o = read_text(out, NULL);
-        ck_assert_msg(strstr(o, "max RSS MiB") && strstr(o, "%)"), "no comparison table:\n%s", o);
+        ck_assert_msg(strstr(o, "peak RSS MiB") && strstr(o, "%)"), "no comparison table:\n%s", o);
         free(o);
         /* by path: the label is the library's base name */
         char path[PATH_MAX];

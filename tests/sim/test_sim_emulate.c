@@ -232,7 +232,7 @@ START_TEST(not_an_allocator_refused)
         ck_assert_msg(access(first, F_OK) == 0, "glibc's result is missing");
         ck_assert_msg(access(second, F_OK) != 0, "the allocator after the failed one ran");
         char *o = read_text(out, NULL);
-        ck_assert_msg(!strstr(o, "max RSS MiB"), "a comparison table after a failure:\n%s", o);
+        ck_assert_msg(!strstr(o, "peak RSS MiB"), "a comparison table after a failure:\n%s", o);
         free(o);
         free(second);
     }

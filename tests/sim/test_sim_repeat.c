@@ -242,13 +242,13 @@ START_TEST(compare_groups_runs_into_rows)
     assert_near(jnum(a, "cpu_ms_max"), 12, "A cpu_ms_max");
     assert_near(jnum(a, "cpu_ms_q1"), 10.5, "A cpu_ms_q1");
     assert_near(jnum(a, "cpu_ms_q3"), 11.5, "A cpu_ms_q3");
-    assert_near(jnum(a, "max_rss_mib"), 100, "A max_rss_mib");
+    assert_near(jnum(a, "peak_rss_mib"), 100, "A peak_rss_mib");
     /* the replay's growth (max less start) and its ratio to the ideal, each checkable from the other */
     assert_near(jnum(a, "rss_growth_mib"), 99, "A rss_growth_mib");
     assert_near(jnum(a, "rss_growth_over_ideal"), (102400 - 1024) / 1000.0, "A rss_growth_over_ideal");
     /* the change is the medians' */
     assert_near(jnum(b, "cpu_ms_change_pct"), 100.0 * (12.5 - 11) / 11, "B cpu_ms_change_pct");
-    assert_near(jnum(b, "max_rss_mib_change_pct"), 100, "B max_rss_mib_change_pct");
+    assert_near(jnum(b, "peak_rss_mib_change_pct"), 100, "B peak_rss_mib_change_pct");
     ck_assert_uint_eq(mt_json_get(b, "files")->n, 3);
     mt_json_free(t);
 }
@@ -473,10 +473,10 @@ START_TEST(sweep_baseline_row_first_and_changes_against_it)
     assert_settings(dir, "run-001.2.json", "mmap_threshold=4096");
     assert_settings(dir, "run-002.1.json", "mmap_threshold=1m");
     ck_assert_msg(!exists(dir, "run-000.3.json") && !exists(dir, "run-003.1.json"), "more runs than asked");
-    const double base_cpu = csv_num(&c, 1, "cpu_ms"), base_rss = csv_num(&c, 1, "max_rss_mib");
+    const double base_cpu = csv_num(&c, 1, "cpu_ms"), base_rss = csv_num(&c, 1, "peak_rss_mib");
     for (int row = 1; row < 4; row++) {
         ck_assert_int_eq((int)csv_num(&c, row, "runs"), 2);
-        const double cpu = csv_num(&c, row, "cpu_ms"), rss = csv_num(&c, row, "max_rss_mib");
+        const double cpu = csv_num(&c, row, "cpu_ms"), rss = csv_num(&c, row, "peak_rss_mib");
         const double want_cpu = 100 * (cpu - base_cpu) / base_cpu, want_rss = 100 * (rss - base_rss) / base_rss;
         /* the CSV rounds the figures to 0.001 and the changes to 0.01 */
         const double got_cpu = csv_num(&c, row, "cpu_change_pct");
@@ -550,7 +550,7 @@ START_TEST(sweep_every_allocator_has_its_baseline)
         ck_assert_str_eq(csv_at(&c, row, "allocator"), want[row - 1][0]);
         ck_assert_str_eq(csv_at(&c, row, "arena_max"), want[row - 1][1]);
     }
-    const double jbase = csv_num(&c, 2, "max_rss_mib"), jrss = csv_num(&c, 4, "max_rss_mib");
+    const double jbase = csv_num(&c, 2, "peak_rss_mib"), jrss = csv_num(&c, 4, "peak_rss_mib");
     const double got = csv_num(&c, 4, "rss_change_pct_of_default_peak_rss"), exp = 100 * (jrss - jbase) / jbase;
     ck_assert_msg(got > exp - 0.05 && got < exp + 0.05, "jemalloc's change %g, against its own default %g", got, exp);
     ck_assert_str_eq(csv_at(&c, 2, "time_verdict"), "baseline");
