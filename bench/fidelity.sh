@@ -4,7 +4,7 @@
 # 32 MiB and arena_max=1. Per run: peak RSS and CPU time (user+sys), native against replayed
 # (medians of REPS runs). Reported per program: whether the program's peak as the replay predicts it
 # (predicted_peak_rss_kb: the replay's anonymous peak less its bookkeeping, plus the traced
-# program's file-backed pages, plus those of the libraries the allocator brings, allocator_file_kb)
+# program's file-backed and shared pages, plus those of the libraries the allocator brings, allocator_file_kb)
 # is within the rule of issue 14 (10 % of
 # the native peak, or 2 MiB for a native peak under 10 MiB), beside the replay process's own peak;
 # the allocators'

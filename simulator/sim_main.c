@@ -408,7 +408,9 @@ typedef struct sim_results {
 
 /* The program's peak RSS as this allocator would make it: its memory that an allocator decides is
  * anonymous (the heap, its own mappings), which the replay holds, and its file-backed pages (code,
- * libraries, files it maps), which the replay cannot hold (cc1: 33 MB of its 100 MB). So: the
+ * libraries, files it maps), which the replay cannot hold (cc1: 33 MB of its 100 MB), with its
+ * shared memory (statm counts a shared anonymous mapping with the file pages: postgres's buffers),
+ * which the recorder does not record as the program's own. So: the
  * replay's anonymous peak less the replay's own bookkeeping, plus the traced program's peak RSS less
  * its peak anonymous RSS (both sampled, and with the recorder's own pages in them), plus the file
  * pages of the libraries the allocator brings with it (jemalloc: libstdc++, 2 MB), which the
@@ -503,13 +505,14 @@ static void print_summary(const sim_t *s, const sim_opts_t *o, const sim_results
         printf("%" PRIu64 " blocks kept whole in the slot table (address unaligned or beyond its windows)\n",
                r->far_slots);
     if (h->source_peak_rss_kb)
-        printf("traced program's peak RSS %s Kb; replay %s Kb (%+.1f %%)\n",
+        printf("traced program's peak RSS %s Kb (sampled); replay %s Kb (%+.1f %%)\n",
                commas(a, sizeof a, (long long)h->source_peak_rss_kb), commas(b, sizeof b, (long long)r->max_rss_kb),
                100.0 * ((double)r->max_rss_kb - (double)h->source_peak_rss_kb) / (double)h->source_peak_rss_kb);
     const uint64_t predicted = predicted_peak_kb(s, r);
     if (predicted)
         printf("predicted peak RSS of the program on this allocator: %s Kb (the replay's anonymous peak less its "
-               "bookkeeping, plus the traced program's file-backed pages, %s Kb, and the allocator's libraries', "
+               "bookkeeping, plus the traced program's file-backed and shared pages, %s Kb, and the allocator's "
+               "libraries', "
                "%s Kb%s",
                commas(a, sizeof a, (long long)predicted),
                commas(b, sizeof b, (long long)(h->source_peak_rss_kb - h->source_peak_anon_kb)),
@@ -629,7 +632,7 @@ static void json_prediction(mt_json_t *j, const sim_t *s, const sim_results_t *r
     mt_json_kv_u64(j, "predicted_peak_rss_kb", predicted_peak_kb(s, r));
     mt_json_kv_cstr(j, "predicted_peak_rule",
                     "max_anon_rss_kb less bookkeeping_kb, plus source_peak_rss_kb less "
-                    "source_peak_anon_kb (the traced program's file-backed pages), plus "
+                    "source_peak_anon_kb (the traced program's file-backed and shared pages), plus "
                     "allocator_file_kb (the file pages of the libraries the allocator brings; 0 when "
                     "allocator_traced: the traced program ran on this allocator); "
                     "where the trace has it, source_start_anon_kb (the program's anonymous pages at "

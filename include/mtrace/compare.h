@@ -32,7 +32,7 @@ int mt_replay_result_check(const char *path, const mt_jval_t *r, mt_error_t *err
 
 /* A replay result's peak RSS in KiB, the one compare, sweep and the plots judge: the program's peak as
  * predicted on that allocator (predicted_peak_rss_kb: the replay's anonymous peak and the traced
- * program's file-backed pages), else, for a trace without RSS samples, the replay's own max RSS. */
+ * program's file-backed and shared pages), else, for a trace without RSS samples, the replay's own max RSS. */
 double mt_replay_peak_kb(const mt_jval_t *r);
 
 /* A replay result's RSS growth in KiB: the replay's max RSS less its RSS at its start (rss_growth_kb;

@@ -5,7 +5,8 @@
 # blocks). The shared mapping is shared memory, counted with the file pages: the recorder does not
 # write it as the program's own anonymous memory, and the replay's predicted peak RSS (its anonymous
 # peak plus the traced program's file-backed and shared pages) lands near the program's native
-# VmHWM instead of counting those 32 MiB twice. The file mapped over the private mapping unmaps
+# VmHWM instead of counting those 32 MiB twice; the replay's summary says so ("file-backed and
+# shared pages", the traced peak "(sampled)"). The file mapped over the private mapping unmaps
 # that half. Then a file mapped shared, written and unmapped with no call between (a linker's output,
 # as ld.gold writes it), recorded with RSS samples 100 s apart: the unmap takes a sample before it,
 # due or not, and the predicted peak holds the file's dirty pages. Memory only, wide bounds; no
@@ -39,6 +40,12 @@ PY
 "$mtrace" convert "$work/p.mtr" -o "$work/p.wl" >"$work/convert.out" 2>&1 || fail "convert failed: $(cat "$work/convert.out")"
 "$mtrace" replay "$work/p.wl" --allocator glibc --json "$work/r.json" >"$work/replay.out" 2>&1 ||
     fail "replay failed: $(cat "$work/replay.out")"
+# the summary's words: the traced peak is the highest RSS sample, and the pages added to the
+# replay's anonymous peak hold the shared mapping as well as the file pages
+grep -Eq "^traced program's peak RSS [0-9,]+ Kb \(sampled\); replay " "$work/replay.out" ||
+    fail "the summary's traced peak line: $(grep "peak RSS" "$work/replay.out")"
+grep -q "plus the traced program's file-backed and shared pages, [0-9,]* Kb" "$work/replay.out" ||
+    fail "the summary's predicted peak line: $(grep "predicted peak" "$work/replay.out")"
 python3 - "$work/r.json" "$native" <<'PY'
 import json, sys
 j, native = json.load(open(sys.argv[1])), int(sys.argv[2])
