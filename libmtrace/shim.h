@@ -236,9 +236,12 @@ static inline void mt_spin_give(atomic_int *lock)
 uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes, int narrow);
 extern atomic_int mt_pages_forked; /* the process has forked or was forked: pages may be shared */
 
-/* shim_vmlive.c: the program's own mappings still live, and their resident pages at exit */
-void mt_vmlive_mapped(uintptr_t a, uint64_t len);
+/* shim_vmlive.c: the program's own mappings still live, and their resident pages at exit; `other`:
+ * a file mapping or shared memory, listed so that a mremap() of it is known as such */
+void mt_vmlive_mapped(uintptr_t a, uint64_t len, int other);
 void mt_vmlive_unmapped(uintptr_t a, uint64_t len);
+/* Whether a mapping listed as `other` starts at a. */
+int mt_vmlive_other(uintptr_t a);
 /* At the process's end: an MT_VM_AT_EXIT event for each mapping of the program's still live. */
 void mt_vm_at_exit(void);
 void mt_pages_after_fork_child(void);

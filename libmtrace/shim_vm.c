@@ -10,7 +10,8 @@
  * and sbrk() add to or take from the break, as mappings of those pages.
  *
  * Not recorded: file mappings and shared anonymous ones (shared memory, which the RSS counts with
- * the file pages), except that one made with MAP_FIXED unmaps what it replaces; the shim's own
+ * the file pages), except that one made with MAP_FIXED unmaps what it replaces, nor a mremap() of
+ * one (they are listed, shim_vmlive.c, to know it by); the shim's own
  * mappings (made while busy); the allocator's, when it calls mmap, madvise or sbrk through the PLT
  * (jemalloc, tcmalloc, mimalloc: the caller's object is the allocator's; glibc's malloc calls its
  * internal mmap, madvise and sbrk, which do not come here); madvise() advice other than
@@ -94,7 +95,7 @@ static void vm_event5(uint64_t now, unsigned kind, const void *addr, size_t len,
         q = mt_put_uvarint(q, fifth);
     mt_emit_event_at(t, MT_EV_VM, now, payload, (size_t)(q - payload));
     if (kind == MT_VM_MAP)
-        mt_vmlive_mapped((uintptr_t)addr, len);
+        mt_vmlive_mapped((uintptr_t)addr, len, 0);
     else if (kind == MT_VM_UNMAP)
         mt_vmlive_unmapped((uintptr_t)addr, len);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -135,24 +136,43 @@ static int anonymous_private(int flags)
     return (flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED); /* MAP_SHARED_VALIDATE has this bit too */
 }
 
+/* Lists a mapping that is not the program's anonymous memory (mt_vmlive_other), made at addr or
+ * moved there from `from` (NULL: made). */
+static void list_other(const void *from, size_t from_len, const void *addr, size_t len)
+{
+    mt_thread_t *t = &mt_self;
+    const int saved = errno;
+    t->busy = 1; /* the list may map more memory for itself */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (from)
+        mt_vmlive_unmapped((uintptr_t)from, from_len);
+    mt_vmlive_mapped((uintptr_t)addr, len, 1);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    errno = saved;
+}
+
 MT_EXPORT void *hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    /* MAP_FIXED_NOREPLACE replaces nothing: it fails where anything is mapped */
-    const int fixed = (flags & MAP_FIXED) != 0;
-    if (!(anonymous_private(flags) || fixed) || !recordable(__builtin_return_address(0)))
+    if (!recordable(__builtin_return_address(0)))
         return real_mmap(addr, len, prot, flags, fd, off);
-    sample_due(fixed ? len : 0);
-    const uint64_t now = mt_now();
+    /* MAP_FIXED_NOREPLACE replaces nothing: it fails where anything is mapped */
+    const int fixed = (flags & MAP_FIXED) != 0, own = anonymous_private(flags);
+    if (own || fixed)
+        sample_due(fixed ? len : 0);
+    const uint64_t now = own || fixed ? mt_now() : 0;
     if (fixed) /* what it replaces is unmapped, whatever takes its place (a file, shared memory) */
         vm_event(now, MT_VM_UNMAP, addr, len, resident((uintptr_t)addr, len));
     void *r = real_mmap(addr, len, prot, flags, fd, off);
-    if (!anonymous_private(flags))
+    if (r == MAP_FAILED)
         return r;
-    if (r != MAP_FAILED) {
-        const int saved = errno;
-        vm_event(now, MT_VM_MAP, r, len, (flags & MAP_POPULATE) ? resident((uintptr_t)r, len) : 0);
-        errno = saved;
+    if (!own) {
+        list_other(NULL, 0, r, len);
+        return r;
     }
+    const int saved = errno;
+    vm_event(now, MT_VM_MAP, r, len, (flags & MAP_POPULATE) ? resident((uintptr_t)r, len) : 0);
+    errno = saved;
     return r;
 }
 
@@ -175,6 +195,13 @@ MT_EXPORT int munmap(void *addr, size_t len)
     return rc;
 }
 
+static void *real_mremap(void *old, size_t old_len, size_t new_len, int flags, void *want)
+{
+    if (mt_g.real.mremap)
+        return mt_g.real.mremap(old, old_len, new_len, flags, want);
+    return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+}
+
 MT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 {
     void *want = NULL;
@@ -185,12 +212,21 @@ MT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
         va_end(ap);
     }
     const int rec = recordable(__builtin_return_address(0));
+    if (rec && mt_vmlive_other((uintptr_t)old)) {
+        /* A file mapping or shared memory moved or resized is not the program's anonymous memory:
+         * written as a mapping made, its pages were replayed as the program's own (a shared
+         * mapping grown by mremap: counted twice, as postgres's buffers once were). It stays
+         * listed as what it is, at its new place. */
+        void *r = real_mremap(old, old_len, new_len, flags, want);
+        if (r != MAP_FAILED)
+            list_other(old, old_len, r, new_len);
+        return r;
+    }
     if (rec)
         sample_due(old_len > new_len ? old_len - new_len : 0);
     const uint64_t now = rec ? mt_now() : 0;
     const uint64_t pages = rec ? resident((uintptr_t)old, old_len) : 0;
-    void *r = mt_g.real.mremap ? mt_g.real.mremap(old, old_len, new_len, flags, want)
-                               : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+    void *r = real_mremap(old, old_len, new_len, flags, want);
     if (rec && r != MAP_FAILED) {
         const int saved = errno;
         /* The pages moved with the mapping: resident in the new range as they were in the old. */

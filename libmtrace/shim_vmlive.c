@@ -11,7 +11,11 @@
  * trim a head and a tail to align the rest). An unmap of a middle part, or of several mappings at
  * once from the middle of one, is not followed: the mapping stays listed, and its count at exit
  * takes only the pages still mapped in its range. Each table grows by doubling up to VL_MAX
- * entries (4 MiB); past that, mappings made are not listed, and keep trace2wl's estimate. */
+ * entries (4 MiB); past that, mappings made are not listed, and keep trace2wl's estimate.
+ *
+ * The program's other mappings (files, shared memory) are listed too, marked VL_OTHER, and never
+ * counted: a mremap() of one moves memory that is not the program's anonymous memory, which the
+ * recorder must not write as such (shim_vm.c). */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>
@@ -29,6 +33,10 @@ typedef struct vl_table {
     vl_entry_t *v;
     uint64_t cap, n;
 } vl_table_t;
+
+/* In an entry's value, beside the length: the mapping is a file's or shared memory. */
+#define VL_OTHER (1ull << 63)
+#define VL_LEN(v) ((v) & ~VL_OTHER)
 
 #define VL_FIRST 256u
 #define VL_MAX (1u << 18)
@@ -115,22 +123,23 @@ static void unlist(uintptr_t a, uint64_t len)
     vl_del(&by_end, a + len);
 }
 
-/* A mapping listed at a already is one whose unmap was not followed: it goes first. */
+/* A mapping listed at a already is one whose unmap was not followed: it goes first. `len` may carry
+ * VL_OTHER. */
 static void list(uintptr_t a, uint64_t len)
 {
     uint64_t old;
     if (vl_get(&by_start, a, &old))
-        unlist(a, old);
-    if (vl_put(&by_start, a, len) == 0 && vl_put(&by_end, a + len, a) < 0)
+        unlist(a, VL_LEN(old));
+    if (vl_put(&by_start, a, len) == 0 && vl_put(&by_end, a + VL_LEN(len), a) < 0)
         vl_del(&by_start, a);
 }
 
-void mt_vmlive_mapped(uintptr_t a, uint64_t len)
+void mt_vmlive_mapped(uintptr_t a, uint64_t len, int other)
 {
-    if (!len || a + len < a)
+    if (!len || a + len < a || len >= VL_OTHER)
         return;
     mt_spin_take(&vl_lock);
-    list(a, len);
+    list(a, len | (other ? VL_OTHER : 0));
     mt_spin_give(&vl_lock);
 }
 
@@ -142,20 +151,30 @@ void mt_vmlive_unmapped(uintptr_t a, uint64_t len)
     uint64_t have, start;
     /* whole mappings from a on, then what is left of the last one */
     while (len && vl_get(&by_start, a, &have)) {
-        unlist(a, have);
-        if (len < have) {
-            list(a + len, have - len); /* its head */
+        const uint64_t n = VL_LEN(have);
+        unlist(a, n);
+        if (len < n) {
+            list(a + len, (n - len) | (have & VL_OTHER)); /* its head */
             break;
         }
-        a += have;
-        len -= have;
+        a += n;
+        len -= n;
     }
     if (len && vl_get(&by_end, a + len, &start) && start < a && vl_get(&by_start, start, &have) &&
-        start + have == a + len) { /* its tail */
+        start + VL_LEN(have) == a + len) { /* its tail */
         unlist(start, a + len - start);
-        list(start, a - start);
+        list(start, (a - start) | (have & VL_OTHER));
     }
     mt_spin_give(&vl_lock);
+}
+
+int mt_vmlive_other(uintptr_t a)
+{
+    uint64_t have;
+    mt_spin_take(&vl_lock);
+    const int other = vl_get(&by_start, a, &have) && (have & VL_OTHER);
+    mt_spin_give(&vl_lock);
+    return other;
 }
 
 void mt_vm_at_exit(void)
@@ -171,7 +190,7 @@ void mt_vm_at_exit(void)
     const uint64_t now = mt_now();
     for (uint64_t k = 0; k < by_start.cap; k++) {
         const vl_entry_t *e = &by_start.v[k];
-        if (!e->key)
+        if (!e->key || (e->value & VL_OTHER))
             continue;
         uint64_t lo;
         const uint64_t whole = mt_whole_pages(e->key, e->value, mt_g.page_size, &lo);

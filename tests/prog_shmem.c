@@ -1,7 +1,8 @@
 /* Memory a program maps itself that is not anonymous in the RSS's accounting: a shared anonymous
  * mapping (MAP_SHARED | MAP_ANONYMOUS, as a server's shared buffers are) written in part, which the
  * kernel counts as shared memory beside the file pages; and a file mapped with MAP_FIXED over half
- * of a private anonymous mapping, which takes that half away. Beside them a private mapping and
+ * of a private anonymous mapping, which takes that half away. The shared mapping is then grown by
+ * mremap() to SHARED_GROWN_MIB (it may move; it stays shared memory). Beside them a private mapping and
  * malloc'd blocks, written, so that the heap and the program's own anonymous memory are there too.
  * Each phase holds its memory for a while, so that the recorder's RSS samples (every 10 ms) see it.
  * With "write", FILE is mapped shared, written and unmapped instead (write_file_mapping). Prints
@@ -19,8 +20,9 @@
 #define MIB (1u << 20)
 #define SHARED_MIB 64u /* mapped shared; SHARED_WRITTEN_MIB of it written */
 #define SHARED_WRITTEN_MIB 32u
-#define PRIVATE_MIB 16u /* mapped private and written; its second half then replaced by a file */
-#define HEAP_BLOCKS 64u /* of 256 KiB each, written */
+#define SHARED_GROWN_MIB 96u /* by mremap, after the writes: nothing more written */
+#define PRIVATE_MIB 16u      /* mapped private and written; its second half then replaced by a file */
+#define HEAP_BLOCKS 64u      /* of 256 KiB each, written */
 
 /* The output phase of a linker (ld.gold): FILE mapped shared and written whole, then unmapped,
  * with no malloc call meanwhile. */
@@ -76,9 +78,15 @@ int main(int argc, char **argv)
     put("file_mapped_fixed", f == p + PRIVATE_MIB / 2 * MIB);
     close(fd);
     hold();
+    uint8_t *g = mremap(s, SHARED_MIB * MIB, SHARED_GROWN_MIB * MIB, MREMAP_MAYMOVE);
+    put("shared_grown", g != MAP_FAILED);
+    if (g == MAP_FAILED)
+        return 1;
+    s = g;
+    hold();
     for (unsigned i = 0; i < HEAP_BLOCKS; i++)
         free(blocks[i]);
-    put("shared_unmapped", munmap(s, SHARED_MIB * MIB) == 0);
+    put("shared_unmapped", munmap(s, SHARED_GROWN_MIB * MIB) == 0);
     put("private_unmapped", munmap(p, PRIVATE_MIB * MIB) == 0);
     put("vmhwm_kb", (uint64_t)status_kb("VmHWM:"));
     flush_out();

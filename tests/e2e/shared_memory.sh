@@ -2,8 +2,9 @@
 # End-to-end: memory a program maps itself that the RSS does not count as anonymous
 # (tests/prog_shmem.c: a shared anonymous mapping with 32 MiB written, a private one of 16 MiB
 # written whose second half a file mapped with MAP_FIXED then replaces, and 16 MiB of malloc'd
-# blocks). The shared mapping is shared memory, counted with the file pages: the recorder does not
-# write it as the program's own anonymous memory, and the replay's predicted peak RSS (its anonymous
+# blocks; the shared mapping then grown by mremap). The shared mapping is shared memory, counted with
+# the file pages: the recorder does not write it as the program's own anonymous memory, nor its
+# mremap as a private mapping made, and the replay's predicted peak RSS (its anonymous
 # peak plus the traced program's file-backed and shared pages) lands near the program's native
 # VmHWM instead of counting those 32 MiB twice; the replay's summary says so ("file-backed and
 # shared pages", the traced peak "(sampled)"). The file mapped over the private mapping unmaps
@@ -23,7 +24,7 @@ head -c $((8 << 20)) /dev/zero >"$work/file"
 "$prog" "$work/file" >"$work/native" 2>&1 || fail "native run failed: $(cat "$work/native")"
 native=$(sed -n 's/^vmhwm_kb //p' "$work/native")
 "$mtrace" record -o "$work/p.mtr" -- "$prog" "$work/file" >"$work/out" 2>&1 || fail "record failed: $(cat "$work/out")"
-for k in shared_mapped private_mapped file_opened file_mapped_fixed shared_unmapped private_unmapped; do
+for k in shared_mapped private_mapped file_opened file_mapped_fixed shared_grown shared_unmapped private_unmapped; do
     grep -q "^$k 1$" "$work/out" || fail "the traced program's $k: $(cat "$work/out")"
 done
 "$mtrace" report --json "$work/p.mtr" >"$work/report.json" 2>"$work/report.err" ||
