@@ -1167,7 +1167,9 @@ int mt_report_build(mt_report_t *rep, const char *path, const mt_report_opts_t *
     rep->duration_s =
         bs.last_time > bs.first_time ? seconds(&bs.clk, bs.last_time) - seconds(&bs.clk, bs.first_time) : 0;
     mt_trace_close(t);
-    if (rep->has_stacks && pv->nstacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
+    /* with stacks and not one recorded (no call), the outputs asked for are still written, empty:
+     * a missing file with exit 0 would read as a success whose file went missing */
+    if (rep->has_stacks && (rc = resolve_callsites(rep, pv, o, err)) < 0)
         return rc;
     return 0;
 }

@@ -8,7 +8,8 @@
 # peak_bytes add up to peak_live_bytes and, as every allocation has a stack, their calls, bytes and
 # leaks add up to the totals. --folded, --flamegraph and --callsites-csv write well-formed files
 # whose numbers agree with the JSON; when one of them cannot be renamed into place (a directory of
-# that name), none is left (the --folded file renamed before it stayed). Not in sanitized builds
+# that name), none is left (the --folded file renamed before it stayed); of a trace with stacks and
+# no call (/bin/true), each is written with nothing in it. Not in sanitized builds
 # (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
@@ -119,4 +120,12 @@ t 60 "$mtrace" report --folded u.folded --flamegraph a.dir --callsites-csv u.csv
     fail "report with --flamegraph naming a directory: exit 0"
 grep -q "a.dir" err || fail "report with --flamegraph naming a directory: $(cat err)"
 for f in u.folded u.csv; do [ -e "$f" ] && fail "report left $f when the flame graph could not be written"; done
+# a trace with stacks and no call: each output asked for is written, with nothing in it (no file
+# at all, with exit 0, read as a success whose file went missing)
+t 60 "$mtrace" record --stacks 8 -o none.mtr -- /bin/true >/dev/null 2>rec.err || fail "record /bin/true: $(cat rec.err)"
+t 60 "$mtrace" report --folded n.folded --flamegraph n.svg --callsites-csv n.csv none.mtr >/dev/null 2>err ||
+    fail "report of a trace without calls, with stacks: $(cat err)"
+[ -f n.folded ] && [ ! -s n.folded ] || fail "report of a trace without calls: no empty n.folded"
+svg_ok n.svg || fail "report of a trace without calls: n.svg is not an SVG document"
+[ "$(wc -l <n.csv 2>/dev/null)" = 1 ] || fail "report of a trace without calls: n.csv is not its header alone"
 finish
