@@ -234,14 +234,32 @@ static inline void mt_spin_give(atomic_int *lock)
  * (pagemap leaves out the pages only read: shim_pages.c). A range not all mapped: UINT64_MAX, or
  * with `holes`, the resident pages of its mapped parts. */
 uint64_t mt_resident_pages(uintptr_t lo, uint64_t n_pages, int holes, int narrow);
+/* How many of the n pages from lo are anonymous and present (pagemap): in a private file mapping,
+ * those the program wrote, copied from the file; UINT64_MAX where pagemap cannot be read. */
+uint64_t mt_copied_pages(uintptr_t lo, uint64_t n_pages);
 extern atomic_int mt_pages_forked; /* the process has forked or was forked: pages may be shared */
 
-/* shim_vmlive.c: the program's own mappings still live, and their resident pages at exit; `other`:
- * a file mapping or shared memory, listed so that a mremap() of it is known as such */
-void mt_vmlive_mapped(uintptr_t a, uint64_t len, int other);
+/* shim_loaded.c: the writable segments of libraries loaded while tracing, as the program's mappings.
+ * mt_loaded_check at each RSS sample, with t->busy held; around a dlclose, before (1 if it counted
+ * their pages) and after. */
+void mt_loaded_check(mt_thread_t *t);
+int mt_loaded_before_dlclose(void);
+void mt_loaded_after_dlclose(int counted);
+/* shim_vm.c: a loaded library's segment written as mapped (`made`: no page copied yet, listed) or as
+ * unmapped with `pages` copied, in t's stream, t->busy held. */
+void mt_vm_loaded(mt_thread_t *t, uintptr_t a, uint64_t len, int made, uint64_t pages);
+
+/* shim_vmlive.c: the program's mappings still live, and the pages of its own at exit */
+typedef enum mt_vl_kind {
+    MT_VL_ANON,   /* private anonymous: the program's own, counted by its resident pages */
+    MT_VL_COPIED, /* a private file mapping opened for writing, a loaded library's writable segment:
+                   * the program's own where written, counted by its pages copied on write */
+    MT_VL_OTHER,  /* a file mapping or shared memory: listed to be known, never counted */
+} mt_vl_kind_t;
+void mt_vmlive_mapped(uintptr_t a, uint64_t len, mt_vl_kind_t kind);
 void mt_vmlive_unmapped(uintptr_t a, uint64_t len);
-/* Whether a mapping listed as `other` starts at a. */
-int mt_vmlive_other(uintptr_t a);
+/* The kind of the mapping listed as starting at a, or -1. */
+int mt_vmlive_kind(uintptr_t a);
 /* At the process's end: an MT_VM_AT_EXIT event for each mapping of the program's still live. */
 void mt_vm_at_exit(void);
 void mt_pages_after_fork_child(void);

@@ -108,6 +108,32 @@ static uint64_t pagemap_pages(int fd, uintptr_t lo, uint64_t n)
     return count;
 }
 
+uint64_t mt_copied_pages(uintptr_t lo, uint64_t n_pages)
+{
+    const int saved = errno;
+    const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = saved;
+        return UINT64_MAX;
+    }
+    uint64_t e[PAGEMAP_PER_READ], count = 0;
+    const uint64_t first = lo / mt_g.page_size;
+    for (uint64_t i = 0; i < n_pages;) {
+        const uint64_t want = n_pages - i < PAGEMAP_PER_READ ? n_pages - i : PAGEMAP_PER_READ;
+        const ssize_t got = pread(fd, e, want * sizeof e[0], (off_t)((first + i) * sizeof e[0]));
+        if (got != (ssize_t)(want * sizeof e[0])) {
+            count = UINT64_MAX;
+            break;
+        }
+        for (uint64_t k = 0; k < want; k++) /* bit 63: present; bit 61: a file's page or shared */
+            count += (e[k] >> 63) & ~(e[k] >> 61) & 1;
+        i += want;
+    }
+    close(fd);
+    errno = saved;
+    return count;
+}
+
 /* Of `step` pages at a that mincore calls resident, those in the RSS (see above). */
 static uint64_t written_pages(int fd, uintptr_t a, uint64_t np, uint64_t step)
 {

@@ -46,6 +46,7 @@ void mt_sample_rss(mt_thread_t *t, uint64_t now)
     if (now < due || !atomic_compare_exchange_strong(&mt_g.next_rss_time, &due, now + mt_g.rss_period))
         return;
     mt_release_ended(); /* for ended threads when none starts or ends after them */
+    mt_loaded_check(t); /* libraries loaded since: their segments are in the RSS sampled now */
     write_rss_sample(t);
     if (mt_g.glibc)
         mt_pages_sample(t, now);

@@ -95,11 +95,13 @@ MT_EXPORT int dlclose(void *handle)
     int (*real_dlclose)(void *) = mt_g.real.dlclose;
     if (!real_dlclose) /* called from inside dlsym, while the table is being filled */
         real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    const int counted = mt_loaded_before_dlclose(); /* the pages of what it may unload, while there */
     atomic_fetch_add(&dlclose_in_flight, 1);
     const int rc = real_dlclose(handle);
     /* generation first: a thread that sees no dlclose in flight sees the new generation */
     atomic_fetch_add(&unload_generation, 1);
     atomic_fetch_sub(&dlclose_in_flight, 1);
+    mt_loaded_after_dlclose(counted);
     return rc;
 }
 

@@ -13,9 +13,11 @@
  * takes only the pages still mapped in its range. Each table grows by doubling up to VL_MAX
  * entries (4 MiB); past that, mappings made are not listed, and keep trace2wl's estimate.
  *
- * The program's other mappings (files, shared memory) are listed too, marked VL_OTHER, and never
- * counted: a mremap() of one moves memory that is not the program's anonymous memory, which the
- * recorder must not write as such (shim_vm.c). */
+ * Each entry has a kind beside its length (mt_vl_kind_t): the program's anonymous mappings, counted
+ * at exit by their resident pages; memory whose pages are the program's only where it wrote them
+ * (a private file mapping opened for writing, a loaded library's writable segments: MT_VL_COPIED),
+ * counted by its anonymous pages, those copied on write; and the program's other mappings (files,
+ * shared memory), never counted, listed so that a mremap() of one is known as such (shim_vm.c). */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,9 +36,11 @@ typedef struct vl_table {
     uint64_t cap, n;
 } vl_table_t;
 
-/* In an entry's value, beside the length: the mapping is a file's or shared memory. */
-#define VL_OTHER (1ull << 63)
-#define VL_LEN(v) ((v) & ~VL_OTHER)
+/* An entry's value: the length, and the kind in the top two bits. */
+#define VL_KIND_SHIFT 62
+#define VL_LEN(v) ((v) & ((1ull << VL_KIND_SHIFT) - 1))
+#define VL_KIND(v) ((mt_vl_kind_t)((v) >> VL_KIND_SHIFT))
+#define VL_WITH_KIND(len, kind) ((len) | ((uint64_t)(kind) << VL_KIND_SHIFT))
 
 #define VL_FIRST 256u
 #define VL_MAX (1u << 18)
@@ -123,8 +127,8 @@ static void unlist(uintptr_t a, uint64_t len)
     vl_del(&by_end, a + len);
 }
 
-/* A mapping listed at a already is one whose unmap was not followed: it goes first. `len` may carry
- * VL_OTHER. */
+/* A mapping listed at a already is one whose unmap was not followed: it goes first. `len` carries
+ * the kind (VL_WITH_KIND). */
 static void list(uintptr_t a, uint64_t len)
 {
     uint64_t old;
@@ -134,12 +138,12 @@ static void list(uintptr_t a, uint64_t len)
         vl_del(&by_start, a);
 }
 
-void mt_vmlive_mapped(uintptr_t a, uint64_t len, int other)
+void mt_vmlive_mapped(uintptr_t a, uint64_t len, mt_vl_kind_t kind)
 {
-    if (!len || a + len < a || len >= VL_OTHER)
+    if (!len || a + len < a || VL_LEN(len) != len)
         return;
     mt_spin_take(&vl_lock);
-    list(a, len | (other ? VL_OTHER : 0));
+    list(a, VL_WITH_KIND(len, kind));
     mt_spin_give(&vl_lock);
 }
 
@@ -154,7 +158,7 @@ void mt_vmlive_unmapped(uintptr_t a, uint64_t len)
         const uint64_t n = VL_LEN(have);
         unlist(a, n);
         if (len < n) {
-            list(a + len, (n - len) | (have & VL_OTHER)); /* its head */
+            list(a + len, VL_WITH_KIND(n - len, VL_KIND(have))); /* its head */
             break;
         }
         a += n;
@@ -163,18 +167,18 @@ void mt_vmlive_unmapped(uintptr_t a, uint64_t len)
     if (len && vl_get(&by_end, a + len, &start) && start < a && vl_get(&by_start, start, &have) &&
         start + VL_LEN(have) == a + len) { /* its tail */
         unlist(start, a + len - start);
-        list(start, (a - start) | (have & VL_OTHER));
+        list(start, VL_WITH_KIND(a - start, VL_KIND(have)));
     }
     mt_spin_give(&vl_lock);
 }
 
-int mt_vmlive_other(uintptr_t a)
+int mt_vmlive_kind(uintptr_t a)
 {
     uint64_t have;
     mt_spin_take(&vl_lock);
-    const int other = vl_get(&by_start, a, &have) && (have & VL_OTHER);
+    const int kind = vl_get(&by_start, a, &have) ? (int)VL_KIND(have) : -1;
     mt_spin_give(&vl_lock);
-    return other;
+    return kind;
 }
 
 void mt_vm_at_exit(void)
@@ -190,15 +194,22 @@ void mt_vm_at_exit(void)
     const uint64_t now = mt_now();
     for (uint64_t k = 0; k < by_start.cap; k++) {
         const vl_entry_t *e = &by_start.v[k];
-        if (!e->key || (e->value & VL_OTHER))
+        if (!e->key || VL_KIND(e->value) == MT_VL_OTHER)
             continue;
+        const uint64_t len = VL_LEN(e->value);
         uint64_t lo;
-        const uint64_t whole = mt_whole_pages(e->key, e->value, mt_g.page_size, &lo);
-        const uint64_t resident = whole ? mt_resident_pages((uintptr_t)lo, whole, 1, 1) : 0;
+        const uint64_t whole = mt_whole_pages(e->key, len, mt_g.page_size, &lo);
+        uint64_t resident = 0;
+        if (whole && VL_KIND(e->value) == MT_VL_COPIED)
+            resident = mt_copied_pages((uintptr_t)lo, whole);
+        else if (whole)
+            resident = mt_resident_pages((uintptr_t)lo, whole, 1, 1);
+        if (resident == UINT64_MAX)
+            continue; /* not counted: trace2wl estimates it */
         uint8_t payload[40], *q = payload;
         q = mt_put_uvarint(q, MT_VM_AT_EXIT);
         q = mt_put_uvarint(q, e->key);
-        q = mt_put_uvarint(q, e->value);
+        q = mt_put_uvarint(q, len);
         q = mt_put_uvarint(q, resident);
         mt_emit_event_at(t, MT_EV_VM, now, payload, (size_t)(q - payload));
     }
