@@ -152,6 +152,7 @@ typedef struct info_facts {
     int writing;       /* not whole because a process is still recording into it */
     const char *bound; /* the object whose malloc went past the recorder, if any */
     size_t bound_len;
+    int bound_exe;    /* that object is the program's executable: an allocator linked into it */
     const char *next; /* ended at an exec: the trace the program went on in, if found */
 } info_facts_t;
 
@@ -186,8 +187,10 @@ static void info_json(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
         mt_json_kv_cstr(&j, "continued_in", x->next);
     mt_json_kv_bool(&j, "truncated", x->truncated);
     mt_json_kv_bool(&j, "bypassed", (h->flags & MT_HDR_BYPASSED) != 0);
-    if (x->bound)
+    if (x->bound) {
         mt_json_kv_str(&j, "bypassed_by", x->bound, x->bound_len);
+        mt_json_kv_bool(&j, "bypassed_by_executable", x->bound_exe);
+    }
     if (x->truncated)
         mt_json_kv_cstr(&j, "truncated_reason", strerror(h->truncated_errno));
     mt_json_kv_u64(&j, "lost_calls", h->lost_calls);
@@ -246,9 +249,16 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
     if (h->lost_calls)
         printf("lost calls    %" PRIu64 "\n", h->lost_calls);
     if (h->flags & MT_HDR_BYPASSED) {
-        printf("bypassed      the program's malloc was ");
-        mt_put_safe(stdout, x->bound ? x->bound : "another object", x->bound ? x->bound_len : strlen("another object"));
-        printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+        if (x->bound_exe) {
+            printf("bypassed      the program's malloc is its own, linked into ");
+            mt_put_safe(stdout, x->bound, x->bound_len);
+            printf(": its calls are not in the trace\n");
+        } else {
+            printf("bypassed      the program's malloc was ");
+            mt_put_safe(stdout, x->bound ? x->bound : "another object",
+                        x->bound ? x->bound_len : strlen("another object"));
+            printf("'s, found before libmtrace.so (LD_PRELOAD order): its calls are not in the trace\n");
+        }
     }
     printf("calls        ");
     for (unsigned op = 1; op <= MT_OP_LAST_CALL; op++)
@@ -315,8 +325,11 @@ int cmd_info(int argc, char **argv)
     mt_error_t cut;
     const int whole_rc = mt_trace_check_whole(t, &cut), whole = whole_rc == 0;
     /* Calls that went past the recorder (another allocator first in LD_PRELOAD): why a trace is empty. */
-    size_t bound_len = 0;
+    size_t bound_len = 0, exe_len = 0;
     const char *bound = mt_trace_string(t, MT_STR_BOUND_MALLOC, 0, &bound_len);
+    const char *exe = mt_trace_string(t, MT_STR_EXE, 0, &exe_len);
+    /* the recorder names the executable by its MT_STR_EXE when the malloc is the executable's */
+    const int bound_exe = bound && exe && bound_len == exe_len && !memcmp(bound, exe, exe_len);
     char next[4096];
     const int has_next = ended_at_exec && mt_trace_continuation(path, h, next, sizeof next);
     const info_facts_t facts = { .path = path,
@@ -330,6 +343,7 @@ int cmd_info(int argc, char **argv)
                                  .writing = whole_rc == -EBUSY,
                                  .bound = bound,
                                  .bound_len = bound_len,
+                                 .bound_exe = bound_exe,
                                  .next = has_next ? next : NULL };
     if (json)
         info_json(t, &s, &facts);

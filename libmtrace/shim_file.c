@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,13 +230,30 @@ static size_t read_small_file(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* Whether address a lies in the program's own executable: the first object dl_iterate_phdr reports. */
+static int in_executable(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t *a = arg; /* the address in; 1 or 0 out */
+    const uintptr_t addr = *a;
+    *a = 0;
+    for (unsigned k = 0; k < info->dlpi_phnum; k++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[k];
+        if (ph->p_type == PT_LOAD && addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+            *a = 1;
+    }
+    return 1;
+}
+
 /* An object before the shim in the lookup order (LD_PRELOAD="libtcmalloc_minimal.so.4 libmtrace.so",
  * or a program with its own malloc) answers the program's malloc: no call reaches the recorder and
  * the trace would hold none, silently. Found by calling the malloc the program calls (as dlsym finds
  * it) once: comparing addresses would not do, since a non-PIE program's own PLT entry stands for
- * malloc there. Said in the header (flag and string) and once on stderr (a forked child, which
- * inherits `warned`, does not say it again). */
-static uint8_t *note_bypass(mt_file_header_t *h, uint8_t *p, uint8_t *end)
+ * malloc there. Said in the header (flag and string: the object's file, or for the executable
+ * itself `exe`, the header's MT_STR_EXE) and once on stderr (a forked child, which inherits
+ * `warned`, does not say it again). An allocator linked into the executable (rustc's jemalloc) is
+ * not a matter of LD_PRELOAD's order, and the message does not say it is. */
+static uint8_t *note_bypass(mt_file_header_t *h, uint8_t *p, uint8_t *end, const char *exe, size_t exe_len)
 {
     static int warned;
     mt_thread_t *const t = &mt_self;
@@ -253,18 +271,32 @@ static uint8_t *note_bypass(mt_file_header_t *h, uint8_t *p, uint8_t *end)
     }
     Dl_info bound;
     const char *name = "the program";
-    if (bypassed && dladdr((void *)bound_malloc, &bound) && bound.dli_fname && bound.dli_fname[0])
+    size_t name_len = strlen(name);
+    uintptr_t own = (uintptr_t)bound_malloc;
+    if (bypassed)
+        dl_iterate_phdr(in_executable, &own);
+    if (bypassed && own && exe_len) {
+        name = exe;
+        name_len = exe_len;
+    } else if (bypassed && dladdr((void *)bound_malloc, &bound) && bound.dli_fname && bound.dli_fname[0]) {
         name = bound.dli_fname;
+        name_len = strlen(name);
+    }
     t->busy = busy;
     if (!bypassed)
         return p;
     h->flags |= MT_HDR_BYPASSED;
-    p = put_str(p, end, MT_STR_BOUND_MALLOC, name, strlen(name));
+    p = put_str(p, end, MT_STR_BOUND_MALLOC, name, name_len);
     if (!warned) {
         warned = 1;
-        mt_say("mtrace: this program's malloc is %s's, found before libmtrace.so (LD_PRELOAD order): no call "
-               "will be recorded; put libmtrace.so first in LD_PRELOAD",
-               name);
+        if (own)
+            mt_say("mtrace: this program's malloc is its own, linked into %.*s: no call will be recorded (its "
+                   "trace holds its threads, memory samples and mappings)",
+                   (int)name_len, name);
+        else
+            mt_say("mtrace: this program's malloc is %s's, found before libmtrace.so (LD_PRELOAD order): no call "
+                   "will be recorded; put libmtrace.so first in LD_PRELOAD",
+                   name);
     }
     return p;
 }
@@ -301,15 +333,16 @@ static void write_header(void)
     static char buf[16384];
     size_t n = read_small_file("/proc/self/cmdline", buf, sizeof buf);
     p = put_str(p, end, MT_STR_CMDLINE, buf, n && !buf[n - 1] ? n - 1 : n);
-    const ssize_t e = readlink("/proc/self/exe", buf, sizeof buf);
+    static char exe[4096];
+    const ssize_t e = readlink("/proc/self/exe", exe, sizeof exe);
     if (e > 0)
-        p = put_str(p, end, MT_STR_EXE, buf, (size_t)e);
+        p = put_str(p, end, MT_STR_EXE, exe, (size_t)e);
     const char *v = gnu_get_libc_version();
     p = put_str(p, end, MT_STR_GLIBC, v, strlen(v));
     Dl_info info;
     if (dladdr((void *)mt_g.real.malloc, &info) && info.dli_fname)
         p = put_str(p, end, MT_STR_ALLOCATOR, info.dli_fname, strlen(info.dli_fname));
-    p = note_bypass(h, p, end);
+    p = note_bypass(h, p, end, exe, e > 0 ? (size_t)e : 0);
     for (char **env = environ; env && *env; env++) {
         if (!strncmp(*env, "MALLOC_", 7) || !strncmp(*env, "GLIBC_TUNABLES=", 15) || !strncmp(*env, "MTRACE_", 7))
             p = put_str(p, end, MT_STR_ENV, *env, strnlen(*env, 4000));
