@@ -245,6 +245,7 @@ extern atomic_int mt_pages_forked; /* the process has forked or was forked: page
 void mt_loaded_check(mt_thread_t *t);
 int mt_loaded_before_dlclose(void);
 void mt_loaded_after_dlclose(int counted);
+void mt_loaded_after_fork_child(void);
 /* shim_vm.c: a loaded library's segment written as mapped (`made`: no page copied yet, listed) or as
  * unmapped with `pages` copied, in t's stream, t->busy held. */
 void mt_vm_loaded(mt_thread_t *t, uintptr_t a, uint64_t len, int made, uint64_t pages);
@@ -260,6 +261,7 @@ void mt_vmlive_mapped(uintptr_t a, uint64_t len, mt_vl_kind_t kind);
 void mt_vmlive_unmapped(uintptr_t a, uint64_t len);
 /* The kind of the mapping listed as starting at a, or -1. */
 int mt_vmlive_kind(uintptr_t a);
+void mt_vmlive_after_fork_child(void);
 /* At the process's end: an MT_VM_AT_EXIT event for each mapping of the program's still live. */
 void mt_vm_at_exit(void);
 void mt_pages_after_fork_child(void);

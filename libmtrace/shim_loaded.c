@@ -115,6 +115,12 @@ void mt_loaded_check(mt_thread_t *t)
     atomic_store(&loaded_lock, 0);
 }
 
+/* In a forked child: the lock may have been held by a thread that the child does not have. */
+void mt_loaded_after_fork_child(void)
+{
+    atomic_store(&loaded_lock, 0);
+}
+
 /* Whether this thread may write events now: tracing on, and not inside the shim. */
 static int may_write(const mt_thread_t *t)
 {

@@ -66,6 +66,8 @@ static void fork_child(void)
     mt_self.busy = 2;
     mt_stacks_after_fork_child();
     mt_pages_after_fork_child();
+    mt_vmlive_after_fork_child();
+    mt_loaded_after_fork_child();
     mt_file_after_fork_child();
     mt_self.busy = 0;
 }

@@ -181,6 +181,12 @@ int mt_vmlive_kind(uintptr_t a)
     return kind;
 }
 
+/* In a forked child: the lock may have been held by a thread that the child does not have. */
+void mt_vmlive_after_fork_child(void)
+{
+    atomic_store(&vl_lock, 0);
+}
+
 void mt_vm_at_exit(void)
 {
     mt_thread_t *t = &mt_self;
