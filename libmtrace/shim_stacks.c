@@ -716,6 +716,7 @@ void mt_stacks_after_fork_child(void)
 {
     /* Ids are per trace file: the child's file starts its own table. */
     mt_stack_table_clear();
+    atomic_store(&modules_lock, 0); /* a holder at the fork is gone: the module list is written again */
     /* The rules hold, but an entry another thread was writing at the fork would stay taken. */
     if (rules)
         madvise(rules, sizeof(rule_entry_t) * 2u << RULE_SET_BITS, MADV_DONTNEED);
