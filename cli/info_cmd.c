@@ -41,7 +41,7 @@ static int info_workload(const char *path, int json)
         mt_json_kv_u64(&j, "source_pid", h->source_pid);
         mt_json_kv_u64(&j, "threads", h->threads);
         mt_json_kv_u64(&j, "slots", h->slots);
-        mt_json_kv_u64(&j, "syncs", h->waits);
+        mt_json_kv_u64(&j, "sync_points", h->waits);
         mt_json_kv_u64(&j, "ops", s.ops);
         mt_json_kv_u64(&j, "frames", h->frames);
         mt_json_kv_u64(&j, "file_bytes", mt_wl_file_size(w));

@@ -6,7 +6,7 @@
  * Every replay runs under a time limit (run() kills it) and a --stall-timeout, so a hang fails the
  * test. Whether a given WAIT sleeps depends on the schedule; the workloads below make threads depend
  * on each other in both directions many times over, so that some WAIT finds its count not yet
- * reached in any schedule but a vanishingly unlikely one (syncs > 0 asserts it).
+ * reached in any schedule but a vanishingly unlikely one (sync_waits > 0 asserts it).
  *
  * Some cases are regressions of mtrace-sim bugs these tests found (fixed); once they ran on their own, as
  * expected to fail (meson.build). */

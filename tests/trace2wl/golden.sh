@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 
 fields() { # the workload header fields worth pinning, one "key":value a line
-    "$mtrace" info --json "$1" | grep -o '"\(threads\|slots\|syncs\|ops\|peak_live_bytes\|duration_s\|unknown_frees\|double_frees\|inversions\|forced\)":[0-9.e+-]*'
+    "$mtrace" info --json "$1" | grep -o '"\(threads\|slots\|sync_points\|ops\|peak_live_bytes\|duration_s\|unknown_frees\|double_frees\|inversions\|forced\)":[0-9.e+-]*'
 }
 
 shopt -s nullglob

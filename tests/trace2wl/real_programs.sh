@@ -70,15 +70,15 @@ allocs = sum(w["calls"][op] for op in ("malloc", "calloc", "realloc", "reallocar
                                           "posix_memalign", "aligned_alloc", "valloc", "pvalloc"))
 if allocs and w["slots"] <= 0:
     problems.append("slots %d" % w["slots"])
-if w["syncs"] != w["events"]["wait"]:
-    problems.append("syncs %d, wait ops %d" % (w["syncs"], w["events"]["wait"]))
+if w["sync_points"] != w["events"]["wait"]:
+    problems.append("sync_points %d, wait ops %d" % (w["sync_points"], w["events"]["wait"]))
 calls = sum(t["calls"].values())
 label = "%s (%s)" % (name, t["file"].rsplit("/", 1)[-1])
 if problems:
     print("FAIL: %s: %s" % (label, "; ".join(problems)))
     sys.exit(1)
 print("ok: %s: %d calls, %d threads, %d slots, %d waits, %d inversions, %d unknown frees, %d double frees, %d forced"
-      % (label, calls, w["threads"], w["slots"], w["syncs"], w["inversions"], w["unknown_frees"],
+      % (label, calls, w["threads"], w["slots"], w["sync_points"], w["inversions"], w["unknown_frees"],
          w["double_frees"], w["forced"]))
 PY
         if ! "$checker" --workload "$wl" --level 2 >"$work/check.out" 2>&1; then
