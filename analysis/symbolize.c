@@ -63,7 +63,17 @@ typedef struct sym_module {
     uint64_t *starts; /* the functions' starts at run time from .eh_frame_hdr, sorted */
     size_t nstarts;
     int starts_read;
+    struct cu_range *cus; /* the compilation units' address ranges, sorted (cu_at) */
+    size_t ncus;
+    int cus_read;
 } sym_module_t;
+
+/* A compilation unit's address range at run time. */
+struct cu_range {
+    uint64_t lo, hi;
+    Dwarf_Die cu;
+    Dwarf_Addr bias;
+};
 
 /* One code symbol of a module: [lo, hi) at run time; hi == lo for a symbol without a size, which
  * then reaches up to the next symbol. */
@@ -222,6 +232,7 @@ void mt_symbolizer_close(mt_symbolizer_t *s)
             dwfl_end(s->mods[i].dwfl);
         free(s->mods[i].syms);
         free(s->mods[i].starts);
+        free(s->mods[i].cus);
         free(s->mods[i].path);
     }
     free(s->mods);
@@ -535,12 +546,96 @@ static int inline_chain(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *chain, int 
     return n;
 }
 
+/* ---- compilation units by address ----------------------------------------------------------------
+ * elfutils finds the compilation unit of an address (dwfl_module_addrdie, and with it
+ * dwfl_module_getsrc) through .debug_aranges, which clang does not emit unless asked
+ * (-gdwarf-aranges): in elfutils 0.188 the lookup then finds none, and every frame of a program
+ * built with clang had no file and no line. Where it finds none, the units' own ranges (DW_AT_low_pc
+ * and high_pc, or DW_AT_ranges) are read once per module, sorted, and searched by bisection. */
+
+static int cmp_cu_range(const void *a, const void *b)
+{
+    const struct cu_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void read_cu_ranges(sym_module_t *m)
+{
+    m->cus_read = 1;
+    size_t cap = 0;
+    Dwarf_Die *cu = NULL;
+    Dwarf_Addr bias = 0;
+    while ((cu = dwfl_module_nextcu(m->mod, cu, &bias)) != NULL) {
+        Dwarf_Addr base, lo, hi;
+        for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0;) {
+            if (hi <= lo)
+                continue;
+            if (m->ncus == cap) {
+                const size_t n = cap ? 2 * cap : 64;
+                struct cu_range *v = realloc(m->cus, n * sizeof *v);
+                if (!v) { /* out of memory: no table, as for a module without units */
+                    free(m->cus);
+                    m->cus = NULL;
+                    m->ncus = 0;
+                    return;
+                }
+                m->cus = v;
+                cap = n;
+            }
+            m->cus[m->ncus++] = (struct cu_range){ lo + bias, hi + bias, *cu, bias };
+        }
+    }
+    if (m->ncus)
+        qsort(m->cus, m->ncus, sizeof *m->cus, cmp_cu_range);
+}
+
+/* The compilation unit that holds pc (a run-time address), with its bias; NULL if none does. */
+static Dwarf_Die *cu_at(sym_module_t *m, uint64_t pc, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, pc, bias);
+    if (cu)
+        return cu;
+    if (!m->cus_read)
+        read_cu_ranges(m);
+    size_t lo = 0, hi = m->ncus; /* the last range that starts at or before pc */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (m->cus[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo || pc >= m->cus[lo - 1].hi)
+        return NULL;
+    *bias = m->cus[lo - 1].bias;
+    return &m->cus[lo - 1].cu;
+}
+
+/* The source line of pc: 1 with *file (as the line table has it), *line and *comp_dir set. */
+static int line_at(sym_module_t *m, uint64_t pc, const char **file, int *line, const char **comp_dir)
+{
+    Dwfl_Line *l = dwfl_module_getsrc(m->mod, pc);
+    if (l) {
+        *file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+        *comp_dir = dwfl_line_comp_dir(l);
+        return *file != NULL;
+    }
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = cu_at(m, pc, &bias);
+    Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, pc - bias) : NULL;
+    if (!dl || !(*file = dwarf_linesrc(dl, NULL, NULL)) || dwarf_lineno(dl, line) != 0)
+        return 0;
+    Dwarf_Attribute a;
+    *comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+    return 1;
+}
+
 /* Where code of a system header inlined at pc was called from the user's code: the call site of the
  * innermost inlined call made from outside the system headers. 1 with *file, *line set; 0 if none. */
 static int user_call_site(mt_symbolizer_t *s, sym_module_t *m, uint64_t pc, const char **file, unsigned *line)
 {
     Dwarf_Addr bias = 0;
-    Dwarf_Die *cu = dwfl_module_addrdie(m->mod, pc, &bias);
+    Dwarf_Die *cu = cu_at(m, pc, &bias);
     Dwarf_Files *files = NULL;
     size_t nfiles = 0;
     if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -725,14 +820,11 @@ static void lookup(mt_symbolizer_t *s, uint64_t ra, mt_symbol_t *out)
         if (f)
             out->function = f;
     }
-    Dwfl_Line *line = dwfl_module_getsrc(m->mod, pc);
-    if (line) {
-        int lineno = 0;
-        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-        if (file && *file) {
-            out->file = source_path(s, file, dwfl_line_comp_dir(line));
-            out->line = out->file && lineno > 0 ? (unsigned)lineno : 0;
-        }
+    const char *file = NULL, *comp_dir = NULL;
+    int lineno = 0;
+    if (line_at(m, pc, &file, &lineno, &comp_dir) && *file) {
+        out->file = source_path(s, file, comp_dir);
+        out->line = out->file && lineno > 0 ? (unsigned)lineno : 0;
     }
     if (mt_source_is_system(out->file))
         user_call_site(s, m, pc, &out->file, &out->line);

@@ -9,7 +9,8 @@
 # leaks add up to the totals. --folded, --flamegraph and --callsites-csv write well-formed files
 # whose numbers agree with the JSON; when one of them cannot be renamed into place (a directory of
 # that name), none is left (the --folded file renamed before it stayed); of a trace with stacks and
-# no call (/bin/true), each is written with nothing in it. Not in sanitized builds
+# no call (/bin/true), each is written with nothing in it; a program built by clang (no
+# .debug_aranges) has its callsites' files and lines. Not in sanitized builds
 # (the recorder is an LD_PRELOAD shim).
 set -u
 mtrace=$1
@@ -128,4 +129,31 @@ t 60 "$mtrace" report --folded n.folded --flamegraph n.svg --callsites-csv n.csv
 [ -f n.folded ] && [ ! -s n.folded ] || fail "report of a trace without calls: no empty n.folded"
 svg_ok n.svg || fail "report of a trace without calls: n.svg is not an SVG document"
 [ "$(wc -l <n.csv 2>/dev/null)" = 1 ] || fail "report of a trace without calls: n.csv is not its header alone"
+# a program built by clang, which writes no .debug_aranges: its callsites have their file and line
+# (before, none had: the lookup of a compilation unit by address went through that section alone)
+if command -v clang >/dev/null; then
+    cat >clang_sites.c <<'CEOF'
+#include <stdlib.h>
+__attribute__((noinline)) void *make(size_t n) { return malloc(n); }
+int main(void)
+{
+    void *v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = make(100 + (size_t)i);
+    for (int i = 0; i < 100; i++)
+        free(v[i]);
+    return 0;
+}
+CEOF
+    clang -g -O1 -o clang_sites clang_sites.c 2>err || fail "clang: $(cat err)"
+    t 60 "$mtrace" record --stacks 8 -o c.mtr -- ./clang_sites >/dev/null 2>err || fail "record clang_sites: $(cat err)"
+    t 60 "$mtrace" report --json c.mtr >c.json 2>err || fail "report clang_sites: $(cat err)"
+    "$PY" - c.json <<'PYEOF' || fail "clang_sites: the callsite of make() has no file and line"
+import json, sys
+sites = json.load(open(sys.argv[1]))["callsites"]
+print("clang_sites callsites:", [(c["function"], c.get("file"), c.get("line"), c["calls"]) for c in sites])
+ok = [c for c in sites if c["function"] == "make" and (c.get("file") or "").endswith("clang_sites.c") and c.get("line") == 2]
+sys.exit(0 if ok and ok[0]["calls"] == 100 else 1)
+PYEOF
+fi
 finish
