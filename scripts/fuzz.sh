@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, -Dfuzzer=true) and fuzzes each for a bounded time.
 #
-#   scripts/fuzz.sh [--merge] [--build DIR] [--results FILE] [SECONDS_PER_TARGET] [TARGET...]
+#   scripts/fuzz.sh [--merge] [--build-only] [--build DIR] [--results FILE] [SECONDS_PER_TARGET] [TARGET...]
 #
 # SECONDS_PER_TARGET defaults to 60; TARGETs default to all of them: trace trace_packed pack_model
 # workload convert sim json report (tests/fuzz/README.md). Each run starts from tests/fuzz/corpus/<target>/ and
@@ -15,6 +15,8 @@
 # (scripts/test.sh counts them; a failed build makes every target FAIL). Targets run FUZZ_JOBS at a
 # time (default: the number of cores; libFuzzer's own run uses one).
 #
+# --build-only builds the targets and stops (scripts/test.sh builds them early, behind other work).
+#
 # Reproduce a crash with the replay program of any build, e.g.
 #   build/tests/fuzz/fuzz_replay_trace build-fuzz-clang/fuzz-artifacts/trace/crash-...
 # or with the fuzzer itself: build-fuzz-clang/tests/fuzz/fuzz_trace FILE
@@ -24,6 +26,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 merge=0
+build_only=0
 build=build-fuzz-clang
 secs=60
 results=
@@ -32,6 +35,7 @@ all=(trace trace_packed pack_model workload convert sim json report)
 while [ $# -gt 0 ]; do
     case $1 in
     --merge) merge=1 ;;
+    --build-only) build_only=1 ;;
     --build) build=$2; shift ;;
     --results) results=$2; shift ;;
     -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -84,6 +88,7 @@ elif [ "$(meson introspect --buildoptions "$build" |
 fi
 ninja -C "$build" $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >"$build/fuzz-build.log" 2>&1 ||
     { tail -n 40 "$build/fuzz-build.log"; all_failed "the build failed ($build/fuzz-build.log)"; }
+[ "$build_only" = 0 ] || exit 0
 
 # Names a crashing input; one of at most 12 KiB compressed is also printed, so that the log keeps it.
 show_input() {

@@ -63,8 +63,13 @@ print(f"{passed} {failed}")
 PY
 }
 
-# stage TEXT: a heading, with the seconds since the start, so that a log tells where the time went.
-stage() { echo "== $* (at ${SECONDS} s)"; }
+# stage TEXT: a heading, with the seconds since the start and the CPU seconds (user, system) of the
+# processes waited for so far, so that a log tells where the time went and how busy the cores were.
+stage() {
+    local cpu
+    cpu=$(times | sed -n 2p)
+    echo "== $* (at ${SECONDS} s; CPU so far: ${cpu})"
+}
 
 build_failed=0
 rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
@@ -76,24 +81,33 @@ rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
 asan_opts=(-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dsweep_stride=16)
 stage "unit and end-to-end tests (build)"
 asan_log=$(mktemp)
-asan_pid=
+asan_done=$(mktemp)
+behind_pid=
+# What the later stages build, built early: the fuzz targets and the ThreadSanitizer build (their
+# stages build again, which then finds nothing to do, and report any failure).
+later_builds=()
+[ "$fuzz_secs" -gt 0 ] && later_builds+=("scripts/fuzz.sh --build-only")
+[ "${MTRACE_TSAN:-1}" != 0 ] && later_builds+=("scripts/tsan.sh --build-only")
+later=$(printf '%s >/dev/null 2>&1; ' "${later_builds[@]}")
 if setup_build build -Dwerror=true; then
     # The sanitizer build goes on behind the plain tests, at the lowest priority: it takes the core
     # that the tests which run alone (is_parallel : false, a third of the suite's time) leave idle,
-    # and next to nothing from a test that wants it. Its output is shown in its own stage below.
-    nice -n 19 bash -c "$(declare -f setup_build); setup_build build-asan ${asan_opts[*]}" >"$asan_log" 2>&1 &
-    asan_pid=$!
+    # and next to nothing from a test that wants it; then, the same way, the later stages' builds.
+    # The sanitizer build's output is shown in its own stage below.
+    nice -n 19 bash -c "$(declare -f setup_build); setup_build build-asan ${asan_opts[*]} >'$asan_log' 2>&1;
+        echo done >'$asan_done'; ${later}" &
+    behind_pid=$!
     meson test -C build --print-errorlogs --num-processes "$jobs"
 else
     build_failed=1
 fi
 stage "the same under ASan/UBSan (build-asan)"
-if [ -n "$asan_pid" ]; then
-    wait "$asan_pid"
+if [ -n "$behind_pid" ]; then
+    while [ ! -s "$asan_done" ] && kill -0 "$behind_pid" 2>/dev/null; do sleep 1; done
     cat "$asan_log"
     echo "(built behind the plain tests; what is left, if anything:)"
 fi
-rm -f "$asan_log"
+rm -f "$asan_log" "$asan_done"
 # The static analysis goes on behind the sanitized tests, at the lowest priority, as the sanitized
 # build does behind the plain ones: those tests leave a core idle a quarter of their time (waits for
 # the processes they run), which scan-build's compiles take. Its output and result come in its own
@@ -120,6 +134,8 @@ if [ -n "$scan_pid" ]; then
     if [ "$scan_ok" = 1 ]; then echo "ok scan" >>"$extra"; else echo "FAIL scan" >>"$extra"; fi
 fi
 rm -f "$scan_log"
+# the later stages' builds, if they are still going (they share those build directories)
+[ -z "$behind_pid" ] || wait "$behind_pid"
 if [ "$fuzz_secs" -gt 0 ]; then
     stage "fuzzing each target for ${fuzz_secs} s (scripts/fuzz.sh)"
     scripts/fuzz.sh --results "$extra" "$fuzz_secs"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the multithreaded code with ThreadSanitizer and runs its tests.
 #
-#   scripts/tsan.sh [--build DIR] [--results FILE]
+#   scripts/tsan.sh [--build-only] [--build DIR] [--results FILE]
 #
 # Configures DIR (default build-tsan) with -Db_sanitize=thread, builds only what the tests need
 # (mtrace-sim, mtrace, libmtrace.so and the test programs) and runs:
@@ -16,18 +16,21 @@
 # scripts/tsan.supp and named at the end ("known race still seen") while they still happen.
 # --results FILE appends "ok TEST" or "FAIL TEST" per test (scripts/test.sh counts them). Exits
 # non-zero if any test failed. Runs TSAN_JOBS tests at a time (default 2). Under a minute on 2 cores.
+# --build-only builds and stops (scripts/test.sh builds early, behind other work).
 set -uo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
 root=$PWD
 
 build=build-tsan
+build_only=0
 results=
 while [ $# -gt 0 ]; do
     case $1 in
+    --build-only) build_only=1 ;;
     --build) build=$2; shift ;;
     --results) results=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "tsan.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -58,6 +61,7 @@ else
 fi
 ninja -C "$build" "${targets[@]}" >"$build/tsan-build.log" 2>&1 ||
     { tail -n 40 "$build/tsan-build.log"; all_failed "the build failed ($build/tsan-build.log)"; }
+[ "$build_only" = 0 ] || exit 0
 
 logs=$(cd "$build" && pwd)/tsan-logs
 rm -rf "$logs"
