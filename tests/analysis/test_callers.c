@@ -62,7 +62,7 @@ static mt_frame_in_t g_frames[NFRAMES];
 static void setup(void)
 {
     for (int i = 0; i < NFRAMES; i++) {
-        g_frames[i] = (mt_frame_in_t){ .sym = { names[i], "prog.c", 10u + (unsigned)i, "prog", 0 } };
+        g_frames[i] = (mt_frame_in_t){ .sym = { names[i], "prog.c", 10u + (unsigned)i, "prog", 0, 0 } };
         g_frames[i].allocator = i == F_MALLOC;
     }
     g_frames[F_HEADER].sym.file = "/usr/include/c++/12/bits/vector.tcc";

@@ -8,14 +8,15 @@
 #   - the workload replays (the replay checker, through t2w-model-check --workload: no deadlock,
 #     slots used only while live, in every interleaving the WAITs allow).
 #   usage: real_programs.sh MTRACE SOURCE_ROOT T2W_MODEL_CHECK [SHIM]
-# Skipped (status 77) when SHIM links a sanitizer's runtime: it cannot be preloaded into programs
-# built without it.
+# Skipped (status 77) when SHIM is built with a sanitizer (it links the runtime, gcc, or leaves its
+# symbols for the executable to define, clang): it cannot be preloaded into programs built without.
 set -u
 mtrace=$1
 src=$2
 checker=$3
 shim=${4:-}
-if [ -n "$shim" ] && ldd "$shim" 2>/dev/null | grep -q 'lib[a-z]*san\.so'; then
+if [ -n "$shim" ] && { ldd "$shim" 2>/dev/null | grep -q 'lib[a-z]*san\.so' ||
+    nm -D --undefined-only "$shim" 2>/dev/null | grep -q ' __[a-z]*san_'; }; then
     echo "skip: $shim is built with a sanitizer"
     exit 77
 fi
