@@ -66,9 +66,11 @@ PY
 # stage TEXT: a heading, with the seconds since the start and the CPU seconds (user, system) of the
 # processes waited for so far, so that a log tells where the time went and how busy the cores were.
 stage() {
-    local cpu
-    cpu=$(times | sed -n 2p)
-    echo "== $* (at ${SECONDS} s; CPU so far: ${cpu})"
+    local f
+    f=$(mktemp)
+    times >"$f" # the builtin, in this shell: in a pipe or $(...) it would report a subshell's
+    echo "== $* (at ${SECONDS} s; CPU so far: $(sed -n 2p "$f"))"
+    rm -f "$f"
 }
 
 build_failed=0
