@@ -7,13 +7,13 @@
 # Builds what is missing. Each fuzz target and each TSan test counts as one test. Ends with one line
 # "N passed, N failed" and exits non-zero on any failure.
 #
-#   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 10; 0 skips fuzzing)
+#   MTRACE_FUZZ_SECONDS  seconds per fuzz target (default 7; 0 skips fuzzing)
 #   MTRACE_TSAN=0        skips the ThreadSanitizer tests
 #   MTRACE_SCAN=0        skips the static analysis
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_secs=${MTRACE_FUZZ_SECONDS:-10}
+fuzz_secs=${MTRACE_FUZZ_SECONDS:-7}
 
 # setup_build DIR OPTION...: configures DIR (when it is not yet) and builds it.
 setup_build() {
