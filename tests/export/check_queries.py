@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Loads mtrace exports into ClickHouse with doc/export.md's statements, runs its queries, and checks
 every figure against mtrace report --json of the same traces.
-  usage: check_queries.py PORT DOC DISTRIBUTED_CLUSTER EXPORT_DIR:REPORT_JSON...
-Then the same through Distributed tables over the cluster (one shard: this server): the figures
+  usage: check_queries.py HTTP_PORT DOC DISTRIBUTED_CLUSTER EXPORT_DIR:REPORT_JSON...
+Queries and inserts go through the server's HTTP interface (one process for all, where
+clickhouse-client would start one per query). Then the same through Distributed tables over the cluster (one shard: this server): the figures
 must not change. Exit 1 with a line per difference."""
-import json, re, subprocess, sys
+import json, re, sys, urllib.error, urllib.parse, urllib.request
 
 port, doc, cluster = sys.argv[1], sys.argv[2], sys.argv[3]
 pairs = [a.split(':', 1) for a in sys.argv[4:]]
@@ -13,15 +14,21 @@ problems = []
 DB = 'mtrace_export_test' # made afresh: the tables' names are the documented ones
 
 
-def ch(query, data=None, fmt=True):
+def ch(query, data=None, fmt=True, db=DB):
+    """Runs one statement; with data, the statement is in the URL and data is its input."""
     q = query + ('\nFORMAT JSONCompact' if fmt else '')
-    p = subprocess.run(['clickhouse-client', '--host', '127.0.0.1', '--port', port, '--database', DB, '--query', q],
-                       input=data, capture_output=True, timeout=300)
-    if p.returncode != 0:
-        raise SystemExit('FAIL: clickhouse-client: %s\n  query: %s' % (p.stderr.decode(errors='replace').strip(), query[:300]))
+    params = {'database': db} if db else {}
+    if data is not None:
+        params['query'] = q
+    url = 'http://127.0.0.1:%s/?%s' % (port, urllib.parse.urlencode(params))
+    try:
+        with urllib.request.urlopen(url, data=data if data is not None else q.encode(), timeout=300) as r:
+            out = r.read()
+    except urllib.error.HTTPError as e:
+        raise SystemExit('FAIL: ClickHouse: %s\n  query: %s' % (e.read().decode(errors='replace').strip(), query[:300]))
     if not fmt:
         return None
-    j = json.loads(p.stdout)
+    j = json.loads(out)
     names = [m['name'] for m in j['meta']]
     return [dict(zip(names, row)) for row in j['data']]
 
@@ -153,8 +160,8 @@ def run_all(suffix):
     return q
 
 
-subprocess.run(['clickhouse-client', '--host', '127.0.0.1', '--port', port, '--multiquery', '--query',
-                'DROP DATABASE IF EXISTS %s; CREATE DATABASE %s' % (DB, DB)], check=True, timeout=60)
+ch('DROP DATABASE IF EXISTS %s' % DB, fmt=False, db=None)
+ch('CREATE DATABASE %s' % DB, fmt=False, db=None)
 tables = blocks('table')
 for t in TABLES:
     if t not in tables:
@@ -165,7 +172,7 @@ for d, rj in pairs:
     for t in TABLES:
         with open('%s/%s.rowbinary' % (d, t), 'rb') as f:
             data = f.read()
-        if data: # an empty file is a table without rows: clickhouse-client refuses to insert nothing
+        if data: # an empty file is a table without rows: nothing to insert
             ch('INSERT INTO %s FORMAT RowBinary' % t, data=data, fmt=False)
 for d, rj in pairs:
     r = json.load(open(rj))

@@ -44,7 +44,7 @@ record() {
 
 record python 16 "$PY" -c '
 import json
-d = [{"k%d" % i: list(range(i % 10))} for i in range(5000)]
+d = [{"k%d" % i: list(range(i % 10))} for i in range(1500)]
 print(len(json.dumps(d)))'
 
 record forked 16 "$PY" -c '
@@ -52,13 +52,13 @@ import os, threading
 keep = []
 def work(n):
     keep.append([str(i) * 3 for i in range(n)])
-t = threading.Thread(target=work, args=(20000,))
+t = threading.Thread(target=work, args=(6000,))
 t.start()
 pid = os.fork()
 if pid == 0:
-    work(30000)
+    work(9000)
     os._exit(0)
-work(10000)
+work(3000)
 t.join()
 os.waitpid(pid, 0)
 print(len(keep))'
@@ -72,7 +72,7 @@ timeout -k 5 300 "$mtrace" report --json --skip-frames 'PyUnicode_New,PyType_Gen
     { echo "FAIL: mtrace report --json --skip-frames"; fail=1; }
 pairs+=("skip.out:skip.json")
 
-# without stacks: an empty mtrace_stacks, which is not loaded (clickhouse-client refuses no rows)
+# without stacks: an empty mtrace_stacks, which is not loaded (an empty file: nothing to load)
 record nostacks 0 "$PY" -c 'print(sorted(str(i) for i in range(3000))[-1])'
 
 timeout -k 5 60 "$mk_edge" edge.mtr || { echo "FAIL: $mk_edge"; exit 1; }
@@ -82,4 +82,4 @@ pairs+=("edge.out:edge.json")
 
 [ "$fail" = 0 ] || exit 1
 [ "${#pairs[@]}" -ge 6 ] || { echo "FAIL: expected a trace for each of the 2 processes of 'forked' and 1 each for 'python', 'skip', 'nostacks' and the edge cases, got ${#pairs[@]}"; exit 1; }
-timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_PORT" "$doc" mtrace_test "${pairs[@]}"
+timeout -k 5 600 "$PY" "$here/check_queries.py" "$CH_HTTP_PORT" "$doc" mtrace_test "${pairs[@]}"
