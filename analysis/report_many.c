@@ -339,8 +339,10 @@ static void print_total_head(const mt_report_total_t *t, FILE *f)
         fprintf(f, "ended at exec  %" PRIu64 " trace%s: the process went on in the program it ran\n", t->ended_at_exec,
                 t->ended_at_exec == 1 ? "" : "s");
     if (t->incomplete)
-        fprintf(f, "not finished   %" PRIu64 " trace%s: the process was killed or crashed\n", t->incomplete,
-                t->incomplete == 1 ? "" : "s");
+        fprintf(f,
+                "not finished   %" PRIu64 " trace%s: the process was killed or crashed, or left by a bare exit_group "
+                "system call\n",
+                t->incomplete, t->incomplete == 1 ? "" : "s");
     if (!t->failed)
         return;
     const total_priv_t *p = t->priv;

@@ -338,7 +338,9 @@ static void print_text_summary(const mt_report_t *r, FILE *f)
     } else if (r->ended_at_exec) {
         fputs(" (the trace ended at an exec: no trace of what followed was found beside it)", f);
     } else if (!r->complete) {
-        fputs(" (the trace did not finish: the process was killed or crashed)", f);
+        fputs(" (the trace did not finish: the process was killed or crashed, or left by a bare exit_group system "
+              "call)",
+              f);
     }
     fputs(r->truncated ? " (truncated)\n\n" : "\n\n", f);
     mt_report_calls_table(f, r->calls, r->bytes, r->failures);

@@ -243,7 +243,8 @@ static void info_text(mt_trace_t *t, const mt_trace_stats_t *s, const info_facts
                ? (x->next ? "ended at an exec: the program went on in "
                           : "ended at an exec (the program image was replaced; no trace of what followed was found "
                             "beside this file)")
-               : "not finished (the process was killed or crashed)",
+               : "not finished (the process was killed or crashed, or left by a bare exit_group system call, as Go "
+                 "programs do)",
            x->whole && !x->complete && x->ended_at_exec && x->next ? x->next : "", x->truncated ? ", truncated: " : "",
            x->truncated ? strerror(h->truncated_errno) : "");
     if (h->lost_calls)

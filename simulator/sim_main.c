@@ -729,7 +729,10 @@ static int setup(sim_t *s, sim_opts_t *o)
     s->nslots = h->slots;
     s->page = (uint32_t)sysconf(_SC_PAGESIZE);
     if (s->nthreads == 0) {
-        fprintf(stderr, "mtrace-sim: %s: the workload has no threads\n", path);
+        fprintf(stderr,
+                "mtrace-sim: %s: the workload has no threads: its trace has no record of a thread (a program "
+                "that made no malloc-family call, such as a Go program): nothing to replay\n",
+                path);
         return 1;
     }
     if (s->nslots >= (1ull << 40)) { /* the reader bounds it by the ops; this bounds the multiplication */
