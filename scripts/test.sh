@@ -119,7 +119,7 @@ fi
 rm -f "$asan_log" "$asan_done"
 # The static analysis goes on behind the sanitized tests, at the lowest priority, as the sanitized
 # build does behind the plain ones: those tests leave a core idle a quarter of their time (waits for
-# the processes they run), which scan-build's compiles take. Its output and result come in its own
+# the processes they run), which the analyzer's runs take. Its output and result come in its own
 # stage below.
 scan_log=$(mktemp)
 scan_pid=
@@ -137,7 +137,7 @@ scripts/check-format.sh --results "$extra"
 stage "commit messages (scripts/check-commits.sh)"
 scripts/check-commits.sh --results "$extra"
 if [ -n "$scan_pid" ]; then
-    stage "static analysis (scripts/scan.sh: scan-build over the tools, zero findings; run behind the sanitized tests)"
+    stage "static analysis (scripts/scan.sh: clang's analyzer over the tools, zero findings; run behind the sanitized tests)"
     if wait "$scan_pid"; then scan_ok=1; else scan_ok=0; fi
     cat "$scan_log"
     if [ "$scan_ok" = 1 ]; then echo "ok scan" >>"$extra"; else echo "FAIL scan" >>"$extra"; fi
