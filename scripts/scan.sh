@@ -31,6 +31,7 @@ if [ -n "$(ls -A "$build" 2>/dev/null)" ] && [ ! -f "$build/build.ninja" ] && [ 
 fi
 rm -rf "$build"
 mkdir -p "$build"
+build=$(cd "$build" && pwd) # the analyzer's commands run in the build directory
 log=$build/scan.log
 if ! CC=$clang meson setup "$build" -Dtests=false -Dbench=false -Db_colorout=never >"$log" 2>&1; then
     tail -n 40 "$log"
