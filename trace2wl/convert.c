@@ -1309,6 +1309,7 @@ static int conv_start(conv_t *c, const char *trace_path, unsigned jobs, mt_error
         snprintf(err->msg, sizeof err->msg, "%s: out of memory", trace_path);
         return -ENOMEM;
     }
+    c->touch.page = c->vtouch.page = (uint64_t)c->page_kb * 1024;
     /* The rate: from the header, else from RSS samples, which needs a pass over the events (before
      * any worker reads the trace: one reader of its chunks at a time). */
     c->rate = mt_trace_ticks_per_sec(c->trace);

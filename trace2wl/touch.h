@@ -11,7 +11,8 @@
 
 typedef struct mt_touch_block {
     uint64_t op;    /* the allocation op's number in its thread's stream */
-    uint64_t pages; /* whole pages */
+    uint64_t pages; /* whole pages (of its usable bytes: what the recorder counts) */
+    uint64_t req;   /* whole pages of its requested bytes (what the replay writes a share of) */
     uint64_t made;  /* resident when it was made */
     uint64_t ended; /* resident before the call that ended it; UINT64_MAX: not seen */
     uint64_t held;  /* the most of its pages seen resident at once while it lived (mt_touch_held) */
@@ -63,6 +64,7 @@ typedef struct mt_touch {
     uint64_t blocks, exact, estimated, pages, written; /* the workload header's large_* */
     uint64_t edge_blocks, edge_unwritten;              /* edge blocks seen; of which last bytes unwritten */
     int seen;                                          /* the trace had any page evidence */
+    uint64_t page;                                     /* bytes; 0: shares taken of `pages` */
 } mt_touch_t;
 
 int mt_touch_init(mt_touch_t *t);
