@@ -121,13 +121,6 @@ static int put_entry(mt_touch_t *t, mt_wl_touch_entry_t e)
     return 0;
 }
 
-/* A watched block of fresh memory that the program wrote `written` pages of, counted again as other
- * large blocks came and went, at RSS samples and at its end: the replay writes none of its pages as
- * it is made, then at each count's op (in the counting thread) what was resident then. So at every
- * moment the recorder looked, the replay holds what the program held; in between, what it held at the
- * moment before. A block the recorder never counted during its life (it lived less than a sampling
- * period, or the counting budget was spent), or whose counts fall short of `written`, is written as
- * it is made, as any other. 1: entries made; 0: none, the caller writes the usual one; -ENOMEM. */
 /* The replay writes a share of the whole pages of a block's requested bytes (the size its op asks
  * for), where the recorder counts those of its usable bytes: w of them as that share. They differ
  * where glibc hands out more than was asked: ffmpeg's 5 074 368-byte memalign blocks came with 5.1
@@ -139,6 +132,13 @@ static uint32_t share_of(const mt_touch_block_t *b, uint64_t w)
     return !b->req || w >= b->req ? MT_WL_TOUCH_ONE : (uint32_t)((w << 16) / b->req);
 }
 
+/* A watched block of fresh memory that the program wrote `written` pages of, counted again as other
+ * large blocks came and went, at RSS samples and at its end: the replay writes none of its pages as
+ * it is made, then at each count's op (in the counting thread) what was resident then. So at every
+ * moment the recorder looked, the replay holds what the program held; in between, what it held at the
+ * moment before. A block the recorder never counted during its life (it lived less than a sampling
+ * period, or the counting budget was spent), or whose counts fall short of `written`, is written as
+ * it is made, as any other. 1: entries made; 0: none, the caller writes the usual one; -ENOMEM. */
 static int decide_later(mt_touch_t *t, const mt_touch_block_t *b, const mt_touch_later_t *l, uint64_t written)
 {
     if (!l->samples || !l->n || l->resident[l->n - 1] < written || !written)
